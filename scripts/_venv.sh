@@ -1,0 +1,24 @@
+# Sourced by scripts/test.sh and scripts/demo.sh: make .venv and install what is missing.
+# torch comes first and pinned: a bare `torch` requirement would pull a multi-GB CUDA build.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+TORCH_VERSION="${SWARMNODE_TORCH_VERSION:-2.13.0}"
+
+if [ ! -x "$PY" ]; then
+  echo "[setup] creating $VENV"
+  python3 -m venv "$VENV"
+  "$PY" -m pip install --quiet --upgrade pip
+fi
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  echo "[setup] installing torch==$TORCH_VERSION"
+  "$PY" -m pip install --quiet "torch==$TORCH_VERSION"
+fi
+STAMP="$VENV/.swarmnode-install-stamp"
+WANT="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! "$PY" -c "import swarmnode, hivemind" 2>/dev/null; then
+  echo "[setup] installing swarmnode and its dependencies into $VENV"
+  "$PY" -m pip install --quiet -e "$ROOT[dev]"
+  echo "$WANT" > "$STAMP"
+fi

@@ -1,0 +1,5 @@
+import sys
+
+from swarmnode.cli.app import main
+
+sys.exit(main())

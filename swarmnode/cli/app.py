@@ -1,0 +1,230 @@
+"""The `swarmnode` command: init, run, status, peers, swarm local.
+
+The CLI holds no logic the daemon needs: it parses flags, calls into swarmnode.node /
+swarmnode.status, and prints. Every user mistake ends as one line on stderr and exit code 1
+(or 2 for a bad flag), never a traceback.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn, Optional
+
+import typer
+from rich.console import Console
+from rich.live import Live
+
+from swarmnode import __version__
+from swarmnode.cli.render import peers_table, status_view
+from swarmnode.config import ConfigError, load_config
+from swarmnode.home import NodeHome, resolve_home
+
+app = typer.Typer(
+    name="swarmnode",
+    help="A node for decentralized peer-to-peer RL post-training of language models.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+swarm_app = typer.Typer(help="Run swarms of nodes.", no_args_is_help=True)
+app.add_typer(swarm_app, name="swarm")
+
+HomeOption = typer.Option(None, "--home", help="node home (default: $SWARMNODE_HOME or ~/.swarmnode)")
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+@app.command()
+def version() -> None:
+    """Print the software and protocol versions."""
+    from swarmnode.protocol import PROTOCOL_VERSION
+
+    typer.echo(f"swarmnode {__version__} (protocol v{PROTOCOL_VERSION})")
+
+
+@app.command()
+def init(
+    home: Optional[Path] = HomeOption,
+    config: Optional[Path] = typer.Option(None, "--config", help="YAML to copy as the home's config (default: configs/default.yaml)"),
+) -> None:
+    """Create a node home: Ed25519 node key, libp2p identity, config.yaml. Never overwrites keys."""
+    from swarmnode.home import init_home
+    from swarmnode.identity import PASSPHRASE_ENV
+
+    root = resolve_home(home)
+    text = None
+    if config is not None:
+        try:
+            load_config(config, environ={})  # refuse to copy a config the daemon would reject
+        except ConfigError as e:
+            fail(str(e))
+        text = config.read_text(encoding="utf-8")
+    try:
+        result = init_home(root, text)
+    except OSError as e:
+        fail(f"cannot create node home {root}: {e}")
+    for line in result.created:
+        typer.echo(f"created {line}")
+    for line in result.kept:
+        typer.echo(f"kept existing {line}")
+    from swarmnode.identity import load_identity
+
+    try:
+        identity = load_identity(result.home.node_key, result.home.p2p_identity)
+    except Exception as e:  # noqa: BLE001 - e.g. wrong passphrase for an existing key
+        fail(str(e))
+    typer.echo(f"peer id: {identity.peer_id}")
+    typer.echo(f"(set {PASSPHRASE_ENV} before `init` to encrypt the node key)" if not result.kept else "")
+
+
+@app.command()
+def run(
+    home: Optional[Path] = HomeOption,
+    config: Optional[Path] = typer.Option(None, "--config", help="config YAML (default: the home's config.yaml)"),
+    initial_peer: list[str] = typer.Option([], "--initial-peer", help="multiaddr of a swarm peer to join through (repeatable)"),
+    host_port: Optional[int] = typer.Option(None, "--host-port", min=0, max=65535, help="TCP port p2pd listens on (0 = any)"),
+    status_port: Optional[int] = typer.Option(None, "--status-port", min=0, max=65535, help="port of the local status endpoint"),
+    client_mode: Optional[bool] = typer.Option(None, "--client-mode/--no-client-mode", help="node cannot accept inbound connections"),
+    log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING, ERROR"),
+) -> None:
+    """Run the node daemon in the foreground (Ctrl-C or SIGTERM stops it cleanly)."""
+    from swarmnode.node.runner import run_daemon
+
+    root = resolve_home(home)
+    node_home = NodeHome(root)
+    overrides: dict[str, Any] = {}
+    if initial_peer:
+        overrides["swarm.initial_peers"] = list(initial_peer)
+    if status_port is not None:
+        overrides["status.port"] = status_port
+    if client_mode is not None:
+        overrides["network.client_mode"] = client_mode
+    config_path = config if config is not None else node_home.config
+    if config is None and not node_home.config.exists():
+        fail(f"{root} is not a node home (no config.yaml); create it with: swarmnode init --home {root}")
+    try:
+        cfg = load_config(config_path, overrides)
+        if host_port is not None:
+            cfg.network.host_maddrs = [_with_tcp_port(m, host_port) for m in cfg.network.host_maddrs]
+    except ConfigError as e:
+        fail(str(e))
+    raise typer.Exit(run_daemon(cfg, node_home, log_level))
+
+
+def _with_tcp_port(maddr: str, port: int) -> str:
+    parts = maddr.split("/")
+    if "tcp" not in parts:
+        raise ConfigError(f"config error: --host-port needs network.host_maddrs with /tcp/, got {maddr}")
+    parts[parts.index("tcp") + 1] = str(port)
+    return "/".join(parts)
+
+
+def _fetch_or_exit(home: Optional[Path], url: Optional[str], path: str) -> dict[str, Any]:
+    from swarmnode.status.client import NoDaemon, fetch, status_url_for_home
+
+    try:
+        base = url or status_url_for_home(NodeHome(resolve_home(home)))
+        return fetch(base, path)
+    except NoDaemon as e:
+        fail(str(e))
+
+
+@app.command()
+def status(
+    home: Optional[Path] = HomeOption,
+    url: Optional[str] = typer.Option(None, "--url", help="status endpoint, e.g. http://127.0.0.1:8765"),
+    as_json: bool = typer.Option(False, "--json", help="print the status document (docs/status.md)"),
+    watch: bool = typer.Option(False, "--watch", help="live view, refreshed every second (Ctrl-C quits)"),
+) -> None:
+    """Show a running daemon's status."""
+    if as_json:
+        typer.echo(json.dumps(_fetch_or_exit(home, url, "/status"), indent=2))
+        return
+    console = Console()
+    if not watch:
+        console.print(status_view(_fetch_or_exit(home, url, "/status")))
+        return
+    try:
+        with Live(status_view(_fetch_or_exit(home, url, "/status")), console=console, refresh_per_second=2) as live:
+            while True:
+                time.sleep(1.0)
+                live.update(status_view(_fetch_or_exit(home, url, "/status")))
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+def peers(
+    home: Optional[Path] = HomeOption,
+    url: Optional[str] = typer.Option(None, "--url", help="status endpoint"),
+    as_json: bool = typer.Option(False, "--json", help="print the peer list as JSON"),
+) -> None:
+    """List the daemon's peer table."""
+    doc = _fetch_or_exit(home, url, "/peers")
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2))
+    else:
+        Console().print(peers_table(doc["peers"]))
+
+
+@swarm_app.command("local")
+def swarm_local(
+    nodes: int = typer.Option(3, "--nodes", min=1, max=32, help="number of node processes"),
+    root: Path = typer.Option(Path("runs/local-swarm"), "--root", help="folder for the nodes' homes and logs"),
+    config: Optional[Path] = typer.Option(None, "--config", help="config for every node (default: configs/local.yaml)"),
+    duration: Optional[float] = typer.Option(None, "--duration", min=1, help="stop after this many seconds (default: until Ctrl-C)"),
+) -> None:
+    """Start N real daemons on 127.0.0.1 (the first as bootstrap) with a live table; Ctrl-C stops all."""
+    from swarmnode.config import bundled_config_path
+    from swarmnode.node.local_swarm import LocalSwarm, LocalSwarmError
+
+    cfg_path = config if config is not None else bundled_config_path("local.yaml")
+    try:
+        load_config(cfg_path, environ={})
+    except ConfigError as e:
+        fail(str(e))
+    swarm = LocalSwarm(root.resolve(), nodes, cfg_path)
+    from swarmnode.cli.render import swarm_table
+
+    console = Console()
+    try:
+        with swarm:
+            swarm.start(on_progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
+            deadline = None if duration is None else time.monotonic() + duration
+            with Live(swarm_table(swarm.poll()), console=console, refresh_per_second=2) as live:
+                while deadline is None or time.monotonic() < deadline:
+                    time.sleep(1.0)
+                    live.update(swarm_table(swarm.poll()))
+    except LocalSwarmError as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        pass
+    console.print(f"stopped {nodes} nodes; homes and logs in {root}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: turns flag errors into one line instead of a usage panel."""
+    try:
+        result = app(args=argv, standalone_mode=False)
+    except typer.Exit as e:
+        return int(e.exit_code or 0)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        return 130
+    except Exception as e:  # noqa: BLE001
+        # typer's (vendored) click usage errors carry format_message() and exit_code.
+        if hasattr(e, "format_message") and hasattr(e, "exit_code"):
+            command = " ".join(["swarmnode", *[a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")][:1]])
+            typer.echo(f"error: {e.format_message()} (see: {command} --help)", err=True)
+            return int(e.exit_code)
+        raise
+    return int(result) if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Rich renderings of status documents (no I/O: they only build renderables)."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+NOT_RUNNING = Text("not running yet", style="dim")
+
+
+def _short(peer_id: str) -> str:
+    return peer_id if len(peer_id) <= 16 else f"{peer_id[:8]}…{peer_id[-6:]}"
+
+
+def _age(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
+
+
+def peers_table(peers: list[dict[str, Any]]) -> Table:
+    table = Table(title=f"peers ({len(peers)})", title_justify="left")
+    for col in ("peer id", "seen for", "last record", "state", "device", "GFLOP/s", "version"):
+        table.add_column(col)
+    for p in peers:
+        device = p.get("device", {})
+        table.add_row(
+            p["peer_id"],
+            _age(p.get("age_s", 0.0)),
+            f"{_age(p.get('record_age_s', 0.0))} ago",
+            p.get("state", "?"),
+            f"{device.get('kind', '?')} ({device.get('cpu_cores', '?')} cores)" if device.get("kind") == "cpu" else device.get("name", "?"),
+            f"{p.get('capability', {}).get('matmul_gflops', 0.0):.1f}",
+            p.get("software_version", "?"),
+        )
+    return table
+
+
+def status_view(s: dict[str, Any]) -> Group:
+    info = Table.grid(padding=(0, 2))
+    info.add_column(style="bold")
+    info.add_column()
+    join = s.get("join", {})
+    joined = "yes" if join.get("joined") else f"not yet ({join.get('attempts', 0)} attempts; {join.get('last_error') or '...'})"
+    rows = [
+        ("peer id", s["peer_id"]),
+        ("swarm", f"{s['swarm']}  (window {s['window']}, {s['window_s']:g}s)"),
+        ("state", s["state"]),
+        ("uptime", _age(s["uptime_s"])),
+        ("joined", joined if join.get("initial_peers") else "bootstrap node (no initial peers)"),
+        ("multiaddrs", "\n".join(s["multiaddrs"])),
+        ("messages accepted", _counts(s["messages"]["accepted"])),
+        ("messages rejected", _counts(s["messages"]["rejected"])),
+    ]
+    for k, v in rows:
+        info.add_row(k, v)
+    training = s.get("training", {})
+    train = Table.grid(padding=(0, 2))
+    train.add_column(style="bold")
+    train.add_column()
+    for key in ("policy_version", "steps", "reward_mean", "heldout_accuracy", "generate_tokens_per_s",
+                "train_samples_per_s", "staleness_histogram", "dropped_stale"):
+        value = training.get(key)
+        train.add_row(key.replace("_", " "), NOT_RUNNING if not training.get("running") or value is None else str(value))
+    return Group(info, Text(""), Text("training", style="bold underline"), train, Text(""), peers_table(s["peers"]))
+
+
+def swarm_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="local swarm", title_justify="left")
+    for col in ("node", "peer id", "state", "uptime", "peers", "accepted", "rejected", "policy", "reward"):
+        table.add_column(col)
+    for r in rows:
+        if "error" in r:
+            table.add_row(r["name"], "", Text(r["error"], style="red"), "", "", "", "", "", "")
+            continue
+        training = r.get("training", {})
+        running = training.get("running")
+        table.add_row(
+            r["name"],
+            _short(r["peer_id"]),
+            r["state"],
+            _age(r["uptime_s"]),
+            str(len(r["peers"])),
+            str(sum(r["messages"]["accepted"].values())),
+            str(sum(r["messages"]["rejected"].values())),
+            str(training.get("policy_version")) if running else "-",
+            f"{training.get('reward_mean'):.3f}" if running and training.get("reward_mean") is not None else "-",
+        )
+    return table

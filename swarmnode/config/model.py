@@ -1,0 +1,71 @@
+"""The node's configuration: one pydantic model, loaded from YAML (see configs/default.yaml)."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Section(BaseModel):
+    # Unknown fields are errors: a typo in a YAML key must not be silently ignored.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def _check_maddr(value: str) -> str:
+    if not value.startswith("/") or len(value.split("/")) < 3:
+        raise ValueError(f"{value!r} is not a multiaddr (expected e.g. /ip4/127.0.0.1/tcp/31337)")
+    return value
+
+
+class SwarmConfig(_Section):
+    name: str = Field("swarmnode-public", min_length=1, max_length=64, description="swarm to join")
+    window_s: float = Field(30.0, gt=0, description="length of a swarm time window, seconds")
+    initial_peers: list[str] = Field(default_factory=list, description="multiaddrs (with /p2p/<peer id>) to join through")
+
+    @field_validator("initial_peers")
+    @classmethod
+    def _peers_are_maddrs(cls, value: list[str]) -> list[str]:
+        for item in value:
+            _check_maddr(item)
+            if "/p2p/" not in item:
+                raise ValueError(f"{item!r} has no /p2p/<peer id> part (copy the full address the peer prints)")
+        return value
+
+
+class NetworkConfig(_Section):
+    host_maddrs: list[str] = Field(default_factory=lambda: ["/ip4/0.0.0.0/tcp/0"])
+    announce_maddrs: list[str] = Field(default_factory=list)
+    client_mode: bool = Field(False, description="for nodes that cannot accept inbound connections")
+    p2pd_startup_timeout_s: float = Field(15.0, gt=0, description="how long p2pd may take to start")
+    use_relay: bool = True
+    auto_nat: bool = True
+    join_backoff_initial_s: float = Field(1.0, gt=0)
+    join_backoff_max_s: float = Field(60.0, gt=0)
+    dht_wait_timeout_s: float = Field(3.0, gt=0, description="a DHT request is deemed lost after this long")
+
+    @field_validator("host_maddrs", "announce_maddrs")
+    @classmethod
+    def _maddrs(cls, value: list[str]) -> list[str]:
+        return [_check_maddr(v) for v in value]
+
+
+class RecordConfig(_Section):
+    publish_interval_s: float = Field(5.0, gt=0, description="how often the PeerRecord is republished")
+    ttl_s: float = Field(20.0, gt=0, description="how long a PeerRecord stays valid after signing")
+    poll_interval_s: float = Field(2.0, gt=0, description="how often peers' records are read")
+
+
+class StatusConfig(_Section):
+    host: str = Field("127.0.0.1", description="status HTTP endpoint address; keep it on loopback")
+    port: int = Field(0, ge=0, le=65535, description="0 picks a free port (written to the home's runtime file)")
+    prometheus: bool = True
+
+
+class ModelConfig(_Section):
+    name_or_path: str | None = Field(None, description="HF hub id or local path; none: the node trains nothing")
+
+
+class NodeConfig(_Section):
+    swarm: SwarmConfig = Field(default_factory=SwarmConfig)
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    records: RecordConfig = Field(default_factory=RecordConfig)
+    status: StatusConfig = Field(default_factory=StatusConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)

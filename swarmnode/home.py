@@ -1,0 +1,128 @@
+"""The node home: key files, config, and the runtime file a running daemon leaves for the CLI."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from swarmnode.config import default_config_text
+from swarmnode.identity import PASSPHRASE_ENV, create_node_key, create_p2p_identity
+
+DEFAULT_HOME = Path("~/.swarmnode")
+HOME_ENV = "SWARMNODE_HOME"
+
+
+def resolve_home(home: Path | None) -> Path:
+    if home is None:
+        home = Path(os.environ.get(HOME_ENV, str(DEFAULT_HOME)))
+    return home.expanduser().resolve()
+
+
+@dataclass(frozen=True)
+class NodeHome:
+    root: Path
+
+    @property
+    def node_key(self) -> Path:
+        return self.root / "node_key.pem"
+
+    @property
+    def p2p_identity(self) -> Path:
+        return self.root / "p2p_identity.key"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def runtime_file(self) -> Path:
+        return self.run_dir / "runtime.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.run_dir / "daemon.lock"
+
+
+@dataclass(frozen=True)
+class InitResult:
+    home: NodeHome
+    created: tuple[str, ...]
+    kept: tuple[str, ...]
+
+
+def init_home(root: Path, config_text: str | None = None) -> InitResult:
+    """Create what is missing in a node home; never overwrite a key or a config."""
+    home = NodeHome(root)
+    root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o700)
+    created, kept = [], []
+    passphrase = os.environ.get(PASSPHRASE_ENV) or None
+    for name, path, make in (
+        ("node key", home.node_key, lambda p: create_node_key(p, passphrase)),
+        ("libp2p identity", home.p2p_identity, create_p2p_identity),
+    ):
+        (created if make(path) else kept).append(f"{name} {path}")
+    if home.config.exists():
+        kept.append(f"config {home.config}")
+    else:
+        home.config.write_text(config_text if config_text is not None else default_config_text(), encoding="utf-8")
+        created.append(f"config {home.config}")
+    return InitResult(home, tuple(created), tuple(kept))
+
+
+class HomeLocked(Exception):
+    pass
+
+
+class DaemonLock:
+    """An flock on the home's run dir: one daemon per home. The kernel drops it if we die."""
+
+    def __init__(self, home: NodeHome):
+        self._home = home
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self._home.run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._home.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid = read_runtime(self._home).get("pid", "?")
+            raise HomeLocked(
+                f"another swarmnode daemon (pid {pid}) is running with home {self._home.root}; "
+                f"stop it first or pass another --home"
+            ) from None
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def write_runtime(home: NodeHome, info: dict[str, Any]) -> None:
+    """Atomically replace the runtime file (the CLI may read it at any moment)."""
+    home.run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = home.runtime_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(info, indent=2), encoding="utf-8")
+    os.replace(tmp, home.runtime_file)
+
+
+def read_runtime(home: NodeHome) -> dict[str, Any]:
+    try:
+        data = json.loads(home.runtime_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def remove_runtime(home: NodeHome) -> None:
+    home.runtime_file.unlink(missing_ok=True)

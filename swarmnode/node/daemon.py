@@ -1,0 +1,239 @@
+"""The node daemon: one event loop that owns the transport, the record loops and the status server."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from typing import Any
+
+from swarmnode import __version__
+from swarmnode.config import NodeConfig
+from swarmnode.home import DaemonLock, NodeHome, read_runtime, remove_runtime, write_runtime
+from swarmnode.identity import NodeIdentity
+from swarmnode.node.capability import detect_device, matmul_gflops
+from swarmnode.node.leftovers import describe_children, kill_leftover_children
+from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, build_peer_record
+from swarmnode.protocol.generated import peer_record_pb2
+from swarmnode.status.server import StatusServer
+from swarmnode.status.snapshot import JoinState, build_status
+from swarmnode.swarm.backoff import backoff_delay
+from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
+from swarmnode.swarm.transport import JoinError, Transport
+from swarmnode.swarm.windows import peer_records_key, window_index, windows_to_read
+
+log = logging.getLogger("swarmnode")
+JOIN_DIAL_TIMEOUT_S = 10.0
+
+
+class Node:
+    """A running node. `run()` returns when a stop is requested (SIGINT/SIGTERM or `request_stop`)."""
+
+    def __init__(self, config: NodeConfig, identity: NodeIdentity, home: NodeHome, transport: Transport):
+        self.config = config
+        self.identity = identity
+        self.home = home
+        self.transport = transport
+        self.table = PeerTable(identity.peer_id)
+        self.stats = MessageStats()
+        self.intake = RecordIntake(self.table, self.stats, config.swarm.name)
+        self.state = peer_record_pb2.NODE_STATE_STARTING
+        self.started_at = time.time()
+        self.multiaddrs: list[str] = []
+        self.device = peer_record_pb2.DeviceInfo()
+        self.capability = Capability()
+        self.join = JoinState(tuple(config.swarm.initial_peers), joined=not config.swarm.initial_peers, attempts=0, last_error=None)
+        self._stop = asyncio.Event()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        lock = DaemonLock(self.home)
+        lock.acquire()
+        try:
+            stale = read_runtime(self.home)
+            if stale:
+                killed = kill_leftover_children(stale)
+                if killed:
+                    log.info("cleaned up leftovers of a previous run of this home: killed pids %s", killed)
+            await self._run_locked()
+        finally:
+            remove_runtime(self.home)
+            lock.release()
+
+    async def _run_locked(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.request_stop)
+        await self.transport.start()
+        status = StatusServer(self.snapshot, self.config.status.host, self.config.status.port, self.config.status.prometheus)
+        try:
+            if self.transport.peer_id != self.identity.peer_id:
+                raise RuntimeError("p2pd runs another identity than the home's libp2p key")
+            self.multiaddrs = await self.transport.multiaddrs()
+            status_url = await status.start()
+            children, sockets = describe_children(self.transport.child_processes())
+            write_runtime(self.home, {
+                "pid": os.getpid(),
+                "peer_id": self.identity.peer_id,
+                "status_url": status_url,
+                "multiaddrs": self.multiaddrs,
+                "children": children,
+                "sockets": sockets,
+                "started_at": self.started_at,
+            })
+            self._announce(status_url)
+            self.device = detect_device()
+            self.state = peer_record_pb2.NODE_STATE_JOINING if not self.join.joined else peer_record_pb2.NODE_STATE_RUNNING
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._measure_capability())
+                tasks.create_task(self._publish_loop())
+                tasks.create_task(self._poll_loop())
+                if self.config.swarm.initial_peers:
+                    tasks.create_task(self._join_loop())
+                await self._stop.wait()
+                raise _Stopping
+        except* _Stopping:
+            pass
+        finally:
+            self.state = peer_record_pb2.NODE_STATE_STOPPING
+            log.info("shutting down")
+            await status.stop()
+            await self.transport.stop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            log.info("stopped")
+
+    def _announce(self, status_url: str) -> None:
+        lines = [f"swarmnode {__version__} node {self.identity.peer_id} in swarm '{self.config.swarm.name}'"]
+        lines.append("join this node with any of (e.g. --initial-peer ADDR):")
+        lines += [f"  {m}" for m in self.multiaddrs]
+        lines.append(f"status: {status_url}/status  (swarmnode status --home {self.home.root})")
+        for line in lines:
+            print(line, flush=True)
+
+    # -- loops ---------------------------------------------------------------------------------
+
+    async def _measure_capability(self) -> None:
+        gflops = await asyncio.to_thread(matmul_gflops, self.device.kind)
+        self.capability.matmul_gflops = gflops
+        log.info("measured %.1f GFLOP/s (fp32 matmul) on %s", gflops, self.device.kind)
+
+    def _record_fields(self) -> PeerRecordFields:
+        return PeerRecordFields(
+            software_version=__version__,
+            swarm=self.config.swarm.name,
+            multiaddrs=tuple(self.multiaddrs),
+            model_fingerprint="",
+            device=self.device,
+            capability=self.capability,
+            state=self.state,
+            client_mode=self.config.network.client_mode,
+        )
+
+    async def _publish_loop(self) -> None:
+        cfg = self.config.records
+        while True:
+            now = self.transport.dht_time()
+            value = build_peer_record(self.identity, self._record_fields(), now, cfg.ttl_s)
+            key = peer_records_key(self.config.swarm.name, window_index(now, self.config.swarm.window_s))
+            try:
+                await self.transport.store(key, self.identity.peer_id, value, now + cfg.ttl_s)
+            except Exception as e:  # noqa: BLE001 - a failed store is retried next interval
+                log.warning("publishing the peer record failed (%s); retrying in %gs", e, cfg.publish_interval_s)
+            await asyncio.sleep(cfg.publish_interval_s)
+
+    async def _poll_loop(self) -> None:
+        cfg = self.config.records
+        while True:
+            now = self.transport.dht_time()
+            current = window_index(now, self.config.swarm.window_s)
+            for window in windows_to_read(current):
+                try:
+                    values = await self.transport.get(peer_records_key(self.config.swarm.name, window))
+                except Exception as e:  # noqa: BLE001 - a failed read is retried next interval
+                    log.warning("reading peer records failed (%s)", e)
+                    continue
+                self.intake.ingest(values, self.transport.dht_time())
+            for peer_id in self.table.expire(self.transport.dht_time()):
+                log.info("peer %s left (record expired)", peer_id)
+            await asyncio.sleep(cfg.poll_interval_s)
+
+    async def _join_loop(self) -> None:
+        """Join through the initial peers, retrying with backoff; rejoin if the routing table empties."""
+        net = self.config.network
+        while True:
+            if self.join.joined and self.transport.routing_table_size() > 0:
+                await asyncio.sleep(net.join_backoff_max_s)
+                continue
+            attempt = self.join.attempts + 1
+            errors = []
+            for maddr in self.config.swarm.initial_peers:
+                try:
+                    await self.transport.join(maddr, JOIN_DIAL_TIMEOUT_S)
+                except JoinError as e:
+                    errors.append(str(e))
+                    delay = backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s)
+                    log.warning(
+                        "join attempt %d: initial peer %s failed: %s; check the address and port, that the "
+                        "peer is running, and that a firewall lets this node reach it; retrying in %.1fs",
+                        attempt, maddr, e, delay,
+                    )
+                    continue
+                log.info("joined the swarm through %s", maddr)
+                self.join = JoinState(self.join.initial_peers, True, attempt, None)
+                self.state = peer_record_pb2.NODE_STATE_RUNNING
+                break
+            else:
+                self.join = JoinState(self.join.initial_peers, False, attempt, errors[-1] if errors else None)
+                await asyncio.sleep(backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s))
+
+    # -- status --------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        now = self.transport.dht_time()
+        return build_status(
+            peer_id=self.identity.peer_id,
+            swarm=self.config.swarm.name,
+            software_version=__version__,
+            protocol_version=PROTOCOL_VERSION,
+            state=self.state,
+            started_at=self.started_at,
+            now=now,
+            window=window_index(now, self.config.swarm.window_s),
+            window_s=self.config.swarm.window_s,
+            multiaddrs=self.multiaddrs,
+            client_mode=self.config.network.client_mode,
+            routing_table_size=self.transport.routing_table_size(),
+            join=self.join,
+            peers=self.table.entries(),
+            stats=self.stats,
+            device=self.device,
+            capability=self.capability,
+            model_fingerprint="",
+        )
+
+
+class _Stopping(Exception):
+    """Raised inside the task group to cancel every loop on shutdown."""
+
+
+def make_transport(config: NodeConfig, home: NodeHome) -> Transport:
+    from swarmnode.swarm.hivemind_transport import HivemindTransport
+
+    net = config.network
+    return HivemindTransport(
+        identity_path=home.p2p_identity,
+        host_maddrs=net.host_maddrs,
+        announce_maddrs=net.announce_maddrs,
+        client_mode=net.client_mode,
+        startup_timeout_s=net.p2pd_startup_timeout_s,
+        use_relay=net.use_relay,
+        auto_nat=net.auto_nat,
+        wait_timeout_s=net.dht_wait_timeout_s,
+    )

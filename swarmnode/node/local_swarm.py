@@ -1,0 +1,139 @@
+"""N real `swarmnode run` processes on 127.0.0.1: homes under one folder, the first as bootstrap."""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from swarmnode.home import NodeHome, init_home, read_runtime
+from swarmnode.status.client import NoDaemon, fetch
+
+START_TIMEOUT_S = 90.0
+
+
+class LocalSwarmError(Exception):
+    pass
+
+
+def _die_with_parent() -> None:
+    # A node of a local swarm gets SIGTERM (clean shutdown) if the launcher dies.
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
+@dataclass
+class LocalNode:
+    index: int
+    home: NodeHome
+    log_path: Path
+    process: subprocess.Popen | None = None
+
+    @property
+    def name(self) -> str:
+        return f"node{self.index}"
+
+
+class LocalSwarm:
+    def __init__(self, root: Path, size: int, config_path: Path, extra_args: list[str] | None = None):
+        self.root = root
+        self.config_path = config_path
+        self.extra_args = list(extra_args or [])
+        self.nodes = [LocalNode(i, NodeHome(root / f"node{i}"), root / f"node{i}" / "node.log") for i in range(size)]
+        self.bootstrap_maddrs: list[str] = []
+
+    # -- processes -----------------------------------------------------------------------------
+
+    def _launch(self, node: LocalNode) -> None:
+        init_home(node.home.root, self.config_path.read_text(encoding="utf-8"))
+        args = [sys.executable, "-m", "swarmnode", "run", "--home", str(node.home.root), "--config", str(self.config_path)]
+        if node.index > 0:
+            for maddr in self.bootstrap_maddrs:
+                args += ["--initial-peer", maddr]
+        args += self.extra_args
+        log = open(node.log_path, "ab")
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        node.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
+        log.close()
+
+    def wait_ready(self, node: LocalNode, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
+        """Wait until the node's status endpoint answers; return its runtime info."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if node.process is not None and node.process.poll() is not None:
+                tail = node.log_path.read_text(errors="replace").strip().splitlines()[-1:] if node.log_path.exists() else []
+                raise LocalSwarmError(f"{node.name} exited with code {node.process.returncode}: {' '.join(tail)} (log: {node.log_path})")
+            runtime = read_runtime(node.home)
+            if runtime.get("pid") == (node.process.pid if node.process else None) and runtime.get("status_url"):
+                try:
+                    fetch(runtime["status_url"], timeout=1.0)
+                    return runtime
+                except NoDaemon:
+                    pass
+            time.sleep(0.2)
+        raise LocalSwarmError(f"{node.name} did not start within {timeout:.0f}s (log: {node.log_path})")
+
+    def start(self, on_progress: Callable[[str], None] = lambda _: None) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        first = self.nodes[0]
+        self._launch(first)
+        on_progress(f"started {first.name} (bootstrap), waiting for its address")
+        self.bootstrap_maddrs = self.wait_ready(first)["multiaddrs"]
+        for node in self.nodes[1:]:
+            self._launch(node)
+        for node in self.nodes[1:]:
+            self.wait_ready(node)
+            on_progress(f"{node.name} is up")
+
+    def restart(self, index: int) -> None:
+        node = self.nodes[index]
+        if node.process is not None and node.process.poll() is None:
+            raise LocalSwarmError(f"{node.name} is still running")
+        self._launch(node)
+        self.wait_ready(node)
+
+    def kill(self, index: int, sig: int = signal.SIGKILL) -> None:
+        proc = self.nodes[index].process
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(sig)
+            proc.wait(timeout=30)
+
+    def stop(self, timeout: float = 20.0) -> None:
+        running = [n.process for n in self.nodes if n.process is not None and n.process.poll() is None]
+        for proc in running:
+            proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for proc in running:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def __enter__(self) -> "LocalSwarm":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- status --------------------------------------------------------------------------------
+
+    def poll(self) -> list[dict[str, Any]]:
+        """One row per node: its status document, or {"name", "error"} if it does not answer."""
+        rows = []
+        for node in self.nodes:
+            url = read_runtime(node.home).get("status_url")
+            alive = node.process is not None and node.process.poll() is None
+            if not alive:
+                rows.append({"name": node.name, "error": "not running"})
+                continue
+            try:
+                rows.append({"name": node.name, **fetch(url, timeout=1.0)} if url else {"name": node.name, "error": "starting"})
+            except NoDaemon:
+                rows.append({"name": node.name, "error": "not answering"})
+        return rows

@@ -1,0 +1,46 @@
+"""`swarmnode run`: logging, identity, and the event loop around a Node."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from swarmnode.config import NodeConfig
+from swarmnode.home import HomeLocked, NodeHome
+from swarmnode.identity import KeyFileError, load_identity
+from swarmnode.swarm.transport import TransportStartError
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+        stream=sys.stderr,
+    )
+    # hivemind logs every DHT hiccup at WARNING; the node reports what matters itself.
+    for noisy in ("hivemind", "asyncio"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+
+
+def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO") -> int:
+    """Run a node until SIGINT/SIGTERM. Returns the process exit code."""
+    setup_logging(log_level)
+    log = logging.getLogger("swarmnode")
+    try:
+        identity = load_identity(home.node_key, home.p2p_identity)
+    except KeyFileError as e:
+        log.error("%s", e)
+        return 1
+    from swarmnode.node.daemon import Node, make_transport
+
+    node = Node(config, identity, home, make_transport(config, home))
+    try:
+        asyncio.run(node.run())
+    except HomeLocked as e:
+        log.error("%s", e)
+        return 1
+    except TransportStartError as e:
+        log.error("%s", e)
+        return 1
+    return 0

@@ -1,0 +1,172 @@
+"""Sealing and opening signed envelopes: the only way bytes from a peer become a message.
+
+`open_envelope` trusts nothing: it checks the size before decoding, decodes inside a guard,
+checks version, kind, key and signature lengths, verifies the Ed25519 signature and the
+structural limits of the body. Every failure is a `Rejected` with a `RejectReason`; no other
+exception escapes (tests/unit/test_protocol_fuzz.py feeds it random and mutated bytes).
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass
+from typing import Protocol
+
+from google.protobuf.message import Message
+
+from swarmnode.identity import verify_ed25519
+from swarmnode.protocol.generated import envelope_pb2, gradient_summary_pb2, peer_record_pb2, rollout_batch_pb2
+from swarmnode.protocol.limits import check_structure
+
+PROTOCOL_VERSION = 1
+SIGNATURE_DOMAIN = b"swarmnode/v1/sig\x00"
+# Envelope fields around the body: version, kind, sender id (<= 64 chars), key, signature, tags.
+ENVELOPE_OVERHEAD_BYTES = 256
+
+
+class MessageKind(enum.IntEnum):
+    PEER_RECORD = envelope_pb2.MESSAGE_KIND_PEER_RECORD
+    ROLLOUT_BATCH = envelope_pb2.MESSAGE_KIND_ROLLOUT_BATCH
+    GRADIENT_SUMMARY = envelope_pb2.MESSAGE_KIND_GRADIENT_SUMMARY
+
+
+MESSAGE_TYPES: dict[MessageKind, type[Message]] = {
+    MessageKind.PEER_RECORD: peer_record_pb2.PeerRecord,
+    MessageKind.ROLLOUT_BATCH: rollout_batch_pb2.RolloutBatch,
+    MessageKind.GRADIENT_SUMMARY: gradient_summary_pb2.GradientSummary,
+}
+
+# Largest body accepted per kind. Peer records travel as DHT values, which must stay far below
+# the ~60 KiB where hivemind's DHT pipe hangs; payloads travel over streams.
+MAX_BODY_BYTES: dict[MessageKind, int] = {
+    MessageKind.PEER_RECORD: 8 * 1024,
+    MessageKind.ROLLOUT_BATCH: 4 * 1024 * 1024,
+    MessageKind.GRADIENT_SUMMARY: 32 * 1024 * 1024,
+}
+
+
+def max_envelope_bytes(kind: MessageKind) -> int:
+    return MAX_BODY_BYTES[kind] + ENVELOPE_OVERHEAD_BYTES
+
+
+class RejectReason(str, enum.Enum):
+    """Why a message from a peer was dropped. The values are stable (status JSON, metrics)."""
+
+    MALFORMED = "malformed"  # not decodable / not bytes
+    OVERSIZED = "oversized"  # over the size cap, checked before decoding
+    UNSUPPORTED_VERSION = "unsupported_version"
+    WRONG_KIND = "wrong_kind"  # e.g. a rollout batch stored where a peer record belongs
+    BAD_SIGNATURE = "bad_signature"
+    KEY_BINDING = "key_binding"  # signing key not bound to the claimed peer id
+    INVALID_FIELD = "invalid_field"  # decodes, but a field breaks the schema's limits
+    WRONG_SWARM = "wrong_swarm"
+    EXPIRED = "expired"
+    FROM_FUTURE = "from_future"  # timestamp too far ahead of DHT time
+    SUBKEY_MISMATCH = "subkey_mismatch"  # stored under another peer's subkey
+    REPLAYED = "replayed"  # older than a record already accepted from that peer
+
+
+class Rejected(Exception):
+    """A typed rejection of a peer message."""
+
+    def __init__(self, reason: RejectReason, detail: str = "", sender: str | None = None):
+        super().__init__(f"{reason.value}: {detail}" if detail else reason.value)
+        self.reason = reason
+        self.detail = detail
+        self.sender = sender
+
+
+class Signer(Protocol):
+    """What `seal` needs of a node identity."""
+
+    @property
+    def peer_id(self) -> str: ...
+
+    @property
+    def public_key(self) -> bytes: ...
+
+    def sign(self, message: bytes) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class VerifiedMessage:
+    kind: MessageKind
+    sender_id: str
+    sender_public_key: bytes
+    message: Message
+    size: int
+
+
+def signing_bytes(protocol_version: int, kind: int, sender_id: str, body: bytes) -> bytes:
+    """The canonical bytes an envelope's signature covers (see protocols/.../envelope.proto)."""
+    sender = sender_id.encode("utf-8")
+    return b"".join(
+        (
+            SIGNATURE_DOMAIN,
+            struct.pack(">III", protocol_version, kind, len(sender)),
+            sender,
+            struct.pack(">I", len(body)),
+            body,
+        )
+    )
+
+
+def seal(signer: Signer, kind: MessageKind, message: Message) -> bytes:
+    """Serialise `message`, sign it as `signer`, and return the envelope bytes."""
+    if not isinstance(message, MESSAGE_TYPES[kind]):
+        raise TypeError(f"{kind.name} carries {MESSAGE_TYPES[kind].__name__}, not {type(message).__name__}")
+    body = message.SerializeToString(deterministic=True)
+    if len(body) > MAX_BODY_BYTES[kind]:
+        raise ValueError(f"{kind.name} body is {len(body)} bytes, over the {MAX_BODY_BYTES[kind]}-byte cap")
+    envelope = envelope_pb2.SignedEnvelope(
+        protocol_version=PROTOCOL_VERSION,
+        kind=int(kind),
+        sender_id=signer.peer_id,
+        sender_public_key=signer.public_key,
+        body=body,
+        signature=signer.sign(signing_bytes(PROTOCOL_VERSION, int(kind), signer.peer_id, body)),
+    )
+    return envelope.SerializeToString(deterministic=True)
+
+
+def _decode(message_type: type[Message], data: bytes, what: str, sender: str | None) -> Message:
+    try:
+        return message_type.FromString(data)
+    except Exception as e:  # noqa: BLE001 - any decoder failure (DecodeError, RecursionError, ...) is a rejection
+        raise Rejected(RejectReason.MALFORMED, f"{what} does not decode ({type(e).__name__})", sender) from None
+
+
+def open_envelope(data: object, expected_kind: MessageKind) -> VerifiedMessage:
+    """Check and decode envelope bytes from a peer. Raises `Rejected`; never anything else."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise Rejected(RejectReason.MALFORMED, f"expected bytes, got {type(data).__name__}")
+    data = bytes(data)
+    cap = max_envelope_bytes(expected_kind)
+    if len(data) > cap:
+        raise Rejected(RejectReason.OVERSIZED, f"{len(data)} bytes > {cap}")
+    envelope = _decode(envelope_pb2.SignedEnvelope, data, "envelope", None)
+    sender = envelope.sender_id if 0 < len(envelope.sender_id) <= 128 else None
+    if envelope.protocol_version != PROTOCOL_VERSION:
+        raise Rejected(RejectReason.UNSUPPORTED_VERSION, f"protocol version {envelope.protocol_version}", sender)
+    if envelope.kind != expected_kind:
+        raise Rejected(RejectReason.WRONG_KIND, f"kind {envelope.kind}, expected {expected_kind.name}", sender)
+    if sender is None:
+        raise Rejected(RejectReason.INVALID_FIELD, "sender_id missing or too long")
+    if len(envelope.sender_public_key) != 32 or len(envelope.signature) != 64:
+        raise Rejected(RejectReason.MALFORMED, "sender_public_key must be 32 bytes, signature 64", sender)
+    if len(envelope.body) > MAX_BODY_BYTES[expected_kind]:
+        raise Rejected(RejectReason.OVERSIZED, f"body {len(envelope.body)} bytes", sender)
+    signed = signing_bytes(envelope.protocol_version, envelope.kind, envelope.sender_id, envelope.body)
+    if not verify_ed25519(envelope.sender_public_key, envelope.signature, signed):
+        raise Rejected(RejectReason.BAD_SIGNATURE, "signature does not verify", sender)
+    message = _decode(MESSAGE_TYPES[expected_kind], envelope.body, expected_kind.name, sender)
+    problem = check_structure(message)
+    if problem is not None:
+        raise Rejected(RejectReason.INVALID_FIELD, problem, sender)
+    return VerifiedMessage(
+        kind=expected_kind,
+        sender_id=envelope.sender_id,
+        sender_public_key=envelope.sender_public_key,
+        message=message,
+        size=len(data),
+    )

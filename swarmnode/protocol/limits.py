@@ -1,0 +1,141 @@
+"""Structural limits of each wire message, checked after decoding and before any use.
+
+Each check returns None when the message is within the schema's limits, or a short
+description of the first problem. No check needs context (time, swarm, peer table); those
+belong to the code that acts on a message (e.g. `peer_record.check_peer_record`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+from google.protobuf.message import Message
+
+from swarmnode.protocol.generated import gradient_summary_pb2, peer_record_pb2, rollout_batch_pb2
+
+MAX_PEER_ID_CHARS = 128
+MAX_MULTIADDRS = 16
+MAX_MULTIADDR_CHARS = 256
+MAX_SHORT_STRING_CHARS = 128
+
+MAX_GROUPS_PER_BATCH = 256
+MAX_COMPLETIONS_PER_GROUP = 64
+MAX_PROMPT_CHARS = 16_384
+MAX_COMPLETION_CHARS = 16_384
+MAX_COMPLETION_TOKENS = 8_192
+
+MAX_TENSORS_PER_SUMMARY = 4_096
+MAX_TENSOR_DIMS = 8
+
+_VALUE_BYTES = {
+    gradient_summary_pb2.VALUE_DTYPE_FLOAT32: 4,
+    gradient_summary_pb2.VALUE_DTYPE_FLOAT16: 2,
+    gradient_summary_pb2.VALUE_DTYPE_BFLOAT16: 2,
+    gradient_summary_pb2.VALUE_DTYPE_INT8: 1,
+}
+
+
+def _finite(x: float) -> bool:
+    return math.isfinite(x)
+
+
+def check_peer_record(record: peer_record_pb2.PeerRecord) -> str | None:
+    if not 0 < len(record.peer_id) <= MAX_PEER_ID_CHARS:
+        return "peer_id missing or too long"
+    if len(record.public_key) != 32:
+        return "public_key must be 32 bytes"
+    if len(record.peer_id_binding) != 64:
+        return "peer_id_binding must be 64 bytes"
+    if len(record.multiaddrs) > MAX_MULTIADDRS:
+        return f"more than {MAX_MULTIADDRS} multiaddrs"
+    if any(len(m) > MAX_MULTIADDR_CHARS or not m.startswith("/") for m in record.multiaddrs):
+        return "a multiaddr is malformed or too long"
+    short = (record.software_version, record.swarm, record.model_fingerprint, record.device.kind, record.device.name)
+    if any(len(s) > MAX_SHORT_STRING_CHARS for s in short):
+        return "a string field is too long"
+    if not record.swarm:
+        return "swarm missing"
+    numbers = (
+        record.timestamp,
+        record.expires_at,
+        record.capability.matmul_gflops,
+        record.capability.generate_tokens_per_s,
+        record.capability.train_tokens_per_s,
+    )
+    if not all(_finite(x) and x >= 0 for x in numbers):
+        return "a time or capability is negative or not finite"
+    if record.expires_at <= record.timestamp:
+        return "expires_at must be after timestamp"
+    if record.state not in peer_record_pb2.NodeState.values():
+        return f"unknown state {record.state}"
+    return None
+
+
+def check_rollout_batch(batch: rollout_batch_pb2.RolloutBatch) -> str | None:
+    if not 0 < len(batch.groups) <= MAX_GROUPS_PER_BATCH:
+        return f"a batch holds 1..{MAX_GROUPS_PER_BATCH} groups"
+    if len(batch.model_fingerprint) > MAX_SHORT_STRING_CHARS or len(batch.tokenizer_fingerprint) > MAX_SHORT_STRING_CHARS:
+        return "a fingerprint is too long"
+    if not (_finite(batch.created_at) and _finite(batch.temperature) and _finite(batch.top_p)):
+        return "created_at, temperature and top_p must be finite"
+    for group in batch.groups:
+        if not group.task.task or len(group.task.task) > MAX_SHORT_STRING_CHARS:
+            return "task name missing or too long"
+        if len(group.prompt) > MAX_PROMPT_CHARS:
+            return "prompt too long"
+        if not 0 < len(group.completions) <= MAX_COMPLETIONS_PER_GROUP:
+            return f"a group holds 1..{MAX_COMPLETIONS_PER_GROUP} completions"
+        for c in group.completions:
+            if len(c.text) > MAX_COMPLETION_CHARS or len(c.token_ids) > MAX_COMPLETION_TOKENS:
+                return "completion too long"
+            if c.logprobs and len(c.logprobs) != len(c.token_ids):
+                return "logprobs and token_ids differ in length"
+            if not all(_finite(lp) and lp <= 0.0 for lp in c.logprobs):
+                return "a log-prob is positive or not finite"
+            if not _finite(c.reported_reward) or len(c.finish_reason) > 32:
+                return "reported_reward not finite or finish_reason too long"
+    return None
+
+
+def check_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str | None:
+    if not summary.model_fingerprint or len(summary.model_fingerprint) > MAX_SHORT_STRING_CHARS:
+        return "model_fingerprint missing or too long"
+    if summary.step_end < summary.step_start:
+        return "step_end before step_start"
+    if summary.scheme not in (gradient_summary_pb2.COMPRESSION_SCHEME_DENSE, gradient_summary_pb2.COMPRESSION_SCHEME_TOPK):
+        return f"unknown compression scheme {summary.scheme}"
+    if not 0 < len(summary.tensors) <= MAX_TENSORS_PER_SUMMARY:
+        return f"a summary holds 1..{MAX_TENSORS_PER_SUMMARY} tensors"
+    for t in summary.tensors:
+        if not t.name or len(t.name) > 256 or len(t.shape) > MAX_TENSOR_DIMS:
+            return "tensor name or shape malformed"
+        width = _VALUE_BYTES.get(t.value_dtype)
+        if width is None:
+            return f"unknown value dtype {t.value_dtype}"
+        numel = math.prod(t.shape)
+        count, rest = divmod(len(t.values), width)
+        if rest:
+            return f"tensor {t.name}: values not a whole number of elements"
+        if summary.scheme == gradient_summary_pb2.COMPRESSION_SCHEME_DENSE and count != numel:
+            return f"tensor {t.name}: {count} values for {numel} elements"
+        if summary.scheme == gradient_summary_pb2.COMPRESSION_SCHEME_TOPK:
+            if len(t.indices) != 4 * count or count > numel:
+                return f"tensor {t.name}: indices do not match values"
+            if count and int(np.frombuffer(t.indices, dtype="<u4").max()) >= numel:
+                return f"tensor {t.name}: an index is out of range"
+        if not _finite(t.scale):
+            return f"tensor {t.name}: scale not finite"
+    return None
+
+
+_CHECKS: dict[type[Message], Callable[[Message], str | None]] = {
+    peer_record_pb2.PeerRecord: check_peer_record,
+    rollout_batch_pb2.RolloutBatch: check_rollout_batch,
+    gradient_summary_pb2.GradientSummary: check_gradient_summary,
+}
+
+
+def check_structure(message: Message) -> str | None:
+    """Dispatch to the message type's structural check."""
+    return _CHECKS[type(message)](message)

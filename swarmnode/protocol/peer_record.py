@@ -1,0 +1,80 @@
+"""PeerRecord: build one for this node, and check one from a peer against its context."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swarmnode.identity import NodeIdentity, verify_binding
+from swarmnode.protocol.codec import (
+    PROTOCOL_VERSION,
+    MessageKind,
+    Rejected,
+    RejectReason,
+    VerifiedMessage,
+    open_envelope,
+    seal,
+)
+from swarmnode.protocol.generated import peer_record_pb2
+
+# A record signed further than this ahead of our DHT time is refused (clock skew allowance).
+MAX_CLOCK_SKEW_S = 30.0
+
+
+@dataclass(frozen=True)
+class PeerRecordFields:
+    """What a node says about itself, apart from keys and times."""
+
+    software_version: str
+    swarm: str
+    multiaddrs: tuple[str, ...]
+    model_fingerprint: str
+    device: peer_record_pb2.DeviceInfo
+    capability: peer_record_pb2.Capability
+    state: int
+    client_mode: bool
+
+
+def build_peer_record(identity: NodeIdentity, fields: PeerRecordFields, now: float, ttl_s: float) -> bytes:
+    """The signed envelope bytes of this node's PeerRecord, valid from `now` for `ttl_s`."""
+    record = peer_record_pb2.PeerRecord(
+        peer_id=identity.peer_id,
+        public_key=identity.public_key,
+        peer_id_binding=identity.bind_signing_key(),
+        software_version=fields.software_version,
+        protocol_version=PROTOCOL_VERSION,
+        swarm=fields.swarm,
+        multiaddrs=list(fields.multiaddrs),
+        model_fingerprint=fields.model_fingerprint,
+        device=fields.device,
+        capability=fields.capability,
+        state=fields.state,
+        timestamp=now,
+        expires_at=now + ttl_s,
+        client_mode=fields.client_mode,
+    )
+    return seal(identity, MessageKind.PEER_RECORD, record)
+
+
+def check_peer_record(data: object, *, subkey: object, swarm: str, now: float) -> peer_record_pb2.PeerRecord:
+    """Open a PeerRecord read from the DHT under `subkey` and check it in context.
+
+    Checks, in order: envelope (size, decode, signature, structure); the record's key is the
+    envelope's signing key and its peer id is the sender; the libp2p key behind the peer id
+    signed the node key (binding); it was stored under its own peer id; it belongs to this
+    swarm; it is neither expired nor from the future. Raises `Rejected`.
+    """
+    verified: VerifiedMessage = open_envelope(data, MessageKind.PEER_RECORD)
+    record: peer_record_pb2.PeerRecord = verified.message  # type: ignore[assignment]
+    sender = verified.sender_id
+    if record.peer_id != sender or record.public_key != verified.sender_public_key:
+        raise Rejected(RejectReason.KEY_BINDING, "record's peer id or key differs from its envelope", sender)
+    if not verify_binding(record.peer_id, record.public_key, record.peer_id_binding):
+        raise Rejected(RejectReason.KEY_BINDING, "signing key is not bound to the peer id", sender)
+    if subkey != record.peer_id:
+        raise Rejected(RejectReason.SUBKEY_MISMATCH, f"stored under subkey {str(subkey)[:64]!r}", sender)
+    if record.swarm != swarm:
+        raise Rejected(RejectReason.WRONG_SWARM, f"swarm {record.swarm!r}", sender)
+    if record.expires_at <= now:
+        raise Rejected(RejectReason.EXPIRED, f"expired {now - record.expires_at:.1f}s ago", sender)
+    if record.timestamp > now + MAX_CLOCK_SKEW_S:
+        raise Rejected(RejectReason.FROM_FUTURE, f"signed {record.timestamp - now:.1f}s ahead", sender)
+    return record

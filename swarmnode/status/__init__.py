@@ -1,0 +1,1 @@
+"""The daemon's local status endpoint, its document, and a client for it."""

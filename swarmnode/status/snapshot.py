@@ -1,0 +1,131 @@
+"""The status document a daemon serves at /status (schema "swarmnode.status/1").
+
+Stable top-level fields (documented in docs/status.md): peer_id, multiaddrs (list of str),
+peers (list of objects with peer_id), and the rest below. Fields later issues fill (training)
+are present from the start with `running: false` and null values.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from swarmnode.protocol.generated import peer_record_pb2
+from swarmnode.swarm.peers import MessageStats, PeerEntry
+
+STATUS_SCHEMA = "swarmnode.status/1"
+
+TRAINING_NOT_RUNNING: dict[str, Any] = {
+    "running": False,
+    "policy_version": None,
+    "steps": None,
+    "reward_mean": None,
+    "heldout_accuracy": None,
+    "generate_tokens_per_s": None,
+    "train_samples_per_s": None,
+    "staleness_histogram": None,
+    "dropped_stale": None,
+}
+
+
+@dataclass(frozen=True)
+class JoinState:
+    initial_peers: tuple[str, ...]
+    joined: bool
+    attempts: int
+    last_error: str | None
+
+
+def state_name(state: int) -> str:
+    return peer_record_pb2.NodeState.Name(state).removeprefix("NODE_STATE_").lower()
+
+
+def device_to_dict(device: peer_record_pb2.DeviceInfo) -> dict[str, Any]:
+    return {
+        "kind": device.kind,
+        "name": device.name,
+        "accelerator_count": device.accelerator_count,
+        "memory_bytes": device.memory_bytes,
+        "cpu_cores": device.cpu_cores,
+    }
+
+
+def capability_to_dict(capability: peer_record_pb2.Capability) -> dict[str, Any]:
+    return {
+        "matmul_gflops": round(capability.matmul_gflops, 3),
+        "generate_tokens_per_s": capability.generate_tokens_per_s,
+        "train_tokens_per_s": capability.train_tokens_per_s,
+    }
+
+
+def peer_to_dict(entry: PeerEntry, now: float) -> dict[str, Any]:
+    r = entry.record
+    return {
+        "peer_id": r.peer_id,
+        "age_s": round(now - entry.first_seen, 3),
+        "last_seen_s": round(now - entry.last_seen, 3),
+        "record_age_s": round(now - r.timestamp, 3),
+        "expires_in_s": round(r.expires_at - now, 3),
+        "state": state_name(r.state),
+        "software_version": r.software_version,
+        "model_fingerprint": r.model_fingerprint,
+        "client_mode": r.client_mode,
+        "multiaddrs": list(r.multiaddrs),
+        "device": device_to_dict(r.device),
+        "capability": capability_to_dict(r.capability),
+    }
+
+
+def build_status(
+    *,
+    peer_id: str,
+    swarm: str,
+    software_version: str,
+    protocol_version: int,
+    state: int,
+    started_at: float,
+    now: float,
+    window: int,
+    window_s: float,
+    multiaddrs: list[str],
+    client_mode: bool,
+    routing_table_size: int,
+    join: JoinState,
+    peers: list[PeerEntry],
+    stats: MessageStats,
+    device: peer_record_pb2.DeviceInfo,
+    capability: peer_record_pb2.Capability,
+    model_fingerprint: str,
+    training: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "schema": STATUS_SCHEMA,
+        "peer_id": peer_id,
+        "swarm": swarm,
+        "software_version": software_version,
+        "protocol_version": protocol_version,
+        "state": state_name(state),
+        "started_at": started_at,
+        "uptime_s": round(now - started_at, 3),
+        "dht_time": now,
+        "window": window,
+        "window_s": window_s,
+        "multiaddrs": multiaddrs,
+        "client_mode": client_mode,
+        "routing_table_size": routing_table_size,
+        "join": {
+            "initial_peers": list(join.initial_peers),
+            "joined": join.joined,
+            "attempts": join.attempts,
+            "last_error": join.last_error,
+        },
+        "peers": [peer_to_dict(e, now) for e in peers],
+        "messages": {
+            "accepted": dict(stats.accepted),
+            "rejected": dict(stats.rejected),
+            "rejected_by_sender": {s: dict(c) for s, c in stats.rejected_by_sender.items()},
+        },
+        "device": device_to_dict(device),
+        "capability": capability_to_dict(capability),
+        "model_fingerprint": model_fingerprint,
+        "training": dict(training if training is not None else TRAINING_NOT_RUNNING),
+    }

@@ -1,0 +1,195 @@
+"""Transport over hivemind's Kademlia DHT, run inside the node's own event loop.
+
+The DHTNode lives in this process (no DHT child process, no pipe: the DHT-pipe hang on large
+values cannot happen here, though values still stay small). p2pd is its only child; it is
+started with a parent-death signal so a SIGKILLed node leaves no p2pd behind.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+from swarmnode.swarm.transport import JoinError, StoredValue, Transport, TransportStartError
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """preexec_fn for p2pd: get SIGKILL when the node process dies, however it dies.
+
+    p2pd also gets its own process group, so a Ctrl-C or `timeout` aimed at the node's group
+    reaches only the node, which then shuts p2pd down in order (p2pd dying first would leave
+    hivemind's shutdown waiting on a dead daemon).
+    """
+    os.setpgid(0, 0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+@contextlib.contextmanager
+def _children_die_with_parent() -> Iterator[None]:
+    """While active, subprocesses started through asyncio get a parent-death signal.
+
+    hivemind starts p2pd with asyncio.subprocess.create_subprocess_exec and no way to pass a
+    preexec_fn, so the call is wrapped for the duration of P2P.create (Linux only).
+    """
+    if not sys.platform.startswith("linux"):
+        yield
+        return
+    original = asyncio.subprocess.create_subprocess_exec
+    parent = os.getpid()
+
+    async def spawn(*args: Any, **kwargs: Any):
+        kwargs.setdefault("preexec_fn", lambda: _die_with_parent(parent))
+        return await original(*args, **kwargs)
+
+    asyncio.subprocess.create_subprocess_exec = spawn  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        asyncio.subprocess.create_subprocess_exec = original  # type: ignore[assignment]
+
+
+def _explain_connect_failure(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    if isinstance(error, asyncio.TimeoutError):
+        return "timed out"
+    lowered = text.lower()
+    if "connection refused" in lowered:
+        return "connection refused"
+    if "no route" in lowered or "unreachable" in lowered:
+        return "network unreachable"
+    if "peer id mismatch" in lowered or "peer id" in lowered and "mismatch" in lowered:
+        return "a different peer answers at that address (wrong /p2p/ part?)"
+    return text.splitlines()[0][:200]
+
+
+class HivemindTransport(Transport):
+    def __init__(
+        self,
+        *,
+        identity_path: Path,
+        host_maddrs: list[str],
+        announce_maddrs: list[str],
+        client_mode: bool,
+        startup_timeout_s: float,
+        use_relay: bool,
+        auto_nat: bool,
+        wait_timeout_s: float,
+    ):
+        self._identity_path = identity_path
+        self._host_maddrs = host_maddrs
+        self._announce_maddrs = announce_maddrs
+        self._client_mode = client_mode
+        self._startup_timeout_s = startup_timeout_s
+        self._use_relay = use_relay
+        self._auto_nat = auto_nat
+        self._wait_timeout_s = wait_timeout_s
+        self._p2p: Any = None
+        self._node: Any = None
+
+    @property
+    def peer_id(self) -> str:
+        return str(self._p2p.peer_id)
+
+    async def start(self) -> None:
+        from hivemind.dht.node import DHTNode
+        from hivemind.p2p import P2P
+        from hivemind.p2p.p2p_daemon_bindings.utils import P2PDaemonError
+
+        try:
+            with _children_die_with_parent():
+                self._p2p = await P2P.create(
+                    host_maddrs=self._host_maddrs,
+                    announce_maddrs=self._announce_maddrs or None,
+                    identity_path=str(self._identity_path),
+                    startup_timeout=self._startup_timeout_s,
+                    use_relay=self._use_relay,
+                    auto_nat=self._auto_nat,
+                )
+        except P2PDaemonError as e:
+            raise TransportStartError(
+                f"p2pd did not start: {e}; raise network.p2pd_startup_timeout_s "
+                f"(now {self._startup_timeout_s:g}s) or check network.host_maddrs {self._host_maddrs}"
+            ) from None
+        self._node = await DHTNode.create(
+            p2p=self._p2p, client_mode=self._client_mode, wait_timeout=self._wait_timeout_s
+        )
+
+    async def stop(self, timeout_s: float = 10.0) -> None:
+        """Shut the DHT node and p2pd down; kill p2pd if it does not go within `timeout_s`."""
+        if self._node is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._node.shutdown(), timeout_s)
+            self._node = None
+        if self._p2p is not None:
+            child = getattr(self._p2p, "_child", None)
+            try:
+                await asyncio.wait_for(self._p2p.shutdown(), timeout_s)
+            except Exception:  # noqa: BLE001 - whatever went wrong, p2pd must not outlive us
+                if child is not None and child.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        child.kill()
+            self._p2p = None
+
+    def child_processes(self) -> list[int]:
+        child = getattr(self._p2p, "_child", None)
+        return [child.pid] if child is not None else []
+
+    async def multiaddrs(self) -> list[str]:
+        return [str(m) for m in await self._p2p.get_visible_maddrs()]
+
+    async def join(self, maddr: str, timeout: float) -> None:
+        from hivemind.p2p import PeerID
+        from hivemind.utils.multiaddr import Multiaddr
+
+        try:
+            full = Multiaddr(maddr)
+            peer = PeerID.from_base58(full["p2p"])
+            address = full.decapsulate(Multiaddr(f"/p2p/{full['p2p']}"))
+        except Exception as e:  # noqa: BLE001 - any parse failure means a bad address
+            raise JoinError(f"{maddr} is not a valid multiaddr with /p2p/<peer id> ({e})") from None
+        if str(peer) == self.peer_id:
+            raise JoinError(f"{maddr} is this node itself")
+        try:
+            # hivemind's P2P has no public "dial this address"; its daemon client does.
+            await asyncio.wait_for(self._p2p._client.connect(peer, [address]), timeout)
+        except Exception as e:  # noqa: BLE001 - report any dial failure as one line
+            raise JoinError(f"could not connect ({_explain_connect_failure(e)})") from None
+        node_id = await self._node.protocol.call_ping(peer)
+        if node_id is None:
+            raise JoinError("connected, but it did not answer a DHT ping (is it a swarmnode node?)")
+        # Fill the routing table with the peer's neighbours (Kademlia self-lookup).
+        await self._node.find_nearest_nodes([self._node.node_id])
+
+    def routing_table_size(self) -> int:
+        if self._node is None:
+            return 0
+        return len(self._node.protocol.routing_table.peer_id_to_uid)
+
+    def dht_time(self) -> float:
+        from hivemind.utils import get_dht_time
+
+        return get_dht_time()
+
+    async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
+        return bool(await self._node.store(key, value, expiration, subkey=subkey))
+
+    async def get(self, key: str) -> list[StoredValue]:
+        found = await self._node.get(key, latest=True)
+        if found is None:
+            return []
+        if not isinstance(found.value, dict):  # someone stored a plain value under our key
+            return [StoredValue(subkey=None, value=found.value, expiration=found.expiration_time)]
+        return [
+            StoredValue(subkey=subkey, value=getattr(item, "value", item), expiration=getattr(item, "expiration_time", 0.0))
+            for subkey, item in found.value.items()
+        ]

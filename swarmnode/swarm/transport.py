@@ -1,0 +1,66 @@
+"""The transport interface the node talks to; hivemind (default) and py-libp2p implement it.
+
+One process imports one transport library: hivemind and libp2p both register the protobuf
+symbol `crypto.pb.KeyType`, so each implementation imports its library lazily, inside itself.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+
+class JoinError(Exception):
+    """Could not reach an initial peer; `str(e)` says what failed and what to check."""
+
+
+class TransportStartError(Exception):
+    """The transport (e.g. p2pd) could not start; `str(e)` says why and what to change."""
+
+
+@dataclass(frozen=True)
+class StoredValue:
+    """One value read from the DHT. `value` is whatever the peer stored: check before use."""
+
+    subkey: object
+    value: object
+    expiration: float
+
+
+class Transport(abc.ABC):
+    """DHT records plus peer connectivity. Knows nothing about models or losses."""
+
+    @property
+    @abc.abstractmethod
+    def peer_id(self) -> str: ...
+
+    @abc.abstractmethod
+    async def start(self) -> None: ...
+
+    @abc.abstractmethod
+    async def stop(self) -> None: ...
+
+    @abc.abstractmethod
+    def child_processes(self) -> list[int]:
+        """Pids of helper processes the transport started (killed at next start if left over)."""
+
+    @abc.abstractmethod
+    async def multiaddrs(self) -> list[str]:
+        """Full multiaddrs (with /p2p/<peer id>) other nodes can join through."""
+
+    @abc.abstractmethod
+    async def join(self, maddr: str, timeout: float) -> None:
+        """Connect to the peer at `maddr` and fill the routing table through it; raise JoinError."""
+
+    @abc.abstractmethod
+    def routing_table_size(self) -> int: ...
+
+    @abc.abstractmethod
+    def dht_time(self) -> float:
+        """Swarm time, seconds since the epoch (what windows and expirations are measured in)."""
+
+    @abc.abstractmethod
+    async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool: ...
+
+    @abc.abstractmethod
+    async def get(self, key: str) -> list[StoredValue]:
+        """All unexpired values under `key` (one per subkey)."""
