@@ -6,6 +6,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+import psutil
+
 from swarmnode.home import NodeHome, read_runtime
 
 
@@ -14,8 +16,9 @@ class NoDaemon(Exception):
 
 
 def status_url_for_home(home: NodeHome) -> str:
-    url = read_runtime(home).get("status_url")
-    if not url:
+    runtime = read_runtime(home)
+    url, pid = runtime.get("status_url"), runtime.get("pid")
+    if not url or not isinstance(pid, int) or not psutil.pid_exists(pid):
         raise NoDaemon(f"no swarmnode daemon is running for home {home.root} (start one with: swarmnode run --home {home.root})")
     return url
 

@@ -59,16 +59,22 @@ def _children_die_with_parent() -> Iterator[None]:
 
 
 def _explain_connect_failure(error: BaseException) -> str:
-    text = str(error) or type(error).__name__
+    """A short reason for a failed dial, in the user's terms (p2pd's errors are verbose)."""
     if isinstance(error, asyncio.TimeoutError):
         return "timed out"
+    text = str(error) or type(error).__name__
     lowered = text.lower()
-    if "connection refused" in lowered:
-        return "connection refused"
-    if "no route" in lowered or "unreachable" in lowered:
-        return "network unreachable"
-    if "peer id mismatch" in lowered or "peer id" in lowered and "mismatch" in lowered:
-        return "a different peer answers at that address (wrong /p2p/ part?)"
+    for needle, meaning in (
+        ("connection refused", "connection refused: nothing listens on that port"),
+        ("peer id mismatch", "a different peer answers at that address (wrong /p2p/ part?)"),
+        ("no route", "network unreachable"),
+        ("i/o timeout", "timed out"),
+        ("deadline", "timed out"),
+        ("all dials failed", "no answer at that address"),
+        ("dial backoff", "no answer at that address"),
+    ):
+        if needle in lowered:
+            return meaning
     return text.splitlines()[0][:200]
 
 

@@ -1,0 +1,68 @@
+import subprocess
+import sys
+
+import pytest
+
+from swarmnode.config import ConfigError, bundled_config_path, default_config_text, load_config
+
+
+def write(tmp_path, text):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_bundled_configs_load():
+    assert load_config(bundled_config_path("default.yaml"), environ={}).swarm.name == "swarmnode-public"
+    assert load_config(bundled_config_path("local.yaml"), environ={}).network.host_maddrs == ["/ip4/127.0.0.1/tcp/0"]
+    assert "swarm:" in default_config_text()
+
+
+def test_precedence_file_env_overrides(tmp_path):
+    path = write(tmp_path, "records:\n  ttl_s: 30\nnetwork:\n  client_mode: false\n")
+    cfg = load_config(path, {"records.ttl_s": 40}, environ={"SWARMNODE__NETWORK__CLIENT_MODE": "true", "SWARMNODE__RECORDS__TTL_S": "35"})
+    assert cfg.network.client_mode is True
+    assert cfg.records.ttl_s == 40
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("swarm:\n  nmae: x\n", "unknown field 'swarm.nmae'; did you mean 'name'?"),
+        ("records:\n  ttl_s: soon\n", "records.ttl_s:"),
+        ("status:\n  port: 70000\n", "status.port:"),
+        ("swarm:\n  initial_peers: ['/ip4/1.2.3.4/tcp/5']\n", "no /p2p/<peer id> part"),
+        ("swarm: [\n", "not valid YAML"),
+        ("- a\n- b\n", "top level must be a mapping"),
+    ],
+)
+def test_errors_are_one_line_naming_the_field(tmp_path, text, expected):
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text), environ={})
+    message = str(info.value)
+    assert expected in message and "\n" not in message
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(tmp_path / "nope.yaml", environ={})
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["run", "--home", "{home}", "--config", "{bad}"], "unknown field 'network.clientmode'"),
+        (["run", "--home", "{home}", "--config", "{home}/missing.yaml"], "file not found"),
+        (["run", "--home", "{home}", "--host-port", "abc"], "--host-port"),
+        (["run", "--home", "{home}"], "not a node home"),
+        (["status", "--home", "{home}"], "no swarmnode daemon is running"),
+    ],
+)
+def test_cli_errors_are_one_line(tmp_path, args, expected):
+    bad = write(tmp_path, "network:\n  clientmode: true\n")
+    argv = [a.format(home=tmp_path, bad=bad) for a in args]
+    proc = subprocess.run([sys.executable, "-m", "swarmnode", *argv], capture_output=True, text=True, timeout=60)
+    assert proc.returncode in (1, 2)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and expected in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout

@@ -1,0 +1,65 @@
+import pytest
+
+from swarmnode.protocol import PeerRecordFields, Rejected, RejectReason, build_peer_record, check_peer_record
+from swarmnode.protocol.generated import peer_record_pb2
+from swarmnode.swarm.backoff import backoff_delay
+from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
+from swarmnode.swarm.transport import StoredValue
+from swarmnode.swarm.windows import peer_records_key, window_index, windows_to_read
+
+FIELDS = PeerRecordFields(
+    software_version="0.1.0", swarm="s", multiaddrs=(), model_fingerprint="",
+    device=peer_record_pb2.DeviceInfo(kind="cpu"), capability=peer_record_pb2.Capability(),
+    state=peer_record_pb2.NODE_STATE_RUNNING, client_mode=False,
+)
+
+
+def record(identity, now, ttl=10.0):
+    return check_peer_record(build_peer_record(identity, FIELDS, now, ttl), subkey=identity.peer_id, swarm="s", now=now)
+
+
+def test_window_math_by_hand():
+    assert window_index(125.0, 30.0) == 4
+    assert window_index(120.0, 30.0) == 4
+    assert window_index(119.999, 30.0) == 3
+    assert windows_to_read(4) == (4, 3)
+    assert peer_records_key("s", 4) == "swarmnode/s/peers/4"
+
+
+def test_backoff_doubles_to_cap():
+    assert [backoff_delay(a, 1.0, 10.0) for a in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    with pytest.raises(ValueError):
+        backoff_delay(0, 1.0, 10.0)
+
+
+def test_table_refreshes_refuses_replay_and_expires(make_identity):
+    a = make_identity()
+    table = PeerTable("self")
+    old, new = record(a, 100.0), record(a, 105.0)
+    assert table.offer(old, now=100.0)
+    assert not table.offer(old, now=101.0)  # same record re-read: no change
+    assert table.offer(new, now=105.0)
+    with pytest.raises(Rejected) as info:
+        table.offer(old, now=106.0)
+    assert info.value.reason == RejectReason.REPLAYED
+    assert table.expire(now=114.9) == []
+    assert table.expire(now=115.0) == [a.peer_id]
+    assert len(table) == 0
+
+
+def test_intake_counts_each_bad_value_once_and_skips_own(make_identity):
+    me, peer = make_identity(), make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable(me.peer_id), stats, "s")
+    values = [
+        StoredValue(peer.peer_id, build_peer_record(peer, FIELDS, 100.0, 10.0), 110.0),
+        StoredValue(me.peer_id, build_peer_record(me, FIELDS, 100.0, 10.0), 110.0),
+        StoredValue("x", b"garbage", 110.0),
+        StoredValue("y", "not bytes", 110.0),
+    ]
+    for _ in range(3):  # the same DHT contents read on three polls
+        intake.ingest(values, now=101.0)
+    assert peer.peer_id in intake.table and me.peer_id not in intake.table
+    assert stats.accepted == {"peer_record": 1}
+    assert stats.rejected == {"malformed": 2}
+    assert stats.rejected_by_sender["unknown"]["malformed"] == 2
