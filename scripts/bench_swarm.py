@@ -1,17 +1,13 @@
-"""Benchmark a local swarmnode swarm on 127.0.0.1 (figures for the issue's closing note).
+"""Benchmark a local swarmnode swarm, all on 127.0.0.1 (figures for the issue's closing note).
 
-Measures:
-  1. time from launching `swarmnode run` (a fresh node with configs/local.yaml joining a
-     bootstrap daemon) to the first peer in its /status, over a few runs (LocalSwarm, size 2);
-  2. RSS of the running daemons: the python process and its p2pd child, in MiB;
-  3. DHT store-to-visible latency (p50/p99/max) across N local nodes (default 8), one writer per
-     round and every other node polling for the value; once with swarmnode's HivemindTransport
-     (DHTNode in the node's own event loop) and, as a baseline, with hivemind.DHT (DHTNode in a
-     child process, reached over a pipe).
+Measures (1) the time from launching `swarmnode run` (configs/local.yaml, joining a bootstrap
+daemon of a LocalSwarm of size 2) to the first peer in its /status; (2) the RSS of a running
+daemon, python process plus p2pd child; (3) DHT store-to-visible latency p50/p99 across 8 local
+nodes, with swarmnode's HivemindTransport (DHTNode in the node's own event loop) against
+hivemind.DHT (DHTNode in a child process, reached over a pipe) as the baseline.
 
-Run from the repository root:
-    .venv/bin/python scripts/bench_swarm.py                  # full run (~2-3 minutes)
-    .venv/bin/python scripts/bench_swarm.py --skip-baseline --rounds 20 --json bench.json
+Run from the repository root:  .venv/bin/python scripts/bench_swarm.py
+(options: --rounds N, --nodes N, --startup-runs N, --skip-baseline, --json PATH)
 """
 from __future__ import annotations
 
@@ -24,7 +20,6 @@ import multiprocessing as mp
 import os
 import queue
 import signal
-import statistics
 import sys
 import tempfile
 import threading
@@ -73,7 +68,7 @@ def ratio(a: float, b: float) -> float:
 
 # -- 1 + 2: `swarmnode run` start-up and RSS -------------------------------------------------------
 
-def wait_first_peer(swarm: LocalSwarm, node: LocalNode, t0: float, timeout: float = 90.0) -> tuple[float, float]:
+def wait_first_peer(node: LocalNode, t0: float, timeout: float = 90.0) -> tuple[float, float]:
     """(seconds to /status answering, seconds to >= 1 peer in /status), both from `t0`."""
     up = None
     while time.monotonic() - t0 < timeout:
@@ -110,45 +105,39 @@ def bench_startup(root: Path, config: Path, runs: int, console: Console) -> tupl
             init_home(joiner.home.root, config.read_text(encoding="utf-8"))  # keys exist before the clock starts
             t0 = time.monotonic()
             swarm._launch(joiner)
-            up, peer = wait_first_peer(swarm, joiner, t0)
+            up, peer = wait_first_peer(joiner, t0)
             status_up.append(up)
             first_peer.append(peer)
             console.log(f"start-up run {i + 1}/{runs}: /status up after {up:.2f} s, first peer after {peer:.2f} s")
             if i == runs - 1:
                 time.sleep(3.0)  # let the capability measurement and first records settle
                 rss = {"node0 (bootstrap)": node_rss(boot), "node1": node_rss(joiner)}
-    startup = {"first_peer_s": first_peer, "first_peer_median_s": statistics.median(first_peer),
-               "status_up_s": status_up, "status_up_median_s": statistics.median(status_up)}
+    startup = {"first_peer_s": first_peer, "first_peer_median_s": percentile(first_peer, 50),
+               "status_up_s": status_up, "status_up_median_s": percentile(status_up, 50)}
     return startup, rss
 
 
 # -- 3: DHT store-to-visible latency ---------------------------------------------------------------
 
 class SwarmnodeBackend:
-    """swarmnode's HivemindTransport: DHTNode in this process's event loop."""
+    """swarmnode's HivemindTransport: the DHTNode runs in this process's own event loop."""
 
     def __init__(self, workdir: Path, index: int):
-        self._identity = workdir / f"p2p_identity_{index}.key"
-        self.t: Any = None
+        self.identity, self.t = workdir / f"p2p_identity_{index}.key", None
 
-    async def start(self, bootstrap: bool) -> None:
+    async def start(self, bootstrap: bool) -> list[str]:
         from swarmnode.identity import create_p2p_identity
         from swarmnode.swarm.hivemind_transport import HivemindTransport
 
-        create_p2p_identity(self._identity)
-        self.t = HivemindTransport(identity_path=self._identity, host_maddrs=LOCAL_MADDRS, announce_maddrs=[],
+        create_p2p_identity(self.identity)
+        self.t = HivemindTransport(identity_path=self.identity, host_maddrs=LOCAL_MADDRS, announce_maddrs=[],
                                    client_mode=False, startup_timeout_s=30, use_relay=False, auto_nat=False,
                                    wait_timeout_s=2)
         await self.t.start()
-
-    async def maddrs(self) -> list[str]:
         return await self.t.multiaddrs()
 
     async def join(self, maddr: str) -> None:
         await self.t.join(maddr, timeout=10)
-
-    def expiration(self) -> float:
-        return self.t.dht_time() + 60
 
     async def store(self, key: str, value: bytes, expiration: float) -> bool:
         return await self.t.store(key, self.t.peer_id, value, expiration)
@@ -162,10 +151,10 @@ class SwarmnodeBackend:
 
 
 class HivemindDhtBackend:
-    """hivemind.DHT: DHTNode in a child process, every call goes over a pipe (awaited as MPFuture)."""
+    """hivemind.DHT: the DHTNode runs in a child process; each call goes over a pipe (awaited as MPFuture)."""
 
     def __init__(self, workdir: Path, index: int):
-        self.dht: Any = None
+        self.dht = None
 
     def _create(self, initial_peers: list[str]) -> None:
         import hivemind
@@ -173,20 +162,14 @@ class HivemindDhtBackend:
         self.dht = hivemind.DHT(initial_peers=initial_peers, start=True, host_maddrs=LOCAL_MADDRS,
                                 use_relay=False, auto_nat=False, wait_timeout=2)
 
-    async def start(self, bootstrap: bool) -> None:
-        if bootstrap:
-            self._create([])
-
-    async def maddrs(self) -> list[str]:
+    async def start(self, bootstrap: bool) -> list[str]:
+        if not bootstrap:  # the others start in join(), with the bootstrap as initial peer
+            return []
+        self._create([])
         return [str(m) for m in self.dht.get_visible_maddrs()]
 
     async def join(self, maddr: str) -> None:
         self._create([maddr])
-
-    def expiration(self) -> float:
-        from hivemind.utils import get_dht_time
-
-        return get_dht_time() + 60
 
     async def store(self, key: str, value: bytes, expiration: float) -> bool:
         return bool(await self.dht.store(key, value, expiration, subkey=str(self.dht.peer_id), return_future=True))
@@ -216,10 +199,11 @@ async def _worker_main(index: int, backend_name: str, workdir: Path, inbox_mp: A
                 return
 
     threading.Thread(target=feed, daemon=True).start()
+    from hivemind.utils import get_dht_time  # what both backends stamp records with
+
     backend = BACKENDS[backend_name](workdir, index)
     try:
-        await backend.start(bootstrap=index == 0)
-        outbox.put(("ready", index, await backend.maddrs() if index == 0 else None))
+        outbox.put(("ready", index, await backend.start(bootstrap=index == 0)))
         while True:
             cmd, *args = await inbox.get()
             if cmd == "stop":
@@ -229,10 +213,10 @@ async def _worker_main(index: int, backend_name: str, workdir: Path, inbox_mp: A
                 outbox.put(("joined", index))
             elif cmd == "write":
                 key, value = args
-                expiration = backend.expiration()
+                expiration = get_dht_time() + 60
                 t0 = time.time()
                 ok = await backend.store(key, value, expiration)
-                outbox.put(("stored", index, t0, ok))
+                outbox.put(("stored", index, t0, time.time(), ok))
             elif cmd == "read":
                 key, value = args
                 outbox.put(("polling", index))
@@ -277,12 +261,25 @@ def collect(outbox: Any, procs: list[Any], want: dict[str, int]) -> dict[str, li
     return got
 
 
+def stop_workers(procs: list[Any], inboxes: list[Any], timeout: float = 30.0) -> None:
+    """Ask every worker to stop (they shut their DHT and p2pd down); terminate, then kill, stragglers."""
+    for q in inboxes:
+        q.put(("stop",))
+    deadline = time.monotonic() + timeout
+    for p in (p for p in procs if p.pid is not None):
+        p.join(timeout=max(0.1, deadline - time.monotonic()))
+        for end in (p.terminate, p.kill):
+            if p.is_alive():
+                end()
+                p.join(timeout=10)
+
+
 def bench_dht(backend: str, nodes: int, rounds: int, workdir: Path, console: Console) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     outbox, inboxes = ctx.Queue(), [ctx.Queue() for _ in range(nodes)]
     procs = [ctx.Process(target=worker, args=(i, backend, str(workdir), inboxes[i], outbox), name=f"{backend}-{i}")
              for i in range(nodes)]
-    samples, missed, run_id = [], 0, f"{os.getpid()}-{time.time_ns()}"
+    samples, store_calls, missed, run_id = [], [], 0, f"{os.getpid()}-{time.time_ns()}"
     try:
         for p in procs:
             p.start()
@@ -302,7 +299,8 @@ def bench_dht(backend: str, nodes: int, rounds: int, workdir: Path, console: Con
                 collect(outbox, procs, {"polling": len(readers)})
                 inboxes[writer].put(("write", key, value))
                 got = collect(outbox, procs, {"stored": 1, "seen": len(readers)})
-                (_, t0, ok), = got["stored"]
+                (_, t0, t1, ok), = got["stored"]
+                store_calls.append((t1 - t0) * 1000)
                 if not ok:
                     console.log(f"[yellow]round {r}: store by node {writer} reported failure")
                 for _, seen in got["seen"]:
@@ -312,20 +310,8 @@ def bench_dht(backend: str, nodes: int, rounds: int, workdir: Path, console: Con
                         samples.append(seen - t0)
                 progress.advance(task)
     finally:
-        for q in inboxes:
-            q.put(("stop",))
-        deadline = time.monotonic() + 30
-        for p in procs:
-            if p.pid is not None:
-                p.join(timeout=max(0.1, deadline - time.monotonic()))
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-                p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
-                p.join()
-    result = latency_summary(samples, missed)
+        stop_workers(procs, inboxes)
+    result = {**latency_summary(samples, missed), "store_call_p50_ms": percentile(store_calls, 50)}
     console.log(f"{backend}: p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms ({len(samples)} samples)")
     return result
 
@@ -342,7 +328,8 @@ def summary_lines(res: dict[str, Any], nodes: int, rounds: int) -> list[str]:
                      f" = {r['total_mib']:.1f} MiB")
     for name, d in res["dht"].items():
         lines.append(f"DHT store->visible, {name}: p50 {d['p50_ms']:.1f} ms, p99 {d['p99_ms']:.1f} ms,"
-                     f" max {d['max_ms']:.1f} ms ({d['samples']} samples, {d['missed']} missed)")
+                     f" max {d['max_ms']:.1f} ms ({d['samples']} samples, {d['missed']} missed;"
+                     f" store call itself p50 {d['store_call_p50_ms']:.1f} ms)")
     if "ratio" in res:
         lines.append("in-process DHTNode (swarmnode) vs hivemind.DHT (child process + pipe):"
                      f" p50 x{res['ratio']['p50']:.2f}, p99 x{res['ratio']['p99']:.2f} (below 1 = swarmnode faster)")

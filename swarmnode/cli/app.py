@@ -7,6 +7,7 @@ swarmnode.status, and prints. Every user mistake ends as one line on stderr and 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -72,14 +73,18 @@ def init(
         typer.echo(f"created {line}")
     for line in result.kept:
         typer.echo(f"kept existing {line}")
-    from swarmnode.identity import load_identity
+    from swarmnode.identity import KeyFileError, peer_id_from_ed25519
+    from swarmnode.identity.keys import load_p2p_identity
 
     try:
-        identity = load_identity(result.home.node_key, result.home.p2p_identity)
-    except Exception as e:  # noqa: BLE001 - e.g. wrong passphrase for an existing key
+        typer.echo(f"peer id: {peer_id_from_ed25519(load_p2p_identity(result.home.p2p_identity).public_bytes)}")
+    except KeyFileError as e:
         fail(str(e))
-    typer.echo(f"peer id: {identity.peer_id}")
-    typer.echo(f"(set {PASSPHRASE_ENV} before `init` to encrypt the node key)" if not result.kept else "")
+    if any(line.startswith("node key") for line in result.created):
+        if os.environ.get(PASSPHRASE_ENV):
+            typer.echo(f"the node key is encrypted with {PASSPHRASE_ENV}; set it for `swarmnode run` too")
+        else:
+            typer.echo(f"the node key is not encrypted (set {PASSPHRASE_ENV} during init to encrypt it)")
 
 
 @app.command()
@@ -196,10 +201,11 @@ def swarm_local(
         with swarm:
             swarm.start(on_progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
             deadline = None if duration is None else time.monotonic() + duration
-            with Live(swarm_table(swarm.poll()), console=console, refresh_per_second=2) as live:
+            caption = f"homes and logs in {root}; Ctrl-C stops every node"
+            with Live(swarm_table(swarm.poll(), caption), console=console, refresh_per_second=2) as live:
                 while deadline is None or time.monotonic() < deadline:
                     time.sleep(1.0)
-                    live.update(swarm_table(swarm.poll()))
+                    live.update(swarm_table(swarm.poll(), caption))
     except LocalSwarmError as e:
         fail(str(e))
     except KeyboardInterrupt:

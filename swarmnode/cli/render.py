@@ -73,8 +73,8 @@ def status_view(s: dict[str, Any]) -> Group:
     return Group(info, Text(""), Text("training", style="bold underline"), train, Text(""), peers_table(s["peers"]))
 
 
-def swarm_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="local swarm", title_justify="left")
+def swarm_table(rows: list[dict[str, Any]], caption: str | None = None) -> Table:
+    table = Table(title="local swarm", title_justify="left", caption=caption, caption_justify="left")
     for col in ("node", "peer id", "state", "uptime", "peers", "accepted", "rejected", "policy", "reward"):
         table.add_column(col)
     for r in rows:
