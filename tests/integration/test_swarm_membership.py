@@ -1,6 +1,9 @@
 """Three real nodes find each other; a SIGKILLed node leaves no process and rejoins with its identity."""
 import signal
+import subprocess
+import sys
 
+from swarmnode.home import NodeHome, init_home
 from tests.integration.conftest import alive, child_pids, peer_ids, status_json, wait_until
 
 
@@ -45,3 +48,28 @@ def test_sigint_and_sigterm_stop_cleanly(make_swarm):
         assert not node.home.runtime_file.exists()
         log = node.log_path.read_text()
         assert "Traceback" not in log and "stopped" in log
+
+
+def test_client_mode_node_joins_and_is_seen(make_swarm, tmp_path):
+    swarm = make_swarm(1)
+    bootstrap = swarm.nodes[0].home
+    client_home = NodeHome(tmp_path / "client")
+    init_home(client_home.root, swarm.config_path.read_text())
+    with open(tmp_path / "client.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "swarmnode", "run", "--home", str(client_home.root), "--client-mode",
+             *sum((["--initial-peer", m] for m in status_json(bootstrap)["multiaddrs"]), [])],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_until(lambda: client_home.runtime_file.exists(), timeout=60, what="the client node to start")
+        client_id = wait_until(lambda: status_json(client_home)["peer_id"], timeout=10)
+        boot_id = status_json(bootstrap)["peer_id"]
+        wait_until(lambda: client_id in peer_ids(status_json(bootstrap)), timeout=30, what="bootstrap to see the client")
+        wait_until(lambda: boot_id in peer_ids(status_json(client_home)), timeout=30, what="client to see bootstrap")
+        status = status_json(client_home)
+        assert status["client_mode"] is True and status["join"]["joined"] is True
+        assert [p["client_mode"] for p in status_json(bootstrap)["peers"]] == [True]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
