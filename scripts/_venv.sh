@@ -6,19 +6,24 @@ VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
 TORCH_VERSION="${SWARMNODE_TORCH_VERSION:-2.13.0}"
 
+# pip on these machines warns about every missing local index folder; keep real errors only.
+quiet_pip() {
+  PYTHONWARNINGS=ignore "$PY" -m pip "$@" 2>&1 | { grep -v -e "^WARNING: Location" || true; }
+}
+
 if [ ! -x "$PY" ]; then
   echo "[setup] creating $VENV"
   python3 -m venv "$VENV"
-  "$PY" -m pip install --quiet --upgrade pip
+  quiet_pip install --quiet --upgrade pip
 fi
 if ! "$PY" -c "import torch" 2>/dev/null; then
   echo "[setup] installing torch==$TORCH_VERSION"
-  "$PY" -m pip install --quiet "torch==$TORCH_VERSION"
+  quiet_pip install --quiet "torch==$TORCH_VERSION"
 fi
 STAMP="$VENV/.swarmnode-install-stamp"
 WANT="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! "$PY" -c "import swarmnode, hivemind" 2>/dev/null; then
   echo "[setup] installing swarmnode and its dependencies into $VENV"
-  "$PY" -m pip install --quiet -e "$ROOT[dev]"
+  quiet_pip install --quiet -e "$ROOT[dev]"
   echo "$WANT" > "$STAMP"
 fi

@@ -68,12 +68,13 @@ def ratio(a: float, b: float) -> float:
 
 # -- 1 + 2: `swarmnode run` start-up and RSS -------------------------------------------------------
 
-def wait_first_peer(node: LocalNode, t0: float, timeout: float = 90.0) -> tuple[float, float]:
+def wait_first_peer(swarm: LocalSwarm, node: LocalNode, t0: float, timeout: float = 90.0) -> tuple[float, float]:
     """(seconds to /status answering, seconds to >= 1 peer in /status), both from `t0`."""
     up = None
     while time.monotonic() - t0 < timeout:
-        if node.process is not None and node.process.poll() is not None:
-            raise LocalSwarmError(f"{node.name} exited with code {node.process.returncode} (log: {node.log_path})")
+        for n in swarm.nodes:
+            if n.process is not None and n.process.poll() is not None:
+                raise LocalSwarmError(f"{n.name} exited with code {n.process.returncode} (log: {n.log_path})")
         runtime = read_runtime(node.home)
         if runtime.get("pid") == node.process.pid and runtime.get("status_url"):
             try:
@@ -105,7 +106,7 @@ def bench_startup(root: Path, config: Path, runs: int, console: Console) -> tupl
             init_home(joiner.home.root, config.read_text(encoding="utf-8"))  # keys exist before the clock starts
             t0 = time.monotonic()
             swarm._launch(joiner)
-            up, peer = wait_first_peer(joiner, t0)
+            up, peer = wait_first_peer(swarm, joiner, t0)
             status_up.append(up)
             first_peer.append(peer)
             console.log(f"start-up run {i + 1}/{runs}: /status up after {up:.2f} s, first peer after {peer:.2f} s")
