@@ -4,27 +4,20 @@ import os
 import pytest
 
 from swarmnode.identity import NodeIdentity, SigningKey, peer_id_from_ed25519
-from swarmnode.protocol import MessageKind, PeerRecordFields, build_peer_record, seal
+from swarmnode.protocol import MessageKind, build_peer_record, seal
 from swarmnode.protocol.generated import envelope_pb2, peer_record_pb2
 from swarmnode.swarm.windows import peer_records_key, window_index
+from tests.helpers import record_fields
 from tests.integration.conftest import peer_ids, status_json, wait_until
 
 SWARM = "swarmnode-local"  # configs/local.yaml
 WINDOW_S = 10.0
 
 
-def fields() -> PeerRecordFields:
-    return PeerRecordFields(
-        software_version="0.1.0", swarm=SWARM, multiaddrs=(), model_fingerprint="",
-        device=peer_record_pb2.DeviceInfo(kind="cpu"), capability=peer_record_pb2.Capability(),
-        state=peer_record_pb2.NODE_STATE_RUNNING, client_mode=False,
-    )
-
-
 def hostile_values(now: float) -> dict[str, tuple[str, bytes]]:
     """reason -> (subkey, value) for each kind of bad record."""
     mallory = NodeIdentity(SigningKey.generate(), SigningKey.generate(), p2p_identity_path=None)
-    good = build_peer_record(mallory, fields(), now, 60.0)
+    good = build_peer_record(mallory, record_fields(SWARM), now, 60.0)
 
     env = envelope_pb2.SignedEnvelope.FromString(good)
     env.signature = bytes([env.signature[0] ^ 1]) + env.signature[1:]

@@ -1,13 +1,10 @@
 import pytest
 
-from swarmnode.protocol import MessageKind, PeerRecordFields, Rejected, RejectReason, build_peer_record, check_peer_record, seal
+from swarmnode.protocol import MessageKind, Rejected, RejectReason, build_peer_record, check_peer_record, seal
 from swarmnode.protocol.generated import peer_record_pb2
+from tests.helpers import record_fields
 
-FIELDS = PeerRecordFields(
-    software_version="0.1.0", swarm="s", multiaddrs=("/ip4/127.0.0.1/tcp/1",), model_fingerprint="",
-    device=peer_record_pb2.DeviceInfo(kind="cpu"), capability=peer_record_pb2.Capability(matmul_gflops=1.0),
-    state=peer_record_pb2.NODE_STATE_RUNNING, client_mode=False,
-)
+FIELDS = record_fields("s", gflops=1.0)
 
 
 def reason_of(data, *, subkey, swarm="s", now=105.0):

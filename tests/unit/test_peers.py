@@ -1,17 +1,13 @@
 import pytest
 
-from swarmnode.protocol import PeerRecordFields, Rejected, RejectReason, build_peer_record, check_peer_record
-from swarmnode.protocol.generated import peer_record_pb2
+from swarmnode.protocol import Rejected, RejectReason, build_peer_record, check_peer_record
 from swarmnode.swarm.backoff import backoff_delay
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, window_index, windows_to_read
+from tests.helpers import record_fields
 
-FIELDS = PeerRecordFields(
-    software_version="0.1.0", swarm="s", multiaddrs=(), model_fingerprint="",
-    device=peer_record_pb2.DeviceInfo(kind="cpu"), capability=peer_record_pb2.Capability(),
-    state=peer_record_pb2.NODE_STATE_RUNNING, client_mode=False,
-)
+FIELDS = record_fields("s")
 
 
 def record(identity, now, ttl=10.0):

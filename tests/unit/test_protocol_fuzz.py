@@ -4,16 +4,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swarmnode.identity import NodeIdentity, SigningKey
-from swarmnode.protocol import MessageKind, PeerRecordFields, Rejected, build_peer_record, check_peer_record, open_envelope
-from swarmnode.protocol.generated import peer_record_pb2
+from swarmnode.protocol import MessageKind, Rejected, build_peer_record, check_peer_record, open_envelope
+from tests.helpers import record_fields
 
 IDENTITY = NodeIdentity(SigningKey.generate(), SigningKey.generate(), p2p_identity_path=None)  # type: ignore[arg-type]
-FIELDS = PeerRecordFields(
-    software_version="0.1.0", swarm="fuzz", multiaddrs=("/ip4/127.0.0.1/tcp/1",), model_fingerprint="",
-    device=peer_record_pb2.DeviceInfo(kind="cpu"), capability=peer_record_pb2.Capability(),
-    state=peer_record_pb2.NODE_STATE_RUNNING, client_mode=False,
-)
-VALID = build_peer_record(IDENTITY, FIELDS, now=1000.0, ttl_s=20.0)
+VALID = build_peer_record(IDENTITY, record_fields("fuzz"), now=1000.0, ttl_s=20.0)
 
 
 def _open_all_ways(data) -> None:
