@@ -6,7 +6,7 @@ import logging
 import os
 import signal
 import time
-from typing import Any
+from typing import Any, Callable
 
 from swarmnode import __version__
 from swarmnode.config import NodeConfig
@@ -20,7 +20,7 @@ from swarmnode.status.server import StatusServer
 from swarmnode.status.snapshot import JoinState, build_status
 from swarmnode.swarm.backoff import backoff_delay
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.transport import JoinError, Transport
+from swarmnode.swarm.transport import JoinError, RecordPolicy, Transport
 from swarmnode.swarm.windows import peer_records_key, window_index, windows_to_read
 
 log = logging.getLogger("swarmnode")
@@ -30,14 +30,20 @@ JOIN_DIAL_TIMEOUT_S = 10.0
 class Node:
     """A running node. `run()` returns when a stop is requested (SIGINT/SIGTERM or `request_stop`)."""
 
-    def __init__(self, config: NodeConfig, identity: NodeIdentity, home: NodeHome, transport: Transport):
+    def __init__(
+        self,
+        config: NodeConfig,
+        identity: NodeIdentity,
+        home: NodeHome,
+        make_transport: Callable[[RecordPolicy], Transport],
+    ):
         self.config = config
         self.identity = identity
         self.home = home
-        self.transport = transport
         self.table = PeerTable(identity.peer_id)
         self.stats = MessageStats()
-        self.intake = RecordIntake(self.table, self.stats, config.swarm.name)
+        self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s)
+        self.transport = make_transport(self.intake)
         self.state = peer_record_pb2.NODE_STATE_STARTING
         self.started_at = time.time()
         self.multiaddrs: list[str] = []
@@ -222,7 +228,7 @@ class _Stopping(Exception):
     """Raised inside the task group to cancel every loop on shutdown."""
 
 
-def make_transport(config: NodeConfig, home: NodeHome) -> Transport:
+def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy) -> Transport:
     from swarmnode.swarm.hivemind_transport import HivemindTransport
 
     net = config.network
@@ -235,4 +241,5 @@ def make_transport(config: NodeConfig, home: NodeHome) -> Transport:
         use_relay=net.use_relay,
         auto_nat=net.auto_nat,
         wait_timeout_s=net.dht_wait_timeout_s,
+        policy=policy,
     )

@@ -34,7 +34,7 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO") -> i
         return 1
     from swarmnode.node.daemon import Node, make_transport
 
-    node = Node(config, identity, home, make_transport(config, home))
+    node = Node(config, identity, home, lambda policy: make_transport(config, home, policy))
     try:
         asyncio.run(node.run())
     except HomeLocked as e:

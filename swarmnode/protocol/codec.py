@@ -64,6 +64,8 @@ class RejectReason(str, enum.Enum):
     FROM_FUTURE = "from_future"  # timestamp too far ahead of DHT time
     SUBKEY_MISMATCH = "subkey_mismatch"  # stored under another peer's subkey
     REPLAYED = "replayed"  # older than a record already accepted from that peer
+    DHT_EXPIRATION = "dht_expiration"  # kept in the DHT past the record's own expires_at
+    UNKNOWN_KEY = "unknown_key"  # stored under a DHT key the swarm does not use
 
 
 class Rejected(Exception):

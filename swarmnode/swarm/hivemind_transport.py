@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from swarmnode.swarm.transport import JoinError, StoredValue, Transport, TransportStartError
+from swarmnode.swarm.transport import JoinError, RecordPolicy, StoredValue, Transport, TransportStartError
 
 _PR_SET_PDEATHSIG = 1
 
@@ -90,6 +90,7 @@ class HivemindTransport(Transport):
         use_relay: bool,
         auto_nat: bool,
         wait_timeout_s: float,
+        policy: RecordPolicy | None = None,
     ):
         self._identity_path = identity_path
         self._host_maddrs = host_maddrs
@@ -99,6 +100,7 @@ class HivemindTransport(Transport):
         self._use_relay = use_relay
         self._auto_nat = auto_nat
         self._wait_timeout_s = wait_timeout_s
+        self._policy = policy
         self._p2p: Any = None
         self._node: Any = None
 
@@ -126,8 +128,13 @@ class HivemindTransport(Transport):
                 f"p2pd did not start: {e}; raise network.p2pd_startup_timeout_s "
                 f"(now {self._startup_timeout_s:g}s) or check network.host_maddrs {self._host_maddrs}"
             ) from None
+        validator = None
+        if self._policy is not None:
+            from swarmnode.swarm.hivemind_validator import PolicyValidator
+
+            validator = PolicyValidator(self._policy)
         self._node = await DHTNode.create(
-            p2p=self._p2p, client_mode=self._client_mode, wait_timeout=self._wait_timeout_s
+            p2p=self._p2p, client_mode=self._client_mode, wait_timeout=self._wait_timeout_s, record_validator=validator
         )
 
     async def stop(self, timeout_s: float = 10.0) -> None:

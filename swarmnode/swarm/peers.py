@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from swarmnode.protocol import PeerRecord, Rejected, RejectReason, check_peer_record
 from swarmnode.swarm.transport import StoredValue
+from swarmnode.swarm.windows import peer_records_key, window_index
 
 
 @dataclass
@@ -76,42 +77,86 @@ class MessageStats:
         self.rejected_by_sender[sender or "unknown"][reason.value] += 1
 
 
-class SeenValues:
-    """Digests of DHT values already judged, so a value re-read every poll is checked once."""
+class Verdicts:
+    """Verdicts on values already judged, so a value re-read every poll is checked (and counted) once."""
 
     def __init__(self, capacity: int = 8192):
         self._capacity = capacity
-        self._seen: OrderedDict[bytes, None] = OrderedDict()
+        self._verdicts: OrderedDict[bytes, PeerRecord | None] = OrderedDict()
 
-    def first_time(self, subkey: object, value: object) -> bool:
-        digest = hashlib.sha256(repr((subkey, value)).encode("utf-8", "replace")).digest()
-        if digest in self._seen:
-            self._seen.move_to_end(digest)
-            return False
-        self._seen[digest] = None
-        if len(self._seen) > self._capacity:
-            self._seen.popitem(last=False)
-        return True
+    @staticmethod
+    def digest(*parts: object) -> bytes:
+        return hashlib.sha256(repr(parts).encode("utf-8", "replace")).digest()
+
+    def get(self, digest: bytes) -> tuple[bool, PeerRecord | None]:
+        if digest in self._verdicts:
+            self._verdicts.move_to_end(digest)
+            return True, self._verdicts[digest]
+        return False, None
+
+    def put(self, digest: bytes, verdict: PeerRecord | None) -> None:
+        self._verdicts[digest] = verdict
+        if len(self._verdicts) > self._capacity:
+            self._verdicts.popitem(last=False)
+
+
+# A record may sit in the DHT at most this long past its own expires_at (float rounding).
+DHT_EXPIRATION_SLACK_S = 1.0
 
 
 class RecordIntake:
-    """Turns DHT values read under the peer-record keys into peer-table updates and counts."""
+    """Judges peer-record values (in the DHT and when read) and feeds accepted ones to the table.
 
-    def __init__(self, table: PeerTable, stats: MessageStats, swarm: str):
+    It is also the DHT's RecordPolicy: only peer-record keys of nearby windows are known, and a
+    value is admitted only if it is a valid record of the peer named by its subkey.
+    """
+
+    def __init__(self, table: PeerTable, stats: MessageStats, swarm: str, window_s: float):
         self.table = table
         self.stats = stats
         self.swarm = swarm
-        self._seen = SeenValues()
+        self.window_s = window_s
+        self._verdicts = Verdicts()
+
+    def judge(self, subkey: object, value: object, expiration: float, now: float) -> PeerRecord | None:
+        """The checked record, or None (the rejection is counted once per distinct value)."""
+        digest = Verdicts.digest(subkey, value, expiration)
+        seen, verdict = self._verdicts.get(digest)
+        if seen:
+            return verdict
+        try:
+            verdict = check_peer_record(value, subkey=subkey, swarm=self.swarm, now=now)
+            if expiration > verdict.expires_at + DHT_EXPIRATION_SLACK_S:
+                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the record's expires_at", verdict.peer_id)
+        except Rejected as r:
+            self.stats.reject(r.reason, r.sender)
+            verdict = None
+        self._verdicts.put(digest, verdict)
+        return verdict
 
     def ingest(self, values: list[StoredValue], now: float) -> None:
         for item in values:
-            if item.subkey == self.table.self_peer_id or not self._seen.first_time(item.subkey, item.value):
+            record = self.judge(item.subkey, item.value, item.expiration, now)
+            if record is None or record.peer_id == self.table.self_peer_id:
                 continue
             try:
-                record = check_peer_record(item.value, subkey=item.subkey, swarm=self.swarm, now=now)
-                if record.peer_id == self.table.self_peer_id:
-                    raise Rejected(RejectReason.SUBKEY_MISMATCH, "claims to be this node", record.peer_id)
                 if self.table.offer(record, now):
                     self.stats.accept("peer_record")
             except Rejected as r:
                 self.stats.reject(r.reason, r.sender)
+
+    # -- RecordPolicy --------------------------------------------------------------------------
+
+    def known_keys(self, now: float) -> list[str]:
+        current = window_index(now, self.window_s)
+        return [peer_records_key(self.swarm, w) for w in range(current - 2, current + 2)]
+
+    def admit(self, key: str, subkey: object, value: object, expiration: float, now: float) -> bool:
+        return self.judge(subkey, value, expiration, now) is not None
+
+    def refuse_unknown_key(self, key_id: bytes, value: object) -> None:
+        digest = Verdicts.digest(key_id, value)
+        seen, _ = self._verdicts.get(digest)
+        if not seen:
+            self.stats.reject(RejectReason.UNKNOWN_KEY, None)
+            self._verdicts.put(digest, None)

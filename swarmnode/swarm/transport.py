@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
+from typing import Iterable, Protocol
 
 
 class JoinError(Exception):
@@ -24,6 +25,23 @@ class StoredValue:
     subkey: object
     value: object
     expiration: float
+
+
+class RecordPolicy(Protocol):
+    """What the DHT may hold. Enforced where values enter: stores from peers and found values.
+
+    Refusing bad values inside the DHT (not only when reading them) keeps a forged value from
+    replacing an honest node's record under its subkey on honest nodes.
+    """
+
+    def known_keys(self, now: float) -> Iterable[str]:
+        """The DHT keys this swarm uses around `now`; values under any other key are refused."""
+
+    def admit(self, key: str, subkey: object, value: object, expiration: float, now: float) -> bool:
+        """Whether `value` (stored under `key`/`subkey` until `expiration`) may be kept."""
+
+    def refuse_unknown_key(self, key_id: bytes, value: object) -> None:
+        """Count a value under a key the swarm does not use."""
 
 
 class Transport(abc.ABC):

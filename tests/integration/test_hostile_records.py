@@ -1,5 +1,6 @@
 """Records written straight into the DHT by a plain hivemind client are rejected and counted."""
 import os
+import time
 
 import pytest
 
@@ -50,7 +51,7 @@ def test_hostile_records_never_enter_peer_tables(make_swarm):
 
     swarm = make_swarm(2)
     homes = [n.home for n in swarm.nodes]
-    real = {status_json(h)["peer_id"] for h in homes}
+    real = [status_json(h)["peer_id"] for h in homes]
     wait_until(lambda: all(peer_ids(status_json(h)) for h in homes), timeout=30, what="the two nodes to meet")
 
     dht = hivemind.DHT(
@@ -60,23 +61,27 @@ def test_hostile_records_never_enter_peer_tables(make_swarm):
     try:
         now = get_dht_time()
         bad = hostile_values(now)
-        key = peer_records_key(SWARM, window_index(now, WINDOW_S))
-        for subkey, value in bad.values():
-            assert dht.store(key, value, now + 60.0, subkey=subkey)
-        dht.store(key, b"not even under a subkey", now + 60.0)  # plain value where a dict belongs
-        next_key = peer_records_key(SWARM, window_index(now, WINDOW_S) + 1)  # in case the window turns
-        for subkey, value in bad.values():
-            dht.store(next_key, value, now + 60.0, subkey=subkey)
+        window = window_index(now, WINDOW_S)
+        far = now + 3600.0
+        for key in (peer_records_key(SWARM, window), peer_records_key(SWARM, window + 1)):  # in case the window turns
+            for subkey, value in bad.values():
+                dht.store(key, value, now + 60.0, subkey=subkey)
+            # Eviction attempt: garbage under node 0's own subkey, expiring long after its record.
+            dht.store(key, b"evict", far, subkey=real[0])
+        dht.store("swarmnode/elsewhere", b"x", now + 60.0)
+        expected = set(bad) | {"unknown_key"}
 
         def counted(home):
             rejected = status_json(home)["messages"]["rejected"]
-            return all(rejected.get(reason, 0) >= 1 for reason in bad) and rejected
+            return all(rejected.get(reason, 0) >= 1 for reason in expected) and rejected
 
         for home in homes:
             wait_until(lambda: counted(home), timeout=30, what="every rejection reason to be counted")
+        # Long enough for node 0's record to have been replaced twice over if the eviction worked.
+        time.sleep(2 * 8.0)  # records.ttl_s of configs/local.yaml
         for i, home in enumerate(homes):
             status = status_json(home)
-            assert peer_ids(status) == real - {status["peer_id"]}
+            assert peer_ids(status) == set(real) - {status["peer_id"]}
             assert status["state"] == "running"
             assert swarm.nodes[i].process.poll() is None
     finally:

@@ -46,7 +46,7 @@ def test_table_refreshes_refuses_replay_and_expires(make_identity):
 def test_intake_counts_each_bad_value_once_and_skips_own(make_identity):
     me, peer = make_identity(), make_identity()
     stats = MessageStats()
-    intake = RecordIntake(PeerTable(me.peer_id), stats, "s")
+    intake = RecordIntake(PeerTable(me.peer_id), stats, "s", window_s=10.0)
     values = [
         StoredValue(peer.peer_id, build_peer_record(peer, FIELDS, 100.0, 10.0), 110.0),
         StoredValue(me.peer_id, build_peer_record(me, FIELDS, 100.0, 10.0), 110.0),
@@ -59,3 +59,19 @@ def test_intake_counts_each_bad_value_once_and_skips_own(make_identity):
     assert stats.accepted == {"peer_record": 1}
     assert stats.rejected == {"malformed": 2}
     assert stats.rejected_by_sender["unknown"]["malformed"] == 2
+
+
+def test_policy_admits_only_valid_records_under_known_keys(make_identity):
+    peer = make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable("self"), stats, "s", window_s=10.0)
+    assert intake.known_keys(105.0) == [peer_records_key("s", w) for w in (8, 9, 10, 11)]
+    value = build_peer_record(peer, FIELDS, 100.0, 10.0)
+    key = peer_records_key("s", 10)
+    assert intake.admit(key, peer.peer_id, value, expiration=110.0, now=101.0)
+    # The same genuine record kept in the DHT far past its own expiry (an eviction attempt).
+    assert not intake.admit(key, peer.peer_id, value, expiration=3600.0, now=101.0)
+    assert not intake.admit(key, peer.peer_id, b"garbage", expiration=110.0, now=101.0)
+    intake.refuse_unknown_key(b"\x01" * 20, b"x")
+    intake.refuse_unknown_key(b"\x01" * 20, b"x")  # counted once
+    assert stats.rejected == {"dht_expiration": 1, "malformed": 1, "unknown_key": 1}
