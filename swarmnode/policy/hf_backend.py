@@ -1,0 +1,134 @@
+"""The `hf` generation backend: batched sampling with a KV cache on a transformers model.
+
+Two decode paths: a hand-written cached loop (default) and `model.generate`. The loop skips
+generate()'s per-step processor machinery; `scripts/bench_generation.py` measures both on the
+bundled policy and the README quotes the ratio.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import torch
+from transformers import DynamicCache
+
+from swarmnode.policy.generation import Completion, PromptGeneration, SamplingParams
+from swarmnode.policy.sampling import sample_next
+
+
+def format_prompt(tokenizer, question: str) -> str:
+    """The question as the model is prompted with it (its chat template, if it has one)."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(
+            [{"role": "user", "content": question}], tokenize=False, add_generation_prompt=True
+        )
+    return question
+
+
+def left_pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask), both [B, max_len], rows aligned to the right."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, width - len(row):] = torch.tensor(row, dtype=torch.long)
+        mask[i, width - len(row):] = 1
+    return ids, mask
+
+
+class HFGenerator:
+    def __init__(self, model, tokenizer, *, policy_version: int = 0, decode: str = "loop"):
+        if decode not in ("loop", "generate"):
+            raise ValueError("decode is 'loop' or 'generate'")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.policy_version = policy_version
+        self.decode = decode
+        eos = tokenizer.eos_token_id
+        self.eos_ids = torch.tensor([eos] if isinstance(eos, int) else list(eos), dtype=torch.long)
+        self._eos = set(self.eos_ids.tolist())
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else int(self.eos_ids[0])
+
+    def load_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
+        self.model.load_state_dict(state_dict)
+        self.policy_version = version
+
+    def generate(self, prompts: Sequence[str], samples_per_prompt: int, params: SamplingParams) -> list[PromptGeneration]:
+        prompt_ids = [self.tokenizer(format_prompt(self.tokenizer, q), add_special_tokens=False)["input_ids"] for q in prompts]
+        rows = [ids for ids in prompt_ids for _ in range(samples_per_prompt)]
+        generator = None
+        if params.seed is not None:
+            generator = torch.Generator().manual_seed(params.seed)
+        decode = self._decode_loop if self.decode == "loop" else self._decode_generate
+        tokens, logprobs = decode(rows, params, generator)
+        groups = []
+        for p, (question, ids) in enumerate(zip(prompts, prompt_ids)):
+            group = PromptGeneration(question, ids, policy_version=self.policy_version)
+            for r in range(p * samples_per_prompt, (p + 1) * samples_per_prompt):
+                group.completions.append(self._completion(tokens[r], logprobs[r], params))
+            groups.append(group)
+        return groups
+
+    # -- decoding ------------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def _decode_loop(self, rows, params, generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """Prefill once, then one cached forward step per new token. Returns [B, T] tokens, log-probs."""
+        input_ids, mask = left_pad(rows, self.pad_id)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                         past_key_values=DynamicCache(), use_cache=True)
+        next_position = positions[:, -1:] + 1
+        finished = torch.zeros(len(rows), dtype=torch.bool)
+        tokens, logprobs = [], []
+        for _ in range(params.max_new_tokens):
+            token, logprob = sample_next(out.logits[:, -1], params.temperature, params.top_p, generator)
+            token = token.masked_fill(finished, self.pad_id)
+            tokens.append(token)
+            logprobs.append(logprob.masked_fill(finished, 0.0))
+            finished |= torch.isin(token, self.eos_ids)
+            if bool(finished.all()):
+                break
+            mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype)], dim=1)
+            out = self.model(input_ids=token[:, None], attention_mask=mask, position_ids=next_position,
+                             past_key_values=out.past_key_values, use_cache=True)
+            next_position = next_position + 1
+        return torch.stack(tokens, dim=1), torch.stack(logprobs, dim=1)
+
+    @torch.inference_mode()
+    def _decode_generate(self, rows, params, generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """The same through model.generate (for comparison; seeds the global RNG)."""
+        if params.seed is not None:
+            torch.manual_seed(params.seed)
+        input_ids, mask = left_pad(rows, self.pad_id)
+        greedy = params.temperature <= 0.0
+        out = self.model.generate(
+            input_ids=input_ids, attention_mask=mask, max_new_tokens=params.max_new_tokens,
+            do_sample=not greedy, temperature=None if greedy else params.temperature,
+            top_p=None if greedy else params.top_p, top_k=None,
+            eos_token_id=self.eos_ids.tolist(), pad_token_id=self.pad_id,
+            return_dict_in_generate=True, output_logits=True,
+        )
+        tokens = out.sequences[:, input_ids.shape[1]:]
+        scale = 1.0 if greedy else params.temperature
+        logits = torch.stack(out.logits, dim=1).float() / scale
+        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, tokens[..., None]).squeeze(-1)
+        return tokens, logprobs
+
+    def _completion(self, tokens: torch.Tensor, logprobs: torch.Tensor, params: SamplingParams) -> Completion:
+        ids, lps = [], []
+        finish = "length"
+        for token, logprob in zip(tokens.tolist(), logprobs.tolist()):
+            ids.append(token)
+            lps.append(logprob)
+            if token in self._eos:
+                finish = "stop"
+                break
+        text = self.tokenizer.decode([t for t in ids if t not in self._eos], skip_special_tokens=True)
+        for stop in params.stop:
+            cut = text.find(stop)
+            if cut >= 0:
+                # Keep only the tokens that produced the text before the stop string.
+                text, finish = text[:cut], "stop"
+                keep = len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+                ids, lps = ids[:keep], lps[:keep]
+        return Completion(text=text, token_ids=ids, logprobs=lps, finish_reason=finish)

@@ -1,0 +1,100 @@
+import math
+
+import pytest
+import torch
+from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+from swarmnode.policy import PolicyLoadError, SamplingParams, load_policy
+from swarmnode.policy.hf_backend import HFGenerator, format_prompt, left_pad
+from swarmnode.policy.sampling import sample_next, top_p_filter
+from swarmnode.policy.tokenizer import build_byte_tokenizer
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    """A randomly initialised tiny Qwen2 with the byte tokenizer, saved like a real checkpoint."""
+    path = tmp_path_factory.mktemp("tiny")
+    tokenizer = build_byte_tokenizer()
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         num_key_value_heads=1, intermediate_size=64, max_position_embeddings=64,
+                         tie_word_embeddings=False, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.eos_token_id)
+    Qwen2ForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_byte_tokenizer_round_trips_through_autotokenizer(tiny_dir):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
+    text = "12 + 7\n= 19\tdone é"
+    assert tokenizer.decode(tokenizer(text)["input_ids"]) == text
+    assert format_prompt(tokenizer, "3+4=") == "3+4="
+
+
+def test_top_p_by_hand():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    kept = torch.isfinite(top_p_filter(logits, 0.7))
+    assert kept.tolist() == [[True, True, False, False]]  # 0.5 < 0.7 <= 0.5 + 0.3
+    assert torch.isfinite(top_p_filter(logits, 0.1)).tolist() == [[True, False, False, False]]
+    assert torch.equal(top_p_filter(logits, 1.0), logits)
+
+
+def test_sample_next_logprob_is_tempered_log_softmax():
+    logits = torch.tensor([[2.0, 0.0, -1.0]])
+    tokens, logprobs = sample_next(logits, temperature=0.5, top_p=1.0, generator=torch.Generator().manual_seed(0))
+    expected = torch.log_softmax(logits / 0.5, dim=-1)[0, tokens[0]]
+    assert math.isclose(logprobs.item(), expected.item(), rel_tol=1e-6)
+    greedy, _ = sample_next(logits, temperature=0.0, top_p=1.0)
+    assert greedy.tolist() == [0]
+
+
+def test_left_pad():
+    ids, mask = left_pad([[1, 2, 3], [4]], pad_id=0)
+    assert ids.tolist() == [[1, 2, 3], [0, 0, 4]] and mask.tolist() == [[1, 1, 1], [0, 0, 1]]
+
+
+def test_loop_matches_generate_on_greedy_and_logprobs_match_teacher_forcing(tiny_dir):
+    policy = load_policy(str(tiny_dir))
+    prompts = ["1+2=", "34+5+67=", "9="]
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=8)
+    loop = HFGenerator(policy.model, policy.tokenizer, decode="loop").generate(prompts, 1, greedy)
+    gen = HFGenerator(policy.model, policy.tokenizer, decode="generate").generate(prompts, 1, greedy)
+    assert [g.completions[0].token_ids for g in loop] == [g.completions[0].token_ids for g in gen]
+
+    sampled = HFGenerator(policy.model, policy.tokenizer).generate(prompts, 4, SamplingParams(temperature=0.8, max_new_tokens=8, seed=1))
+    for group in sampled:
+        assert len(group.completions) == 4
+        for c in group.completions:
+            assert len(c.token_ids) == len(c.logprobs) > 0 and c.finish_reason in ("stop", "length")
+            # Behaviour log-probs equal a teacher-forced forward pass over prompt + completion.
+            full = torch.tensor([group.prompt_token_ids + c.token_ids])
+            with torch.no_grad():
+                logits = policy.model(full).logits[0, len(group.prompt_token_ids) - 1: -1] / 0.8
+            recomputed = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(c.token_ids)[:, None]).squeeze(-1)
+            assert torch.allclose(recomputed, torch.tensor(c.logprobs), atol=1e-4)
+
+
+def test_seeded_sampling_is_reproducible(tiny_dir):
+    policy = load_policy(str(tiny_dir))
+    generator = HFGenerator(policy.model, policy.tokenizer)
+    params = SamplingParams(temperature=1.0, max_new_tokens=6, seed=3)
+    first = generator.generate(["5+5="], 3, params)
+    again = generator.generate(["5+5="], 3, params)
+    assert [c.token_ids for c in first[0].completions] == [c.token_ids for c in again[0].completions]
+
+
+def test_fingerprint_ignores_paths_but_not_architecture(tiny_dir, tmp_path):
+    a = load_policy(str(tiny_dir))
+    a.model.save_pretrained(tmp_path / "copy")
+    a.tokenizer.save_pretrained(tmp_path / "copy")
+    assert load_policy(str(tmp_path / "copy")).fingerprint == a.fingerprint
+    a.model.config.num_hidden_layers = 3
+    from swarmnode.policy import model_fingerprint
+
+    assert model_fingerprint(a.model.config.to_dict(), a.tokenizer) != a.fingerprint
+
+
+def test_missing_model_is_one_clear_error(tmp_path):
+    with pytest.raises(PolicyLoadError, match="cannot load model"):
+        load_policy(str(tmp_path / "nothing-here"))
