@@ -75,9 +75,9 @@ class Node:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop)
-        await self.transport.start()
         status = StatusServer(self.snapshot, self.config.status.host, self.config.status.port, self.config.status.prometheus)
         try:
+            await self.transport.start()
             if self.transport.peer_id != self.identity.peer_id:
                 raise RuntimeError("p2pd runs another identity than the home's libp2p key")
             self.multiaddrs = await self.transport.multiaddrs()

@@ -8,54 +8,70 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import ctypes
+import logging
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from swarmnode.swarm.transport import JoinError, RecordPolicy, StoredValue, Transport, TransportStartError
 
+log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
+# Set while P2P.create runs; asyncio tasks inherit it, so only p2pd spawned from there gets the
+# parent-death hook, even when several transports start at once.
+_spawning_for: contextvars.ContextVar[int | None] = contextvars.ContextVar("swarmnode_p2pd_parent", default=None)
+_original_spawn = asyncio.subprocess.create_subprocess_exec
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    """preexec_fn for p2pd: get SIGKILL when the node process dies, however it dies.
+def _parent_death_hook(parent_pid: int) -> Callable[[], None]:
+    """A preexec_fn for p2pd: SIGKILL when the node process dies, however it dies.
 
-    p2pd also gets its own process group, so a Ctrl-C or `timeout` aimed at the node's group
-    reaches only the node, which then shuts p2pd down in order (p2pd dying first would leave
-    hivemind's shutdown waiting on a dead daemon).
+    prctl is looked up here, in the parent: between fork and exec only async-signal-safe work
+    is allowed, and loading a library is not. p2pd also gets its own process group, so a
+    Ctrl-C or `timeout` aimed at the node's group reaches only the node, which then shuts p2pd
+    down in order (p2pd dying first would leave hivemind's shutdown waiting on a dead daemon).
+    The signal fires when the *thread* that spawned p2pd ends: the node runs its event loop,
+    and so starts p2pd, on the main thread.
     """
-    os.setpgid(0, 0)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    kill = int(signal.SIGKILL)
+
+    def hook() -> None:
+        os.setpgid(0, 0)
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return hook
+
+
+async def _spawn(*args: Any, **kwargs: Any):
+    parent = _spawning_for.get()
+    if parent is not None:
+        kwargs.setdefault("preexec_fn", _parent_death_hook(parent))
+    return await _original_spawn(*args, **kwargs)
 
 
 @contextlib.contextmanager
 def _children_die_with_parent() -> Iterator[None]:
-    """While active, subprocesses started through asyncio get a parent-death signal.
+    """Within this block (and tasks it starts), p2pd gets a parent-death signal (Linux only).
 
     hivemind starts p2pd with asyncio.subprocess.create_subprocess_exec and no way to pass a
-    preexec_fn, so the call is wrapped for the duration of P2P.create (Linux only).
+    preexec_fn, so that function is wrapped once; the wrapper acts only inside this block.
     """
     if not sys.platform.startswith("linux"):
         yield
         return
-    original = asyncio.subprocess.create_subprocess_exec
-    parent = os.getpid()
-
-    async def spawn(*args: Any, **kwargs: Any):
-        kwargs.setdefault("preexec_fn", lambda: _die_with_parent(parent))
-        return await original(*args, **kwargs)
-
-    asyncio.subprocess.create_subprocess_exec = spawn  # type: ignore[assignment]
+    asyncio.subprocess.create_subprocess_exec = _spawn  # type: ignore[assignment]
+    token = _spawning_for.set(os.getpid())
     try:
         yield
     finally:
-        asyncio.subprocess.create_subprocess_exec = original  # type: ignore[assignment]
+        _spawning_for.reset(token)
 
 
 def _explain_connect_failure(error: BaseException) -> str:
@@ -66,7 +82,7 @@ def _explain_connect_failure(error: BaseException) -> str:
     lowered = text.lower()
     for needle, meaning in (
         ("connection refused", "connection refused: nothing listens on that port"),
-        ("peer id mismatch", "a different peer answers at that address (wrong /p2p/ part?)"),
+        ("mismatch", "a different peer answers at that address (wrong /p2p/ part?)"),
         ("no route", "network unreachable"),
         ("i/o timeout", "timed out"),
         ("deadline", "timed out"),
@@ -133,24 +149,34 @@ class HivemindTransport(Transport):
             from swarmnode.swarm.hivemind_validator import PolicyValidator
 
             validator = PolicyValidator(self._policy)
-        self._node = await DHTNode.create(
-            p2p=self._p2p, client_mode=self._client_mode, wait_timeout=self._wait_timeout_s, record_validator=validator
-        )
+        try:
+            self._node = await DHTNode.create(
+                p2p=self._p2p, client_mode=self._client_mode, wait_timeout=self._wait_timeout_s,
+                record_validator=validator,
+            )
+        except BaseException:
+            await self.stop()
+            raise
 
     async def stop(self, timeout_s: float = 10.0) -> None:
         """Shut the DHT node and p2pd down; kill p2pd if it does not go within `timeout_s`."""
         if self._node is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(self._node.shutdown(), timeout_s)
+            except Exception as e:  # noqa: BLE001 - shutdown goes on; p2pd is stopped below
+                log.warning("DHT node shutdown failed: %r", e)
             self._node = None
         if self._p2p is not None:
             child = getattr(self._p2p, "_child", None)
             try:
                 await asyncio.wait_for(self._p2p.shutdown(), timeout_s)
-            except Exception:  # noqa: BLE001 - whatever went wrong, p2pd must not outlive us
+            except Exception as e:  # noqa: BLE001 - whatever went wrong, p2pd must not outlive us
+                log.warning("p2pd did not stop cleanly (%r); killing it", e)
                 if child is not None and child.returncode is None:
                     with contextlib.suppress(ProcessLookupError):
                         child.kill()
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(child.wait(), timeout_s)
             self._p2p = None
 
     def child_processes(self) -> list[int]:
@@ -180,8 +206,11 @@ class HivemindTransport(Transport):
         node_id = await self._node.protocol.call_ping(peer)
         if node_id is None:
             raise JoinError("connected, but it did not answer a DHT ping (is it a swarmnode node?)")
-        # Fill the routing table with the peer's neighbours (Kademlia self-lookup).
-        await self._node.find_nearest_nodes([self._node.node_id])
+        try:
+            # Fill the routing table with the peer's neighbours (Kademlia self-lookup).
+            await asyncio.wait_for(self._node.find_nearest_nodes([self._node.node_id]), timeout)
+        except Exception as e:  # noqa: BLE001 - the peer answered; a failed lookup is retried by the caller
+            raise JoinError(f"connected, but the neighbour lookup failed ({type(e).__name__})") from None
 
     def routing_table_size(self) -> int:
         if self._node is None:

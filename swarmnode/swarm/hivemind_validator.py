@@ -24,10 +24,20 @@ class PolicyValidator(RecordValidatorBase):
 
     def __init__(self, policy: RecordPolicy):
         self._policy = policy
+        self._names: dict[bytes, str] = {}
+        self._names_for: tuple[str, ...] = ()
+
+    def _key_names(self, now: float) -> dict[bytes, str]:
+        """Hashed key -> key name for the policy's current keys (re-hashed only when they change)."""
+        keys = tuple(self._policy.known_keys(now))
+        if keys != self._names_for:
+            self._names = {DHTID.generate(source=key).to_bytes(): key for key in keys}
+            self._names_for = keys
+        return self._names
 
     def validate(self, record: DHTRecord) -> bool:
         now = get_dht_time()
-        names = {DHTID.generate(source=key).to_bytes(): key for key in self._policy.known_keys(now)}
+        names = self._key_names(now)
         value = _loads(record.value)
         key = names.get(record.key)
         if key is None:

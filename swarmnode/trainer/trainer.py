@@ -1,0 +1,91 @@
+"""One optimizer step of the decoupled-PPO GRPO trainer on a batch of scored groups."""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+
+import torch
+
+from swarmnode.trainer.experience import ScoredGroup, collate
+from swarmnode.trainer.objectives import decoupled_ppo_loss, group_advantages, nonzero_advantage_groups, token_logprobs
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    eps_low: float = 0.2
+    eps_high: float = 0.28
+    temperature: float = 1.0  # must equal the sampling temperature (log-probs are tempered)
+    scale_advantages_by_std: bool = True
+    behavior_weight_cap: float | None = 5.0
+    kl_coef: float = 0.0  # > 0 keeps a frozen copy of the initial policy as the KL reference
+
+
+@dataclass
+class StepResult:
+    version: int  # policy version after the step
+    trained: bool  # False when every group had zero advantage (no gradient)
+    loss: float
+    reward_mean: float
+    groups: int
+    groups_used: int
+    completion_tokens: int
+    seconds: float
+    stats: dict[str, float]
+
+
+class Trainer:
+    def __init__(self, model, pad_id: int, config: TrainerConfig, version: int = 0):
+        self.model = model
+        self.pad_id = pad_id
+        self.config = config
+        self.version = version
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.reference = None
+        if config.kl_coef > 0:
+            self.reference = copy.deepcopy(model).eval().requires_grad_(False)
+
+    def _logp(self, model, batch) -> torch.Tensor:
+        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1]
+        return token_logprobs(logits / self.config.temperature, batch.input_ids[:, 1:])
+
+    def step(self, groups: list[ScoredGroup]) -> StepResult:
+        """Advantages per group, drop zero-advantage groups, one AdamW step. Bumps the version."""
+        start = time.perf_counter()
+        reward_mean = sum(sum(g.rewards) for g in groups) / max(1, sum(g.size for g in groups))
+        batch = collate(groups, self.pad_id)
+        keep = nonzero_advantage_groups(batch.rewards, batch.group_ids)
+        used = len(set(batch.group_ids[keep].tolist()))
+        if not bool(keep.any()):
+            return StepResult(self.version, False, 0.0, reward_mean, len(groups), 0, 0, time.perf_counter() - start, {})
+        advantages = group_advantages(batch.rewards, batch.group_ids, scale_by_std=self.config.scale_advantages_by_std)
+        mask = batch.completion_mask * keep[:, None].float()
+        self.model.train()
+        logp = self._logp(self.model, batch)
+        ref_logp = None
+        if self.reference is not None:
+            with torch.no_grad():
+                ref_logp = self._logp(self.reference, batch)
+        # One update per batch: the proximal policy is the current one before the step.
+        loss, stats = decoupled_ppo_loss(
+            logp, logp.detach(), batch.behavior_logp, advantages, mask,
+            eps_low=self.config.eps_low, eps_high=self.config.eps_high,
+            behavior_weight_cap=self.config.behavior_weight_cap, ref_logp=ref_logp, kl_coef=self.config.kl_coef,
+        )
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm))
+        self.optimizer.step()
+        self.model.eval()
+        self.version += 1
+        return StepResult(
+            self.version, True, float(loss.detach()), reward_mean, len(groups), used,
+            int(mask.sum()), time.perf_counter() - start, stats,
+        )
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        """A detached copy of the weights, for the generator (weight sync)."""
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}

@@ -1,0 +1,85 @@
+import threading
+
+import pytest
+import torch
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+from swarmnode.tasks import TaskRef
+from swarmnode.trainer.buffer import ExperienceBuffer
+from swarmnode.trainer.experience import ScoredGroup, collate
+from swarmnode.trainer.trainer import Trainer, TrainerConfig
+
+REF = TaskRef("sum2", 0, 0)
+
+
+def group(version=0, source="local", rewards=(1.0, 0.0), completions=((5, 6), (7,)), prompt=(1, 2, 3)):
+    return ScoredGroup(
+        ref=REF, prompt_token_ids=list(prompt), completion_token_ids=[list(c) for c in completions],
+        behavior_logprobs=[[-0.5] * len(c) for c in completions], rewards=list(rewards),
+        policy_version=version, source=source,
+    )
+
+
+def test_collate_places_completion_tokens_at_target_positions():
+    batch = collate([group()], pad_id=0)
+    # row 0: 1 2 3 5 6 -> targets 2 3 5 6; completion targets at positions 2, 3 (prompt len 3 - 1 = 2)
+    assert batch.input_ids.tolist() == [[1, 2, 3, 5, 6], [1, 2, 3, 7, 0]]
+    assert batch.attention_mask.tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]]
+    assert batch.completion_mask.tolist() == [[0, 0, 1, 1], [0, 0, 1, 0]]
+    assert batch.behavior_logp.tolist() == [[0, 0, -0.5, -0.5], [0, 0, -0.5, 0]]
+    assert batch.rewards.tolist() == [1.0, 0.0] and batch.group_ids.tolist() == [0, 0]
+
+
+def test_buffer_drops_stale_and_composes_local_and_external():
+    buffer = ExperienceBuffer(max_staleness=1)
+    buffer.put([group(version=0), group(version=2), group(version=3), group(version=3, source="peerA")])
+    take = buffer.take(n_local=1, n_external=4, version=3)
+    assert [g.policy_version for g in take.groups] == [2, 3]  # v0 is 3 behind: dropped
+    assert [g.source for g in take.groups] == ["local", "peerA"]
+    assert take.dropped_stale == 1 and buffer.stats.dropped_stale == 1
+    assert buffer.stats.staleness == {1: 1, 0: 1}
+
+
+def test_buffer_take_waits_for_local_groups():
+    buffer = ExperienceBuffer(max_staleness=0)
+    threading.Timer(0.2, lambda: buffer.put([group(version=5)])).start()
+    take = buffer.take(n_local=1, n_external=0, version=5, timeout=5)
+    assert len(take.groups) == 1
+    buffer.close()
+    assert buffer.take(n_local=3, n_external=0, version=5).groups == []
+
+
+@pytest.fixture
+def tiny_model():
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=16, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                         num_key_value_heads=1, intermediate_size=32, max_position_embeddings=32, tie_word_embeddings=False)
+    return Qwen2ForCausalLM(config)
+
+
+def sequence_logprob(model, prompt, completion):
+    ids = torch.tensor([prompt + completion])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(ids).logits[0, :-1].float(), -1)
+    targets = ids[0, 1:]
+    return float(logp.gather(-1, targets[:, None]).squeeze(-1)[len(prompt) - 1:].sum())
+
+
+def test_step_raises_rewarded_completion_and_lowers_the_other(tiny_model):
+    prompt, good, bad = [1, 2, 3], [5, 6], [7, 8]
+    before = (sequence_logprob(tiny_model, prompt, good), sequence_logprob(tiny_model, prompt, bad))
+    trainer = Trainer(tiny_model, pad_id=0, config=TrainerConfig(lr=1e-2))
+    g = group(rewards=(1.0, 0.0), completions=(good, bad), prompt=prompt)
+    g.behavior_logprobs = [[-2.8, -2.8], [-2.8, -2.8]]
+    result = trainer.step([g])
+    after = (sequence_logprob(tiny_model, prompt, good), sequence_logprob(tiny_model, prompt, bad))
+    assert result.trained and result.version == 1 and result.groups_used == 1
+    assert after[0] > before[0] and after[1] < before[1]
+
+
+def test_zero_advantage_groups_do_not_step(tiny_model):
+    trainer = Trainer(tiny_model, pad_id=0, config=TrainerConfig())
+    weights = trainer.weights()
+    result = trainer.step([group(rewards=(1.0, 1.0)), group(rewards=(0.0, 0.0))])
+    assert not result.trained and result.version == 0 and result.reward_mean == 0.5
+    assert all(torch.equal(weights[k], v) for k, v in tiny_model.state_dict().items())
