@@ -2,27 +2,17 @@ import math
 
 import pytest
 import torch
-from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+from transformers import AutoTokenizer
 
 from swarmnode.policy import PolicyLoadError, SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator, format_prompt, left_pad
 from swarmnode.policy.sampling import sample_next, top_p_filter
-from swarmnode.policy.tokenizer import build_byte_tokenizer
+from tests.helpers import save_random_tiny_policy
 
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    """A randomly initialised tiny Qwen2 with the byte tokenizer, saved like a real checkpoint."""
-    path = tmp_path_factory.mktemp("tiny")
-    tokenizer = build_byte_tokenizer()
-    torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         num_key_value_heads=1, intermediate_size=64, max_position_embeddings=64,
-                         tie_word_embeddings=False, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.eos_token_id)
-    Qwen2ForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return save_random_tiny_policy(tmp_path_factory.mktemp("tiny"))
 
 
 def test_byte_tokenizer_round_trips_through_autotokenizer(tiny_dir):

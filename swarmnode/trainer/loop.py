@@ -1,0 +1,120 @@
+"""Generation and training, one after the other (sync) or at the same time (async).
+
+Async: a generator thread keeps producing scored groups while the trainer thread trains. The
+generator waits only at the staleness bound (admission control, as in AReaL): batch b may be
+generated only once b <= steps_trained + max_staleness, so every group it produces is at most
+max_staleness versions old when trained. After each step the trainer publishes its weights and
+the generator loads them before its next batch.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+from swarmnode.policy.generation import Generator, SamplingParams
+from swarmnode.tasks import DEFAULT_TASKS, TaskItem, get_task
+from swarmnode.trainer.buffer import ExperienceBuffer
+from swarmnode.trainer.experience import ScoredGroup, score_generation
+from swarmnode.trainer.trainer import StepResult, Trainer
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    prompts_per_step: int = 32
+    samples_per_prompt: int = 8
+    max_staleness: int = 1
+    tasks: tuple[str, ...] = DEFAULT_TASKS
+    data_seed: int = 1000  # training items come from this seed; held-out evaluation uses seed 0
+    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=1.0, max_new_tokens=8))
+
+
+def prompt_stream(tasks: Sequence[str], seed: int, start: int = 0) -> Iterator[TaskItem]:
+    """Items of the tasks in turn: (tasks[0], seed, start), (tasks[1], seed, start), ..."""
+    resolved = [get_task(name) for name in tasks]
+    for index in itertools.count(start):
+        for task in resolved:
+            yield task.item(seed, index)
+
+
+def generate_groups(generator: Generator, items: list[TaskItem], config: RolloutConfig) -> list[ScoredGroup]:
+    generations = generator.generate([i.question for i in items], config.samples_per_prompt, config.sampling)
+    return [score_generation(item, generation) for item, generation in zip(items, generations)]
+
+
+StepCallback = Callable[[StepResult, int], None]  # (result, dropped_stale)
+
+
+def run_sync(generator: Generator, trainer: Trainer, stream: Iterator[TaskItem], config: RolloutConfig,
+             steps: int, on_step: StepCallback | None = None) -> list[StepResult]:
+    results = []
+    for _ in range(steps):
+        groups = generate_groups(generator, list(itertools.islice(stream, config.prompts_per_step)), config)
+        result = trainer.step(groups)
+        generator.load_weights(trainer.weights(), trainer.version)
+        results.append(result)
+        if on_step:
+            on_step(result, 0)
+    return results
+
+
+class AsyncRunner:
+    """Owns the generator thread; `run` trains on the calling thread and stops the generator."""
+
+    def __init__(self, generator: Generator, trainer: Trainer, stream: Iterator[TaskItem], config: RolloutConfig):
+        self.generator = generator
+        self.trainer = trainer
+        self.stream = stream
+        self.config = config
+        self.buffer = ExperienceBuffer(config.max_staleness)
+        self._cond = threading.Condition()
+        self._steps_done = 0
+        self._published: tuple[int, dict] | None = None
+        self._stop = False
+        self._error: BaseException | None = None
+        self.generator_wait_s = 0.0
+
+    def _generate_forever(self) -> None:
+        try:
+            for batch in itertools.count():
+                with self._cond:
+                    waited = time.perf_counter()
+                    self._cond.wait_for(lambda: self._stop or batch <= self._steps_done + self.config.max_staleness)
+                    self.generator_wait_s += time.perf_counter() - waited
+                    if self._stop:
+                        return
+                    published, self._published = self._published, None
+                if published is not None:
+                    self.generator.load_weights(published[1], published[0])
+                items = list(itertools.islice(self.stream, self.config.prompts_per_step))
+                self.buffer.put(generate_groups(self.generator, items, self.config))
+        except BaseException as e:  # noqa: BLE001 - surfaced by run()
+            self._error = e
+            self.buffer.close()
+
+    def run(self, steps: int, on_step: StepCallback | None = None) -> list[StepResult]:
+        thread = threading.Thread(target=self._generate_forever, name="swarmnode-generator", daemon=True)
+        thread.start()
+        results = []
+        try:
+            for _ in range(steps):
+                take = self.buffer.take(self.config.prompts_per_step, 0, self.trainer.version)
+                if self._error is not None:
+                    raise RuntimeError("the generator thread failed") from self._error
+                result = self.trainer.step(take.groups)
+                with self._cond:
+                    self._steps_done += 1
+                    self._published = (self.trainer.version, self.trainer.weights())
+                    self._cond.notify_all()
+                results.append(result)
+                if on_step:
+                    on_step(result, take.dropped_stale)
+        finally:
+            with self._cond:
+                self._stop = True
+                self._cond.notify_all()
+            self.buffer.close()
+            thread.join()
+        return results

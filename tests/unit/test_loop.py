@@ -1,0 +1,47 @@
+import copy
+import itertools
+
+import pytest
+
+from swarmnode.policy import SamplingParams, load_policy
+from swarmnode.policy.hf_backend import HFGenerator
+from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream, run_sync
+from swarmnode.trainer.trainer import Trainer, TrainerConfig
+from tests.helpers import save_random_tiny_policy
+
+CONFIG = RolloutConfig(prompts_per_step=4, samples_per_prompt=4, max_staleness=1,
+                       sampling=SamplingParams(temperature=1.0, max_new_tokens=4, seed=0))
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory):
+    return load_policy(str(save_random_tiny_policy(tmp_path_factory.mktemp("tiny"))))
+
+
+def parts(policy):
+    trainer_model = copy.deepcopy(policy.model)
+    trainer = Trainer(trainer_model, policy.tokenizer.pad_token_id, TrainerConfig(lr=1e-3))
+    generator = HFGenerator(copy.deepcopy(policy.model), policy.tokenizer)
+    return generator, trainer
+
+
+def test_prompt_stream_alternates_tasks_and_is_regenerable():
+    items = list(itertools.islice(prompt_stream(("sum2", "sum3"), seed=5), 4))
+    assert [(i.ref.task, i.ref.index) for i in items] == [("sum2", 0), ("sum3", 0), ("sum2", 1), ("sum3", 1)]
+
+
+def test_sync_run_syncs_weights_each_step(policy):
+    generator, trainer = parts(policy)
+    results = run_sync(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG, steps=3)
+    assert len(results) == 3
+    assert generator.policy_version == trainer.version
+
+
+def test_async_run_respects_staleness_bound(policy):
+    generator, trainer = parts(policy)
+    runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG)
+    seen = []
+    results = runner.run(steps=4, on_step=lambda r, dropped: seen.append(dropped))
+    assert len(results) == 4 and len(seen) == 4
+    assert set(runner.buffer.stats.staleness) <= {0, 1}  # never more than max_staleness behind
+    assert sum(runner.buffer.stats.staleness.values()) == 4 * CONFIG.prompts_per_step
