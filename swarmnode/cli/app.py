@@ -31,6 +31,8 @@ app = typer.Typer(
 )
 swarm_app = typer.Typer(help="Run swarms of nodes.", no_args_is_help=True)
 app.add_typer(swarm_app, name="swarm")
+bench_app = typer.Typer(help="Measure this machine.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
 
 HomeOption = typer.Option(None, "--home", help="node home (default: $SWARMNODE_HOME or ~/.swarmnode)")
 
@@ -211,6 +213,37 @@ def swarm_local(
     except KeyboardInterrupt:
         pass
     console.print(f"stopped {nodes} nodes; homes and logs in {root}")
+
+
+@bench_app.command("async")
+def bench_async_command(
+    model: str = typer.Option("bundled:tiny-policy", "--model", help="hub id, local path or bundled:<name>"),
+    steps: int = typer.Option(8, "--steps", min=1, help="training steps timed each way"),
+    prompts: int = typer.Option(32, "--prompts", min=1, help="prompts per step"),
+    samples: int = typer.Option(8, "--samples", min=1, help="samples per prompt"),
+    max_staleness: int = typer.Option(1, "--max-staleness", min=1, help="async staleness bound (eta)"),
+    cores: int = typer.Option(os.cpu_count() or 2, "--cores", min=1, help="CPU threads to use"),
+    as_json: bool = typer.Option(False, "--json", help="last line: one JSON object with the figures"),
+) -> None:
+    """Train the same number of samples synchronously and asynchronously; print samples/s and the ratio."""
+    from swarmnode.policy import PolicyLoadError, load_policy
+    from swarmnode.trainer.bench import bench_async
+    from swarmnode.trainer.loop import RolloutConfig
+
+    try:
+        policy = load_policy(model)
+    except PolicyLoadError as e:
+        fail(str(e))
+    config = RolloutConfig(prompts_per_step=prompts, samples_per_prompt=samples, max_staleness=max_staleness)
+    console = Console(stderr=as_json)
+    result = bench_async(policy, config, steps, cores, progress=lambda m: console.print(f"[dim]{m}[/dim]"))
+    console.print(f"sync : {result.sync_samples_per_s:8.1f} samples/s ({result.samples} samples in {result.sync_seconds:.1f}s, "
+                  f"best of {sorted(result.sync_seconds_by_threads)} threads: {result.sync_threads})")
+    console.print(f"async: {result.async_samples_per_s:8.1f} samples/s ({result.samples} samples in {result.async_seconds:.1f}s, "
+                  f"generator waited {result.generator_wait_s:.1f}s)")
+    console.print(f"async/sync ratio: {result.ratio:.2f}x")
+    if as_json:
+        typer.echo(json.dumps(result.as_dict()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,1 @@
+"""Durable state: checkpoints (safetensors + JSON) and the metrics history (SQLite)."""

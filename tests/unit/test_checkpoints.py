@@ -1,0 +1,61 @@
+import random
+
+import torch
+
+from swarmnode.store.checkpoints import (
+    BackgroundCheckpointer,
+    TrainingState,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+
+
+def model_and_optimizer(seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model(torch.randn(5, 4)).sum().backward()
+    optimizer.step()
+    return model, optimizer
+
+
+def test_round_trip_restores_weights_optimizer_rng_and_state(tmp_path):
+    model, optimizer = model_and_optimizer(0)
+    random.seed(42)
+    torch.manual_seed(7)
+    path = save_checkpoint(tmp_path, model.state_dict(), optimizer.state_dict(), TrainingState(5, 6, 160, {"k": 1}))
+    expected_torch, expected_python = torch.rand(3), random.random()
+
+    fresh, fresh_opt = model_and_optimizer(1)
+    state = load_checkpoint(latest_checkpoint(tmp_path), fresh, fresh_opt)
+    assert path == latest_checkpoint(tmp_path)
+    assert (state.version, state.steps, state.stream_position, state.extra) == (5, 6, 160, {"k": 1})
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), fresh.state_dict().values()))
+    s1, s2 = optimizer.state_dict()["state"], fresh_opt.state_dict()["state"]
+    assert all(torch.equal(s1[i]["exp_avg"], s2[i]["exp_avg"]) for i in s1)
+    assert torch.equal(torch.rand(3), expected_torch) and random.random() == expected_python
+
+
+def test_only_complete_checkpoints_are_latest_and_old_ones_pruned(tmp_path):
+    model, optimizer = model_and_optimizer(0)
+    for version in (1, 2, 3):
+        save_checkpoint(tmp_path, model.state_dict(), optimizer.state_dict(), TrainingState(version, version, 0, {}))
+    (tmp_path / ".tmp-v00000004-1").mkdir()  # a write that died half way
+    assert latest_checkpoint(tmp_path).name == "v00000003"
+    assert sorted(p.name for p in tmp_path.glob("v*")) == ["v00000002", "v00000003"]
+
+
+def test_background_checkpointer_snapshots_before_later_updates(tmp_path):
+    model, optimizer = model_and_optimizer(0)
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+    writer = BackgroundCheckpointer(tmp_path)
+    writer.save(model, optimizer, TrainingState(1, 1, 0, {}))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)  # the trainer goes on while the write happens
+    writer.wait()
+    assert writer.error is None
+    fresh, fresh_opt = model_and_optimizer(1)
+    load_checkpoint(latest_checkpoint(tmp_path), fresh, fresh_opt)
+    assert all(torch.equal(saved[k], v) for k, v in fresh.state_dict().items())
