@@ -66,10 +66,12 @@ def status_view(s: dict[str, Any]) -> Group:
     train = Table.grid(padding=(0, 2))
     train.add_column(style="bold")
     train.add_column()
+    train.add_row("model", str(training.get("model") or "-"))
+    train.add_row("phase", str(training.get("phase") or "-"))
     for key in ("policy_version", "steps", "reward_mean", "heldout_accuracy", "generate_tokens_per_s",
                 "train_samples_per_s", "staleness_histogram", "dropped_stale"):
         value = training.get(key)
-        train.add_row(key.replace("_", " "), NOT_RUNNING if not training.get("running") or value is None else str(value))
+        train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else str(value))
     return Group(info, Text(""), Text("training", style="bold underline"), train, Text(""), peers_table(s["peers"]))
 
 

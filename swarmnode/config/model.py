@@ -1,6 +1,8 @@
 """The node's configuration: one pydantic model, loaded from YAML (see configs/default.yaml)."""
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
@@ -60,7 +62,31 @@ class StatusConfig(_Section):
 
 
 class ModelConfig(_Section):
-    name_or_path: str | None = Field(None, description="HF hub id or local path; none: the node trains nothing")
+    name_or_path: str | None = Field(
+        None, description="HF hub id, local path or bundled:tiny-policy; none: the node trains nothing"
+    )
+    device: str = Field("cpu", description="cpu, cuda, cuda:0, ...")
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+
+
+class TrainingConfig(_Section):
+    tasks: list[str] = Field(default_factory=lambda: ["sum2", "sum3"], min_length=1)
+    prompts_per_step: int = Field(32, ge=1)
+    samples_per_prompt: int = Field(8, ge=2, description="GRPO group size")
+    max_staleness: int = Field(1, ge=0, description="eta: a rollout of version v trains version n only if n - v <= eta")
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_new_tokens: int = Field(8, ge=1)
+    lr: float = Field(1e-4, gt=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    eps_low: float = Field(0.2, ge=0)
+    eps_high: float = Field(0.28, ge=0)
+    kl_coef: float = Field(0.0, ge=0)
+    data_seed: int = Field(1000, ge=1, description="training items come from this seed (held-out: seed 0)")
+    eval_every: int = Field(10, ge=1, description="held-out accuracy every this many versions")
+    eval_size: int = Field(64, ge=1, description="held-out items per task")
+    checkpoint_every: int = Field(10, ge=1, description="checkpoint every this many versions")
+    threads: int = Field(0, ge=0, description="torch threads (0: all cores)")
 
 
 class NodeConfig(_Section):
@@ -69,3 +95,4 @@ class NodeConfig(_Section):
     records: RecordConfig = Field(default_factory=RecordConfig)
     status: StatusConfig = Field(default_factory=StatusConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)

@@ -14,6 +14,7 @@ from swarmnode.home import DaemonLock, NodeHome, read_runtime, remove_runtime, w
 from swarmnode.identity import NodeIdentity
 from swarmnode.node.capability import detect_device, matmul_gflops
 from swarmnode.node.leftovers import describe_children, kill_leftover_children
+from swarmnode.node.training import TrainingService
 from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, build_peer_record
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.status.server import StatusServer
@@ -44,6 +45,9 @@ class Node:
         self.stats = MessageStats()
         self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s)
         self.transport = make_transport(self.intake)
+        self.training: TrainingService | None = None
+        if config.model.name_or_path:
+            self.training = TrainingService(config, home.root)
         self.state = peer_record_pb2.NODE_STATE_STARTING
         self.started_at = time.time()
         self.multiaddrs: list[str] = []
@@ -94,6 +98,8 @@ class Node:
             })
             self._announce(status_url)
             self.device = detect_device()
+            if self.training is not None:
+                self.training.start()
             self.state = peer_record_pb2.NODE_STATE_JOINING if not self.join.joined else peer_record_pb2.NODE_STATE_RUNNING
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self._measure_capability())
@@ -108,6 +114,8 @@ class Node:
         finally:
             self.state = peer_record_pb2.NODE_STATE_STOPPING
             log.info("shutting down")
+            if self.training is not None:
+                await asyncio.to_thread(self.training.stop)
             await status.stop()
             await self.transport.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -134,7 +142,7 @@ class Node:
             software_version=__version__,
             swarm=self.config.swarm.name,
             multiaddrs=tuple(self.multiaddrs),
-            model_fingerprint="",
+            model_fingerprint=self.model_fingerprint,
             device=self.device,
             capability=self.capability,
             state=self.state,
@@ -220,8 +228,13 @@ class Node:
             stats=self.stats,
             device=self.device,
             capability=self.capability,
-            model_fingerprint="",
+            model_fingerprint=self.model_fingerprint,
+            training=self.training.snapshot() if self.training is not None else None,
         )
+
+    @property
+    def model_fingerprint(self) -> str:
+        return self.training.fingerprint if self.training is not None else ""
 
 
 class _Stopping(Exception):

@@ -52,7 +52,9 @@ def load_policy(name_or_path: str, *, device: str = "cpu", dtype: str = "float32
     """Load model + tokenizer from a hub id, a local folder, or "bundled:<name>"."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # a daemon's log is no place for progress bars
     path = resolve_model_path(name_or_path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)

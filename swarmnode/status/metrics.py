@@ -32,6 +32,21 @@ class StatusCollector(Collector):
         for reason, n in s["messages"]["rejected"].items():
             rejected.add_metric([reason], n)
         yield rejected
+        training = s.get("training") or {}
+        for key, help_text in TRAINING_GAUGES.items():
+            if training.get(key) is not None:
+                yield GaugeMetricFamily(f"swarmnode_training_{key}", help_text, value=training[key])
+
+
+TRAINING_GAUGES = {
+    "policy_version": "Policy version of the local trainer",
+    "steps": "Training steps taken",
+    "reward_mean": "Mean reward of recent training batches",
+    "heldout_accuracy": "Greedy accuracy on held-out task items",
+    "generate_tokens_per_s": "Tokens generated per second of generation",
+    "train_samples_per_s": "Samples trained per second of training",
+    "dropped_stale": "Rollout groups dropped for exceeding the staleness bound",
+}
 
 
 def make_registry(snapshot: Callable[[], dict[str, Any]]) -> CollectorRegistry:

@@ -16,6 +16,8 @@ STATUS_SCHEMA = "swarmnode.status/1"
 
 TRAINING_NOT_RUNNING: dict[str, Any] = {
     "running": False,
+    "phase": "no model configured",
+    "model": None,
     "policy_version": None,
     "steps": None,
     "reward_mean": None,
@@ -24,6 +26,7 @@ TRAINING_NOT_RUNNING: dict[str, Any] = {
     "train_samples_per_s": None,
     "staleness_histogram": None,
     "dropped_stale": None,
+    "error": None,
 }
 
 

@@ -75,6 +75,9 @@ class AsyncRunner:
         self._stop = False
         self._error: BaseException | None = None
         self.generator_wait_s = 0.0
+        self.generated_tokens = 0
+        self.generate_seconds = 0.0
+        self.items_generated = 0
 
     def _generate_forever(self) -> None:
         try:
@@ -89,20 +92,35 @@ class AsyncRunner:
                 if published is not None:
                     self.generator.load_weights(published[1], published[0])
                 items = list(itertools.islice(self.stream, self.config.prompts_per_step))
-                self.buffer.put(generate_groups(self.generator, items, self.config))
+                start = time.perf_counter()
+                groups = generate_groups(self.generator, items, self.config)
+                self.generate_seconds += time.perf_counter() - start
+                self.generated_tokens += sum(len(t) for g in groups for t in g.completion_token_ids)
+                self.items_generated += len(items)
+                self.buffer.put(groups)
         except BaseException as e:  # noqa: BLE001 - surfaced by run()
             self._error = e
             self.buffer.close()
 
-    def run(self, steps: int, on_step: StepCallback | None = None) -> list[StepResult]:
+    def stop(self) -> None:
+        """Ask `run` to return after the step in progress (callable from any thread)."""
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        self.buffer.close()
+
+    def run(self, steps: int | None, on_step: StepCallback | None = None) -> list[StepResult]:
+        """Train `steps` steps (None: until `stop()`); the generator thread runs meanwhile."""
         thread = threading.Thread(target=self._generate_forever, name="swarmnode-generator", daemon=True)
         thread.start()
         results = []
         try:
-            for _ in range(steps):
+            for _ in itertools.count() if steps is None else range(steps):
                 take = self.buffer.take(self.config.prompts_per_step, 0, self.trainer.version)
                 if self._error is not None:
                     raise RuntimeError("the generator thread failed") from self._error
+                if self._stop or not take.groups:
+                    break
                 result = self.trainer.step(take.groups)
                 with self._cond:
                     self._steps_done += 1
@@ -112,9 +130,6 @@ class AsyncRunner:
                 if on_step:
                     on_step(result, take.dropped_stale)
         finally:
-            with self._cond:
-                self._stop = True
-                self._cond.notify_all()
-            self.buffer.close()
+            self.stop()
             thread.join()
         return results

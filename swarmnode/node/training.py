@@ -1,0 +1,169 @@
+"""The node's local RL: policy, async generator + trainer threads, evaluation, checkpoints, metrics.
+
+Everything here runs on its own threads: the daemon's event loop only calls `start`, `stop`
+and `snapshot` (which reads counters under a lock).
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections import Counter, deque
+from pathlib import Path
+from typing import Any
+
+from swarmnode.config import NodeConfig
+from swarmnode.policy import SamplingParams, load_policy
+from swarmnode.policy.hf_backend import HFGenerator
+from swarmnode.store.checkpoints import BackgroundCheckpointer, TrainingState, latest_checkpoint, load_checkpoint
+from swarmnode.store.metrics import MetricsStore
+from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items
+from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream
+from swarmnode.trainer.trainer import StepResult, Trainer, TrainerConfig
+
+log = logging.getLogger("swarmnode.training")
+RECENT_STEPS = 20  # reward_mean over the last this many steps
+
+
+def rollout_config(config: NodeConfig) -> RolloutConfig:
+    t = config.training
+    return RolloutConfig(
+        prompts_per_step=t.prompts_per_step, samples_per_prompt=t.samples_per_prompt, max_staleness=t.max_staleness,
+        tasks=tuple(t.tasks), data_seed=t.data_seed,
+        sampling=SamplingParams(temperature=t.temperature, top_p=t.top_p, max_new_tokens=t.max_new_tokens),
+    )
+
+
+def trainer_config(config: NodeConfig) -> TrainerConfig:
+    t = config.training
+    return TrainerConfig(lr=t.lr, max_grad_norm=t.max_grad_norm, eps_low=t.eps_low, eps_high=t.eps_high,
+                         temperature=t.temperature, kl_coef=t.kl_coef)
+
+
+class TrainingService:
+    def __init__(self, config: NodeConfig, home_root: Path):
+        self.config = config
+        self.checkpoints = BackgroundCheckpointer(home_root / "checkpoints")
+        self.metrics = MetricsStore(home_root / "metrics.sqlite")
+        self.fingerprint = ""
+        self._lock = threading.Lock()
+        self._runner: AsyncRunner | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._state: dict[str, Any] = {"running": False, "phase": "loading model"}
+        self._rewards: deque[float] = deque(maxlen=RECENT_STEPS)
+        self._staleness: Counter = Counter()
+        self.error: str | None = None
+
+    # -- lifecycle (called from the event loop) ------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._main, name="swarmnode-trainer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Blocking: stop training after the current step and wait for the last checkpoint."""
+        self._stopping.set()
+        runner = self._runner
+        if runner is not None:
+            runner.stop()
+        if self._thread is not None:
+            self._thread.join()
+        self.checkpoints.wait()
+        self.metrics.close()
+
+    # -- the trainer thread --------------------------------------------------------------------
+
+    def _main(self) -> None:
+        try:
+            self._train()
+        except Exception as e:  # noqa: BLE001 - shown in status; the node keeps serving the swarm
+            self.error = f"{type(e).__name__}: {e}"
+            log.exception("training stopped")
+            with self._lock:
+                self._state.update(running=False, phase=f"failed: {self.error}")
+
+    def _train(self) -> None:
+        import torch
+
+        t = self.config.training
+        if t.threads:
+            torch.set_num_threads(t.threads)
+        policy = load_policy(self.config.model.name_or_path, device=self.config.model.device, dtype=self.config.model.dtype)
+        self.fingerprint = policy.fingerprint
+        trainer = Trainer(policy.model, policy.tokenizer.pad_token_id, trainer_config(self.config))
+        state = TrainingState(version=0, steps=0, stream_position=0, extra={})
+        resumed = latest_checkpoint(self.checkpoints.root)
+        if resumed is not None:
+            state = load_checkpoint(resumed, trainer.model, trainer.optimizer)
+            trainer.version = state.version
+            log.info("resumed from %s at policy version %d", resumed.name, state.version)
+        generator = HFGenerator(copy.deepcopy(trainer.model), policy.tokenizer, policy_version=trainer.version)
+        evaluator = HFGenerator(trainer.model, policy.tokenizer)
+        rollout = rollout_config(self.config)
+        items = heldout_items(rollout.tasks, t.eval_size)
+        start_index = state.stream_position // len(rollout.tasks)
+        runner = AsyncRunner(generator, trainer, prompt_stream(rollout.tasks, rollout.data_seed, start_index), rollout)
+        self._runner = runner
+        steps = state.steps
+        train_seconds = 0.0
+        trained_samples = 0
+
+        def evaluate() -> None:
+            accuracy = greedy_accuracy(evaluator, items, rollout.sampling.max_new_tokens)
+            self.metrics.record(trainer.version, {f"heldout_accuracy/{k}": v for k, v in accuracy.items()})
+            with self._lock:
+                self._state["heldout_accuracy"] = round(accuracy["mean"], 4)
+            log.info("policy version %d: held-out accuracy %.3f", trainer.version, accuracy["mean"])
+
+        def on_step(result: StepResult, dropped: int) -> None:
+            nonlocal steps, train_seconds, trained_samples
+            steps += 1
+            if result.trained:
+                train_seconds += result.seconds
+                trained_samples += result.groups * rollout.samples_per_prompt
+            self._rewards.append(result.reward_mean)
+            position = start_index * len(rollout.tasks) + runner.items_generated
+            self.metrics.record(result.version, {"reward_mean": result.reward_mean, "loss": result.loss,
+                                                 "groups_used": result.groups_used, "dropped_stale": dropped})
+            with self._lock:
+                self._state.update(
+                    running=True, phase="training", policy_version=result.version, steps=steps,
+                    reward_mean=round(sum(self._rewards) / len(self._rewards), 4),
+                    generate_tokens_per_s=round(runner.generated_tokens / max(runner.generate_seconds, 1e-9), 1),
+                    train_samples_per_s=round(trained_samples / max(train_seconds, 1e-9), 1),
+                    staleness_histogram={str(k): v for k, v in sorted(runner.buffer.stats.staleness.items())},
+                    dropped_stale=runner.buffer.stats.dropped_stale,
+                )
+            if result.trained and result.version % t.eval_every == 0:
+                evaluate()
+            if result.trained and result.version % t.checkpoint_every == 0:
+                self.checkpoints.save(trainer.model, trainer.optimizer, TrainingState(result.version, steps, position, {}))
+
+        with self._lock:
+            self._state.update(running=True, phase="training", policy_version=trainer.version, steps=steps)
+        evaluate()
+        if not self._stopping.is_set():
+            runner.run(None, on_step)
+        with self._lock:
+            self._state.update(running=False, phase="stopped")
+
+    # -- status --------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            state = dict(self._state)
+        return {
+            "running": state.get("running", False),
+            "phase": state.get("phase"),
+            "model": self.config.model.name_or_path,
+            "policy_version": state.get("policy_version"),
+            "steps": state.get("steps"),
+            "reward_mean": state.get("reward_mean"),
+            "heldout_accuracy": state.get("heldout_accuracy"),
+            "generate_tokens_per_s": state.get("generate_tokens_per_s"),
+            "train_samples_per_s": state.get("train_samples_per_s"),
+            "staleness_histogram": state.get("staleness_histogram"),
+            "dropped_stale": state.get("dropped_stale"),
+            "error": self.error,
+        }
