@@ -17,7 +17,7 @@ from swarmnode.policy import SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.store.checkpoints import BackgroundCheckpointer, TrainingState, latest_checkpoint, load_checkpoint
 from swarmnode.store.metrics import MetricsStore
-from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items
+from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
 from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream
 from swarmnode.trainer.trainer import StepResult, Trainer, TrainerConfig
 
@@ -103,7 +103,8 @@ class TrainingService:
         rollout = rollout_config(self.config)
         items = heldout_items(rollout.tasks, t.eval_size)
         start_index = state.stream_position // len(rollout.tasks)
-        runner = AsyncRunner(generator, trainer, prompt_stream(rollout.tasks, rollout.data_seed, start_index), rollout)
+        stream = prompt_stream(rollout.tasks, rollout.data_seed, start_index, exclude=questions_of(items))
+        runner = AsyncRunner(generator, trainer, stream, rollout)
         self._runner = runner
         steps = state.steps
         train_seconds = 0.0

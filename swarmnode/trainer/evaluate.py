@@ -13,6 +13,11 @@ def heldout_items(tasks: tuple[str, ...], size_per_task: int, seed: int = HELDOU
     return [get_task(name).item(seed, index) for name in tasks for index in range(size_per_task)]
 
 
+def questions_of(items: list[TaskItem]) -> frozenset[tuple[str, str]]:
+    """(task, question) pairs, to keep held-out questions out of training streams."""
+    return frozenset((i.ref.task, i.question) for i in items)
+
+
 def accuracy_by_task(items: list[TaskItem], answers: list[str]) -> dict[str, float]:
     """Mean score per task and over all tasks ("mean", the mean of the task means)."""
     scores: dict[str, list[float]] = defaultdict(list)

@@ -31,12 +31,19 @@ class RolloutConfig:
     sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=1.0, max_new_tokens=8))
 
 
-def prompt_stream(tasks: Sequence[str], seed: int, start: int = 0) -> Iterator[TaskItem]:
-    """Items of the tasks in turn: (tasks[0], seed, start), (tasks[1], seed, start), ..."""
+def prompt_stream(tasks: Sequence[str], seed: int, start: int = 0,
+                  exclude: frozenset[tuple[str, str]] = frozenset()) -> Iterator[TaskItem]:
+    """Items of the tasks in turn: (tasks[0], seed, start), (tasks[1], seed, start), ...
+
+    Items whose (task, question) is in `exclude` are skipped: small task spaces (all sums of
+    two 2-digit numbers) would otherwise train on the held-out questions themselves.
+    """
     resolved = [get_task(name) for name in tasks]
     for index in itertools.count(start):
         for task in resolved:
-            yield task.item(seed, index)
+            item = task.item(seed, index)
+            if (item.ref.task, item.question) not in exclude:
+                yield item
 
 
 def generate_groups(generator: Generator, items: list[TaskItem], config: RolloutConfig) -> list[ScoredGroup]:

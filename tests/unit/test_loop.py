@@ -45,3 +45,13 @@ def test_async_run_respects_staleness_bound(policy):
     assert len(results) == 4 and len(seen) == 4
     assert set(runner.buffer.stats.staleness) <= {0, 1}  # never more than max_staleness behind
     assert sum(runner.buffer.stats.staleness.values()) == 4 * CONFIG.prompts_per_step
+
+
+def test_prompt_stream_skips_held_out_questions():
+    from swarmnode.trainer.evaluate import heldout_items, questions_of
+
+    held_out = heldout_items(("sum2",), size_per_task=200)
+    exclude = questions_of(held_out)
+    stream = list(itertools.islice(prompt_stream(("sum2",), seed=1000, exclude=exclude), 2000))
+    assert len(stream) == 2000
+    assert not {("sum2", i.question) for i in stream} & exclude
