@@ -35,7 +35,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="bundled:tiny-policy")
     p.add_argument("--minutes", type=float, default=20.0)
-    p.add_argument("--eval-every", type=int, default=10, help="versions between evaluations")
+    p.add_argument("--eval-every", type=int, default=20, help="versions between evaluations")
     p.add_argument("--eval-size", type=int, default=256, help="held-out items per task")
     p.add_argument("--prompts", type=int, default=32)
     p.add_argument("--samples", type=int, default=8)
