@@ -65,6 +65,19 @@ class TrainBatch:
     def num_completion_tokens(self) -> int:
         return int(self.completion_mask.sum())
 
+    def select(self, rows: torch.Tensor) -> "TrainBatch":
+        """The batch restricted to `rows` (bool [B]), trimmed to its longest remaining sequence."""
+        width = max(1, int(self.attention_mask[rows].sum(dim=1).max()))
+        return TrainBatch(
+            input_ids=self.input_ids[rows, :width],
+            attention_mask=self.attention_mask[rows, :width],
+            completion_mask=self.completion_mask[rows, : width - 1],
+            behavior_logp=self.behavior_logp[rows, : width - 1],
+            rewards=self.rewards[rows],
+            group_ids=self.group_ids[rows],
+            versions=self.versions[rows],
+        )
+
 
 def collate(groups: list[ScoredGroup], pad_id: int) -> TrainBatch:
     """Stack every completion of every group into one right-padded batch.

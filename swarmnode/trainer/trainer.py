@@ -61,8 +61,12 @@ class Trainer:
         used = len(set(batch.group_ids[keep].tolist()))
         if not bool(keep.any()):
             return StepResult(self.version, False, 0.0, reward_mean, len(groups), 0, 0, time.perf_counter() - start, {})
+        # Groups whose rewards are all equal have zero advantage: they add nothing to the loss
+        # (their tokens are outside the token-level mean) but would cost a forward and backward
+        # pass, so they leave the batch before the model sees it.
+        batch = batch.select(keep)
         advantages = group_advantages(batch.rewards, batch.group_ids, scale_by_std=self.config.scale_advantages_by_std)
-        mask = batch.completion_mask * keep[:, None].float()
+        mask = batch.completion_mask
         self.model.train()
         logp = self._logp(self.model, batch)
         ref_logp = None

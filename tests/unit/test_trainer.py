@@ -1,3 +1,4 @@
+import copy
 import threading
 
 import pytest
@@ -95,3 +96,22 @@ def test_accuracy_by_task_by_hand():
     acc = accuracy_by_task(items, answers)
     assert acc == {"sum2": 0.5, "sum3": 1.0, "mean": 0.75}
     assert get_task("sum2").score(items[1], "wrong") == 0.0
+
+
+def test_select_drops_rows_and_trims_padding():
+    batch = collate([group(completions=((5, 6, 7, 8), (9,))), group(completions=((1,), (2,)))], pad_id=0)
+    rows = torch.tensor([False, True, True, True])
+    small = batch.select(rows)
+    assert small.input_ids.tolist() == [[1, 2, 3, 9], [1, 2, 3, 1], [1, 2, 3, 2]]
+    assert small.completion_mask.tolist() == [[0, 0, 1]] * 3
+    assert small.group_ids.tolist() == [0, 1, 1]
+
+
+def test_dropping_zero_advantage_groups_leaves_the_update_unchanged(tiny_model):
+    informative = group(rewards=(1.0, 0.0), completions=((5, 6), (7, 8)))
+    flat = group(rewards=(0.0, 0.0), completions=((9, 9, 9, 9, 9), (4,)))
+    alone, mixed = copy.deepcopy(tiny_model), copy.deepcopy(tiny_model)
+    Trainer(alone, 0, TrainerConfig(lr=1e-2)).step([informative])
+    Trainer(mixed, 0, TrainerConfig(lr=1e-2)).step([informative, flat])
+    for a, b in zip(alone.parameters(), mixed.parameters()):
+        assert torch.allclose(a, b, atol=1e-6)
