@@ -67,6 +67,9 @@ class ModelConfig(_Section):
     )
     device: str = Field("cpu", description="cpu, cuda, cuda:0, ...")
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    backend: Literal["hf", "vllm"] = Field("hf", description="generation backend (vllm: pip install swarmnode[vllm])")
+    vllm_kv_cache_memory_bytes: int | None = Field(64 * 2**20, ge=1, description="vLLM KV cache size; null: sized from GPU memory")
+    vllm_tensor_parallel_size: int = Field(1, ge=1, description="GPUs vLLM shards generation over")
 
 
 class TrainingConfig(_Section):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmnode.config import NodeConfig
-from swarmnode.policy import SamplingParams, load_policy
+from swarmnode.policy import Generator, SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.store.checkpoints import BackgroundCheckpointer, TrainingState, latest_checkpoint, load_checkpoint
 from swarmnode.store.metrics import MetricsStore
@@ -38,6 +38,26 @@ def trainer_config(config: NodeConfig) -> TrainerConfig:
     t = config.training
     return TrainerConfig(lr=t.lr, max_grad_norm=t.max_grad_norm, eps_low=t.eps_low, eps_high=t.eps_high,
                          temperature=t.temperature, kl_coef=t.kl_coef)
+
+
+def make_generator(config: NodeConfig, trainer: Trainer, policy) -> Generator:
+    """The configured generation backend, holding the trainer's current weights."""
+    if config.model.backend == "vllm":
+        import os
+
+        from swarmnode.policy.vllm_backend import VLLMGenerator
+
+        # In-process engine: starts faster, and weight updates pass tensors by reference.
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        generator = VLLMGenerator(
+            policy.name, policy.tokenizer, policy_version=trainer.version, dtype=config.model.dtype,
+            kv_cache_memory_bytes=config.model.vllm_kv_cache_memory_bytes,
+            tensor_parallel_size=config.model.vllm_tensor_parallel_size,
+        )
+        if trainer.version:
+            generator.load_weights(trainer.weights(), trainer.version)  # resumed from a checkpoint
+        return generator
+    return HFGenerator(copy.deepcopy(trainer.model), policy.tokenizer, policy_version=trainer.version)
 
 
 class TrainingService:
@@ -98,7 +118,7 @@ class TrainingService:
             state = load_checkpoint(resumed, trainer.model, trainer.optimizer)
             trainer.version = state.version
             log.info("resumed from %s at policy version %d", resumed.name, state.version)
-        generator = HFGenerator(copy.deepcopy(trainer.model), policy.tokenizer, policy_version=trainer.version)
+        generator = make_generator(self.config, trainer, policy)
         evaluator = HFGenerator(trainer.model, policy.tokenizer)
         rollout = rollout_config(self.config)
         items = heldout_items(rollout.tasks, t.eval_size)
