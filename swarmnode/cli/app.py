@@ -240,6 +240,7 @@ def bench_async_command(
     console.print(f"sync : {result.sync_samples_per_s:8.1f} samples/s ({result.samples} samples in {result.sync_seconds:.1f}s, "
                   f"best of {sorted(result.sync_seconds_by_threads)} threads: {result.sync_threads})")
     console.print(f"async: {result.async_samples_per_s:8.1f} samples/s ({result.samples} samples in {result.async_seconds:.1f}s, "
+                  f"generator as a {result.async_mode}, best of {result.async_seconds_by_mode}; "
                   f"generator waited {result.generator_wait_s:.1f}s)")
     console.print(f"async/sync ratio: {result.ratio:.2f}x")
     if as_json:

@@ -55,3 +55,16 @@ def test_prompt_stream_skips_held_out_questions():
     stream = list(itertools.islice(prompt_stream(("sum2",), seed=1000, exclude=exclude), 2000))
     assert len(stream) == 2000
     assert not {("sum2", i.question) for i in stream} & exclude
+
+
+def test_process_runner_trains_within_the_staleness_bound_and_cleans_up():
+    from swarmnode.trainer.process_loop import ProcessAsyncRunner
+
+    bundled = load_policy("bundled:tiny-policy")
+    trainer = Trainer(bundled.model, bundled.tokenizer.pad_token_id, TrainerConfig(lr=1e-4))
+    runner = ProcessAsyncRunner("bundled:tiny-policy", trainer, CONFIG)
+    results = runner.run(steps=3)
+    assert len(results) == 3
+    assert set(runner.buffer.stats.staleness) <= {0, 1}
+    assert runner.items_generated >= 3 * CONFIG.prompts_per_step and runner.generated_tokens > 0
+    assert not runner._process.is_alive()
