@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections import Counter, deque
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,6 @@ class TrainingService:
         self._stopping = threading.Event()
         self._state: dict[str, Any] = {"running": False, "phase": "loading model"}
         self._rewards: deque[float] = deque(maxlen=RECENT_STEPS)
-        self._staleness: Counter = Counter()
         self.error: str | None = None
 
     # -- lifecycle (called from the event loop) ------------------------------------------------

@@ -34,13 +34,6 @@ class MetricsStore:
         with self._lock:
             self._conn.executemany("INSERT INTO metrics (time, version, name, value) VALUES (?, ?, ?, ?)", rows)
 
-    def history(self, name: str) -> list[tuple[int, float]]:
-        """(version, value) pairs of one metric, oldest first."""
-        with self._lock:
-            return list(self._conn.execute(
-                "SELECT version, value FROM metrics WHERE name = ? ORDER BY time, version", (name,)
-            ))
-
     def close(self) -> None:
         with self._lock:
             self._conn.close()

@@ -87,7 +87,7 @@ class Trainer:
         self.version += 1
         return StepResult(
             self.version, True, float(loss.detach()), reward_mean, len(groups), used,
-            int(mask.sum()), time.perf_counter() - start, stats,
+            batch.num_completion_tokens, time.perf_counter() - start, stats,
         )
 
     def weights(self) -> dict[str, torch.Tensor]:
