@@ -185,34 +185,57 @@ def swarm_local(
     root: Path = typer.Option(Path("runs/local-swarm"), "--root", help="folder for the nodes' homes and logs"),
     config: Optional[Path] = typer.Option(None, "--config", help="config for every node (default: configs/local.yaml)"),
     duration: Optional[float] = typer.Option(None, "--duration", min=1, help="stop after this many seconds (default: until Ctrl-C)"),
+    rounds: Optional[int] = typer.Option(None, "--rounds", min=1, help="each node trains this many steps, then all stop"),
 ) -> None:
-    """Start N real daemons on 127.0.0.1 (the first as bootstrap) with a live table; Ctrl-C stops all."""
+    """Start N real daemons on 127.0.0.1 (the first as bootstrap) with a live table; Ctrl-C stops all.
+
+    Each node draws its own training questions (data_seed + 1000 * node index). At the end the
+    last status of every node goes to <root>/summary.json; each home keeps metrics.sqlite and
+    rollouts.sqlite.
+    """
     from swarmnode.config import bundled_config_path
     from swarmnode.node.local_swarm import LocalSwarm, LocalSwarmError
 
     cfg_path = config if config is not None else bundled_config_path("local.yaml")
     try:
-        load_config(cfg_path, environ={})
+        node_config = load_config(cfg_path, environ={})
     except ConfigError as e:
         fail(str(e))
-    swarm = LocalSwarm(root.resolve(), nodes, cfg_path)
+    if rounds is not None and not node_config.model.name_or_path:
+        fail(f"--rounds needs a config that trains a model; {cfg_path} sets no model.name_or_path "
+             "(try --config with model.name_or_path: bundled:tiny-policy, e.g. the bundled local-train.yaml)")
+
+    def node_env(index: int) -> dict[str, str]:
+        env = {"SWARMNODE__TRAINING__DATA_SEED": str(node_config.training.data_seed + 1000 * index)}
+        if rounds is not None:
+            env["SWARMNODE__TRAINING__MAX_STEPS"] = str(rounds)
+        return env
+
+    swarm = LocalSwarm(root.resolve(), nodes, cfg_path, node_env=node_env)
     from swarmnode.cli.render import swarm_table
 
     console = Console()
+    rows: list = []
     try:
         with swarm:
             swarm.start(on_progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
             deadline = None if duration is None else time.monotonic() + duration
-            caption = f"homes and logs in {root}; Ctrl-C stops every node"
-            with Live(swarm_table(swarm.poll(), caption), console=console, refresh_per_second=2) as live:
+            until = f"until every node has trained {rounds} steps" if rounds else "until Ctrl-C"
+            caption = f"homes and logs in {root}; runs {until}; Ctrl-C stops every node"
+            rows = swarm.poll()
+            with Live(swarm_table(rows, caption), console=console, refresh_per_second=2) as live:
                 while deadline is None or time.monotonic() < deadline:
                     time.sleep(1.0)
-                    live.update(swarm_table(swarm.poll(), caption))
+                    rows = swarm.poll()
+                    live.update(swarm_table(rows, caption))
+                    if rounds is not None and swarm.training_done(rows):
+                        break
     except LocalSwarmError as e:
         fail(str(e))
     except KeyboardInterrupt:
         pass
-    console.print(f"stopped {nodes} nodes; homes and logs in {root}")
+    (root / "summary.json").write_text(json.dumps(rows, indent=2, default=str), encoding="utf-8")
+    console.print(f"stopped {nodes} nodes; homes, logs and summary.json in {root}")
 
 
 @bench_app.command("async")

@@ -75,25 +75,34 @@ def status_view(s: dict[str, Any]) -> Group:
     return Group(info, Text(""), Text("training", style="bold underline"), train, Text(""), peers_table(s["peers"]))
 
 
+def _fmt(value: Any, spec: str = "") -> str:
+    return "-" if value is None else format(value, spec)
+
+
 def swarm_table(rows: list[dict[str, Any]], caption: str | None = None) -> Table:
     table = Table(title="local swarm", title_justify="left", caption=caption, caption_justify="left")
-    for col in ("node", "peer id", "state", "uptime", "peers", "accepted", "rejected", "policy", "reward"):
-        table.add_column(col)
+    columns = ("node", "peer id", "state", "peers", "version", "reward", "accuracy", "sent", "received", "rejected", "gossip")
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("node", "peer id", "state") else "right")
     for r in rows:
         if "error" in r:
-            table.add_row(r["name"], "", Text(r["error"], style="red"), "", "", "", "", "", "")
+            table.add_row(r["name"], "", Text(r["error"], style="red"), *[""] * (len(columns) - 3))
             continue
         training = r.get("training", {})
-        running = training.get("running")
+        rollouts = r.get("rollouts") or {}
+        running = training.get("running") or training.get("phase") == "done"
+        rejected = rollouts.get("groups_rejected")
         table.add_row(
             r["name"],
             _short(r["peer_id"]),
-            r["state"],
-            _age(r["uptime_s"]),
+            training.get("phase") if training.get("phase") in ("done", "loading model") else r["state"],
             str(len(r["peers"])),
-            str(sum(r["messages"]["accepted"].values())),
-            str(sum(r["messages"]["rejected"].values())),
-            str(training.get("policy_version")) if running else "-",
-            f"{training.get('reward_mean'):.3f}" if running and training.get("reward_mean") is not None else "-",
+            _fmt(training.get("policy_version")) if running else "-",
+            _fmt(training.get("local_reward_mean"), ".3f") if running else "-",
+            _fmt(training.get("heldout_accuracy"), ".3f"),
+            _fmt(rollouts.get("groups_published")),
+            _fmt(rollouts.get("groups_accepted")),
+            Text(str(rejected), style="red") if rejected else _fmt(rejected),
+            _fmt(None if rollouts.get("gossip_time_share") is None else 100 * rollouts["gossip_time_share"], ".2f") + ("%" if rollouts.get("gossip_time_share") is not None else ""),
         )
     return table

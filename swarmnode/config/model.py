@@ -74,7 +74,13 @@ class ModelConfig(_Section):
 
 class TrainingConfig(_Section):
     tasks: list[str] = Field(default_factory=lambda: ["sum2", "sum3"], min_length=1)
-    prompts_per_step: int = Field(32, ge=1)
+    local_rollouts: int = Field(32, ge=1, description="I: groups (prompts) generated and trained per step")
+    external_rollouts: int = Field(0, ge=0, description="J: groups from peers added to each step (swarm sampling)")
+    external_selection: Literal["uniform", "nonzero_advantage", "fresh_quality"] = Field(
+        "uniform", description="which received groups a step takes (see trainer/selection.py)"
+    )
+    external_max_staleness: int = Field(8, ge=0, description="a peer's group of version v trains version n only if n - v <= this")
+    external_wait_s: float = Field(0.0, ge=0, description="how long a step waits for its J external groups (0: take what is there)")
     samples_per_prompt: int = Field(8, ge=2, description="GRPO group size")
     max_staleness: int = Field(1, ge=0, description="eta: a rollout of version v trains version n only if n - v <= eta")
     temperature: float = Field(1.0, gt=0)
@@ -90,6 +96,20 @@ class TrainingConfig(_Section):
     eval_size: int = Field(64, ge=1, description="held-out items per task")
     checkpoint_every: int = Field(10, ge=1, description="checkpoint every this many versions")
     threads: int = Field(0, ge=0, description="torch threads (0: all cores)")
+    max_steps: int | None = Field(None, ge=1, description="stop training after this many steps (the node keeps serving)")
+
+
+class RolloutGossipConfig(_Section):
+    share: bool = Field(True, description="publish this node's rollouts to the swarm")
+    announce_interval_s: float = Field(2.0, gt=0, description="how often the rollout announcement is republished")
+    announce_ttl_s: float = Field(20.0, gt=0, description="how long an announcement stays valid")
+    fetch_interval_s: float = Field(1.0, gt=0, description="how often peers' announcements are read and new batches fetched")
+    fetch_timeout_s: float = Field(5.0, gt=0, description="a batch fetch from one peer gives up after this long")
+    keep_batches: int = Field(64, ge=1, description="batches this node keeps for peers to fetch")
+    backlog_batches: int = Field(4, ge=1, description="batches fetched from a newly seen peer")
+    strike_limit: int = Field(20, ge=1, description="rejected groups from one peer within strike_window_s before it is ignored")
+    strike_window_s: float = Field(60.0, gt=0)
+    ignore_s: float = Field(120.0, gt=0, description="how long a peer that sent bad data is ignored")
 
 
 class NodeConfig(_Section):
@@ -99,3 +119,4 @@ class NodeConfig(_Section):
     status: StatusConfig = Field(default_factory=StatusConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
+    rollouts: RolloutGossipConfig = Field(default_factory=RolloutGossipConfig)

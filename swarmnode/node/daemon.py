@@ -13,6 +13,7 @@ from swarmnode.config import NodeConfig
 from swarmnode.home import DaemonLock, NodeHome, read_runtime, remove_runtime, write_runtime
 from swarmnode.identity import NodeIdentity
 from swarmnode.node.capability import detect_device, matmul_gflops
+from swarmnode.node.gossip import RolloutGossip
 from swarmnode.node.leftovers import describe_children, kill_leftover_children
 from swarmnode.node.training import TrainingService
 from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, build_peer_record
@@ -46,8 +47,10 @@ class Node:
         self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s)
         self.transport = make_transport(self.intake)
         self.training: TrainingService | None = None
+        self.gossip: RolloutGossip | None = None
         if config.model.name_or_path:
-            self.training = TrainingService(config, home.root)
+            self.training = TrainingService(config, home.root, quality=self._sender_quality)
+            self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.stats, home.root)
         self.state = peer_record_pb2.NODE_STATE_STARTING
         self.started_at = time.time()
         self.multiaddrs: list[str] = []
@@ -98,6 +101,8 @@ class Node:
             })
             self._announce(status_url)
             self.device = detect_device()
+            if self.gossip is not None:
+                await self.gossip.start()
             if self.training is not None:
                 self.training.start()
             self.state = peer_record_pb2.NODE_STATE_JOINING if not self.join.joined else peer_record_pb2.NODE_STATE_RUNNING
@@ -107,6 +112,10 @@ class Node:
                 tasks.create_task(self._poll_loop())
                 if self.config.swarm.initial_peers:
                     tasks.create_task(self._join_loop())
+                if self.gossip is not None:
+                    tasks.create_task(self.gossip.share_loop())
+                    tasks.create_task(self.gossip.announce_loop())
+                    tasks.create_task(self.gossip.fetch_loop())
                 await self._stop.wait()
                 raise _Stopping
         except* _Stopping:
@@ -116,6 +125,8 @@ class Node:
             log.info("shutting down")
             if self.training is not None:
                 await asyncio.to_thread(self.training.stop)
+            if self.gossip is not None:
+                self.gossip.close()
             await status.stop()
             await self.transport.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -230,7 +241,13 @@ class Node:
             capability=self.capability,
             model_fingerprint=self.model_fingerprint,
             training=self.training.snapshot() if self.training is not None else None,
+            rollouts=self.gossip.snapshot() if self.gossip is not None else None,
         )
+
+    def _sender_quality(self) -> dict[str, float]:
+        if self.gossip is None:
+            return {}
+        return {peer: info["quality"] for peer, info in self.gossip.ledger.snapshot(self.transport.dht_time()).items()}
 
     @property
     def model_fingerprint(self) -> str:

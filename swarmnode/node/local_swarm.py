@@ -40,10 +40,13 @@ class LocalNode:
 
 
 class LocalSwarm:
-    def __init__(self, root: Path, size: int, config_path: Path, extra_args: list[str] | None = None):
+    def __init__(self, root: Path, size: int, config_path: Path, extra_args: list[str] | None = None,
+                 node_env: Callable[[int], dict[str, str]] | None = None):
         self.root = root
         self.config_path = config_path
         self.extra_args = list(extra_args or [])
+        # Per-node environment, e.g. SWARMNODE__TRAINING__DATA_SEED so each node draws its own questions.
+        self.node_env = node_env or (lambda index: {})
         self.nodes = [LocalNode(i, NodeHome(root / f"node{i}"), root / f"node{i}" / "node.log") for i in range(size)]
         self.bootstrap_maddrs: list[str] = []
 
@@ -57,7 +60,7 @@ class LocalSwarm:
                 args += ["--initial-peer", maddr]
         args += self.extra_args
         log = open(node.log_path, "ab")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.node_env(node.index)}
         node.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
         log.close()
 
@@ -122,6 +125,11 @@ class LocalSwarm:
         self.stop()
 
     # -- status --------------------------------------------------------------------------------
+
+    def training_done(self, rows: list[dict[str, Any]]) -> bool:
+        """Every node has finished its training steps (training.max_steps) or failed."""
+        return all("error" not in r and (r.get("training") or {}).get("phase") in ("done", "stopped")
+                   or str((r.get("training") or {}).get("phase", "")).startswith("failed") for r in rows)
 
     def poll(self) -> list[dict[str, Any]]:
         """One row per node: its status document, or {"name", "error"} if it does not answer."""

@@ -7,18 +7,23 @@ from __future__ import annotations
 
 import copy
 import logging
+import queue
 import threading
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from swarmnode.config import NodeConfig
+from swarmnode.node.sharing import IntakeResult, RolloutIntake
 from swarmnode.policy import Generator, SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
+from swarmnode.policy.loading import tokenizer_fingerprint
+from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.store.checkpoints import BackgroundCheckpointer, TrainingState, latest_checkpoint, load_checkpoint
 from swarmnode.store.metrics import MetricsStore
 from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
-from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream
+from swarmnode.trainer.experience import ScoredGroup
+from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, make_buffer, prompt_stream
 from swarmnode.trainer.trainer import StepResult, Trainer, TrainerConfig
 
 log = logging.getLogger("swarmnode.training")
@@ -28,8 +33,9 @@ RECENT_STEPS = 20  # reward_mean over the last this many steps
 def rollout_config(config: NodeConfig) -> RolloutConfig:
     t = config.training
     return RolloutConfig(
-        prompts_per_step=t.prompts_per_step, samples_per_prompt=t.samples_per_prompt, max_staleness=t.max_staleness,
-        tasks=tuple(t.tasks), data_seed=t.data_seed,
+        prompts_per_step=t.local_rollouts, samples_per_prompt=t.samples_per_prompt, max_staleness=t.max_staleness,
+        external_rollouts=t.external_rollouts, external_selection=t.external_selection,
+        external_max_staleness=t.external_max_staleness, external_wait_s=t.external_wait_s, tasks=tuple(t.tasks), data_seed=t.data_seed,
         sampling=SamplingParams(temperature=t.temperature, top_p=t.top_p, max_new_tokens=t.max_new_tokens),
     )
 
@@ -60,19 +66,59 @@ def make_generator(config: NodeConfig, trainer: Trainer, policy) -> Generator:
     return HFGenerator(copy.deepcopy(trainer.model), policy.tokenizer, policy_version=trainer.version)
 
 
+OUTGOING_CAPACITY = 256  # generated batches waiting to be shared; the oldest go when full
+
+
 class TrainingService:
-    def __init__(self, config: NodeConfig, home_root: Path):
+    def __init__(self, config: NodeConfig, home_root: Path, quality: Callable[[], Mapping[str, float]] = dict):
         self.config = config
         self.checkpoints = BackgroundCheckpointer(home_root / "checkpoints")
         self.metrics = MetricsStore(home_root / "metrics.sqlite")
         self.fingerprint = ""
+        self.tokenizer_fingerprint = ""
+        self.eos_ids: set[int] = set()
+        self.quality = quality  # sender id -> quality, for the fresh_quality selection policy
+        # Groups generated here, waiting for the node's event loop to share them.
+        self.outgoing: queue.Queue[list[ScoredGroup]] = queue.Queue(maxsize=OUTGOING_CAPACITY)
+        self.intake: RolloutIntake | None = None
+        self._buffer = None
+        self._version = 0
         self._lock = threading.Lock()
         self._runner: AsyncRunner | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._state: dict[str, Any] = {"running": False, "phase": "loading model"}
         self._rewards: deque[float] = deque(maxlen=RECENT_STEPS)
+        self._local_rewards: deque[float] = deque(maxlen=RECENT_STEPS)
         self.error: str | None = None
+
+    # -- swarm sharing (called from the node's worker threads) ---------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """The policy is loaded and the buffer exists: peers' rollouts can be taken."""
+        return self.intake is not None and self._buffer is not None
+
+    def _share(self, groups: list[ScoredGroup]) -> None:
+        if not self.config.rollouts.share:
+            return
+        while True:
+            try:
+                self.outgoing.put_nowait(groups)
+                return
+            except queue.Full:
+                try:
+                    self.outgoing.get_nowait()  # peers want fresh rollouts: drop the oldest
+                except queue.Empty:
+                    pass
+
+    def receive(self, batch: rollout_batch_pb2.RolloutBatch, sender: str) -> IntakeResult:
+        """Check and re-score a peer's batch; accepted groups go to the experience buffer."""
+        assert self.intake is not None and self._buffer is not None
+        result = self.intake.accept(batch, sender, self._version)
+        if result.groups:
+            self._buffer.put(result.groups)
+        return result
 
     # -- lifecycle (called from the event loop) ------------------------------------------------
 
@@ -110,6 +156,9 @@ class TrainingService:
             torch.set_num_threads(t.threads)
         policy = load_policy(self.config.model.name_or_path, device=self.config.model.device, dtype=self.config.model.dtype)
         self.fingerprint = policy.fingerprint
+        self.tokenizer_fingerprint = tokenizer_fingerprint(policy.tokenizer)
+        eos = policy.tokenizer.eos_token_id
+        self.eos_ids = {eos} if isinstance(eos, int) else set(eos)
         trainer = Trainer(policy.model, policy.tokenizer.pad_token_id, trainer_config(self.config))
         state = TrainingState(version=0, steps=0, stream_position=0, extra={})
         resumed = latest_checkpoint(self.checkpoints.root)
@@ -123,8 +172,14 @@ class TrainingService:
         items = heldout_items(rollout.tasks, t.eval_size)
         start_index = state.stream_position // len(rollout.tasks)
         stream = prompt_stream(rollout.tasks, rollout.data_seed, start_index, exclude=questions_of(items))
-        runner = AsyncRunner(generator, trainer, stream, rollout)
+        self._version = trainer.version
+        buffer = make_buffer(rollout, quality=self.quality, seed=rollout.data_seed)
+        runner = AsyncRunner(generator, trainer, stream, rollout, buffer=buffer, on_generated=self._share)
         self._runner = runner
+        # Its own tokenizer copy: fast tokenizers are not safe to share across threads.
+        self.intake = RolloutIntake(copy.deepcopy(policy.tokenizer), model_fingerprint=policy.fingerprint,
+                                    tasks=list(rollout.tasks), temperature=rollout.sampling.temperature)
+        self._buffer = buffer
         steps = state.steps
         train_seconds = 0.0
         trained_samples = 0
@@ -139,17 +194,27 @@ class TrainingService:
         def on_step(result: StepResult, dropped: int) -> None:
             nonlocal steps, train_seconds, trained_samples
             steps += 1
+            self._version = result.version
+            if result.local_reward_mean is not None:
+                self._local_rewards.append(result.local_reward_mean)
             if result.trained:
                 train_seconds += result.seconds
                 trained_samples += result.groups * rollout.samples_per_prompt
             self._rewards.append(result.reward_mean)
             position = start_index * len(rollout.tasks) + runner.items_generated
             self.metrics.record(result.version, {"reward_mean": result.reward_mean, "loss": result.loss,
-                                                 "groups_used": result.groups_used, "dropped_stale": dropped})
+                                                 "groups_used": result.groups_used, "dropped_stale": dropped,
+                                                 "local_reward_mean": result.local_reward_mean, "step": steps,
+                                                 "local_groups": result.local_groups,
+                                                 "external_groups": result.external_groups})
             with self._lock:
                 self._state.update(
                     running=True, phase="training", policy_version=result.version, steps=steps,
                     reward_mean=round(sum(self._rewards) / len(self._rewards), 4),
+                    local_reward_mean=round(sum(self._local_rewards) / len(self._local_rewards), 4)
+                    if self._local_rewards else None,
+                    external_trained=runner.buffer.stats.external_taken,
+                    external_pool=runner.buffer.external_available(),
                     generate_tokens_per_s=round(runner.generated_tokens / max(runner.generate_seconds, 1e-9), 1),
                     train_samples_per_s=round(trained_samples / max(train_seconds, 1e-9), 1),
                     staleness_histogram={str(k): v for k, v in sorted(runner.buffer.stats.staleness.items())},
@@ -163,10 +228,14 @@ class TrainingService:
         with self._lock:
             self._state.update(running=True, phase="training", policy_version=trainer.version, steps=steps)
         evaluate()
-        if not self._stopping.is_set():
-            runner.run(None, on_step)
+        remaining = None if t.max_steps is None else max(0, t.max_steps - steps)
+        if not self._stopping.is_set() and remaining != 0:
+            runner.run(remaining, on_step)
+        if remaining is not None and not self._stopping.is_set():
+            evaluate()
+            self.checkpoints.save(trainer.model, trainer.optimizer, TrainingState(trainer.version, steps, start_index * len(rollout.tasks) + runner.items_generated, {}))
         with self._lock:
-            self._state.update(running=False, phase="stopped")
+            self._state.update(running=False, phase="done" if remaining is not None and not self._stopping.is_set() else "stopped")
 
     # -- status --------------------------------------------------------------------------------
 
@@ -180,6 +249,9 @@ class TrainingService:
             "policy_version": state.get("policy_version"),
             "steps": state.get("steps"),
             "reward_mean": state.get("reward_mean"),
+            "local_reward_mean": state.get("local_reward_mean"),
+            "external_trained": state.get("external_trained"),
+            "external_pool": state.get("external_pool"),
             "heldout_accuracy": state.get("heldout_accuracy"),
             "generate_tokens_per_s": state.get("generate_tokens_per_s"),
             "train_samples_per_s": state.get("train_samples_per_s"),

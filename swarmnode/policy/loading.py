@@ -40,6 +40,12 @@ def model_fingerprint(config: dict[str, Any], tokenizer) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+def tokenizer_fingerprint(tokenizer) -> str:
+    """The tokenizer's vocabulary alone (16 hex chars): same value, same token ids for the same text."""
+    vocab = sorted(tokenizer.get_vocab().items())
+    return hashlib.sha256(json.dumps(vocab).encode("utf-8")).hexdigest()[:16]
+
+
 @dataclass
 class LoadedPolicy:
     name: str

@@ -28,12 +28,14 @@ class MessageKind(enum.IntEnum):
     PEER_RECORD = envelope_pb2.MESSAGE_KIND_PEER_RECORD
     ROLLOUT_BATCH = envelope_pb2.MESSAGE_KIND_ROLLOUT_BATCH
     GRADIENT_SUMMARY = envelope_pb2.MESSAGE_KIND_GRADIENT_SUMMARY
+    ROLLOUT_ANNOUNCEMENT = envelope_pb2.MESSAGE_KIND_ROLLOUT_ANNOUNCEMENT
 
 
 MESSAGE_TYPES: dict[MessageKind, type[Message]] = {
     MessageKind.PEER_RECORD: peer_record_pb2.PeerRecord,
     MessageKind.ROLLOUT_BATCH: rollout_batch_pb2.RolloutBatch,
     MessageKind.GRADIENT_SUMMARY: gradient_summary_pb2.GradientSummary,
+    MessageKind.ROLLOUT_ANNOUNCEMENT: rollout_batch_pb2.RolloutAnnouncement,
 }
 
 # Largest body accepted per kind. Peer records travel as DHT values, which must stay far below
@@ -42,6 +44,7 @@ MAX_BODY_BYTES: dict[MessageKind, int] = {
     MessageKind.PEER_RECORD: 8 * 1024,
     MessageKind.ROLLOUT_BATCH: 4 * 1024 * 1024,
     MessageKind.GRADIENT_SUMMARY: 32 * 1024 * 1024,
+    MessageKind.ROLLOUT_ANNOUNCEMENT: 1024,
 }
 
 
@@ -66,6 +69,10 @@ class RejectReason(str, enum.Enum):
     REPLAYED = "replayed"  # older than a record already accepted from that peer
     DHT_EXPIRATION = "dht_expiration"  # kept in the DHT past the record's own expires_at
     UNKNOWN_KEY = "unknown_key"  # stored under a DHT key the swarm does not use
+    SENDER_MISMATCH = "sender_mismatch"  # a batch signed by another peer than the one that served it
+    UNKNOWN_TASK = "unknown_task"  # a rollout of a task this node does not have
+    PROMPT_MISMATCH = "prompt_mismatch"  # the prompt is not the one the task ref regenerates
+    MODEL_MISMATCH = "model_mismatch"  # token ids / log-probs that do not fit the claimed model
 
 
 class Rejected(Exception):

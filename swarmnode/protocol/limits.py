@@ -98,6 +98,22 @@ def check_rollout_batch(batch: rollout_batch_pb2.RolloutBatch) -> str | None:
     return None
 
 
+def check_rollout_announcement(announcement: rollout_batch_pb2.RolloutAnnouncement) -> str | None:
+    if not 0 < len(announcement.peer_id) <= MAX_PEER_ID_CHARS:
+        return "peer_id missing or too long"
+    if len(announcement.peer_id_binding) != 64:
+        return "peer_id_binding must be 64 bytes"
+    if len(announcement.model_fingerprint) > MAX_SHORT_STRING_CHARS:
+        return "model_fingerprint too long"
+    if announcement.last_batch_id < announcement.first_batch_id:
+        return "last_batch_id before first_batch_id"
+    if not all(_finite(x) and x >= 0 for x in (announcement.timestamp, announcement.expires_at)):
+        return "a time is negative or not finite"
+    if announcement.expires_at <= announcement.timestamp:
+        return "expires_at must be after timestamp"
+    return None
+
+
 def check_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str | None:
     if not summary.model_fingerprint or len(summary.model_fingerprint) > MAX_SHORT_STRING_CHARS:
         return "model_fingerprint missing or too long"
@@ -132,6 +148,7 @@ def check_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str
 _CHECKS: dict[type[Message], Callable[[Message], str | None]] = {
     peer_record_pb2.PeerRecord: check_peer_record,
     rollout_batch_pb2.RolloutBatch: check_rollout_batch,
+    rollout_batch_pb2.RolloutAnnouncement: check_rollout_announcement,
     gradient_summary_pb2.GradientSummary: check_gradient_summary,
 }
 

@@ -21,6 +21,9 @@ TRAINING_NOT_RUNNING: dict[str, Any] = {
     "policy_version": None,
     "steps": None,
     "reward_mean": None,
+    "local_reward_mean": None,
+    "external_trained": None,
+    "external_pool": None,
     "heldout_accuracy": None,
     "generate_tokens_per_s": None,
     "train_samples_per_s": None,
@@ -99,6 +102,7 @@ def build_status(
     capability: peer_record_pb2.Capability,
     model_fingerprint: str,
     training: dict[str, Any] | None = None,
+    rollouts: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "schema": STATUS_SCHEMA,
@@ -131,4 +135,5 @@ def build_status(
         "capability": capability_to_dict(capability),
         "model_fingerprint": model_fingerprint,
         "training": dict(training if training is not None else TRAINING_NOT_RUNNING),
+        "rollouts": rollouts,
     }

@@ -17,7 +17,15 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from swarmnode.swarm.transport import JoinError, RecordPolicy, StoredValue, Transport, TransportStartError
+from swarmnode.swarm.transport import (
+    JoinError,
+    RecordPolicy,
+    RequestFailed,
+    RequestHandler,
+    StoredValue,
+    Transport,
+    TransportStartError,
+)
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
@@ -235,3 +243,28 @@ class HivemindTransport(Transport):
             StoredValue(subkey=subkey, value=getattr(item, "value", item), expiration=getattr(item, "expiration_time", 0.0))
             for subkey, item in found.value.items()
         ]
+
+    async def serve(self, protocol: str, handler: RequestHandler) -> None:
+        from google.protobuf.wrappers_pb2 import BytesValue
+
+        async def answer(request: BytesValue, context) -> BytesValue:
+            return BytesValue(value=await handler(request.value, str(context.remote_id)))
+
+        # Unary protobuf handlers ride p2pd's persistent multiplexed connection (one stream per
+        # call, no extra sockets); BytesValue carries our own signed bytes untouched.
+        await self._p2p.add_protobuf_handler(protocol, answer, BytesValue)
+
+    async def request(self, peer_id: str, protocol: str, payload: bytes, timeout: float) -> bytes:
+        from google.protobuf.wrappers_pb2 import BytesValue
+        from hivemind.p2p import PeerID
+
+        try:
+            peer = PeerID.from_base58(peer_id)
+            response = await asyncio.wait_for(
+                self._p2p.call_protobuf_handler(peer, protocol, BytesValue(value=payload), BytesValue), timeout
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure of a remote call is the peer's problem
+            raise RequestFailed(f"{protocol} to {peer_id[:16]}: {_explain_connect_failure(e)}") from None
+        return response.value

@@ -6,8 +6,9 @@ from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, field
 
 from swarmnode.protocol import PeerRecord, Rejected, RejectReason, check_peer_record
+from swarmnode.protocol.rollouts import CheckedAnnouncement, check_announcement
 from swarmnode.swarm.transport import StoredValue
-from swarmnode.swarm.windows import peer_records_key, window_index
+from swarmnode.swarm.windows import peer_records_key, rollouts_key, window_index
 
 
 @dataclass
@@ -82,19 +83,19 @@ class Verdicts:
 
     def __init__(self, capacity: int = 8192):
         self._capacity = capacity
-        self._verdicts: OrderedDict[bytes, PeerRecord | None] = OrderedDict()
+        self._verdicts: OrderedDict[bytes, object] = OrderedDict()
 
     @staticmethod
     def digest(*parts: object) -> bytes:
         return hashlib.sha256(repr(parts).encode("utf-8", "replace")).digest()
 
-    def get(self, digest: bytes) -> tuple[bool, PeerRecord | None]:
+    def get(self, digest: bytes) -> tuple[bool, object]:
         if digest in self._verdicts:
             self._verdicts.move_to_end(digest)
             return True, self._verdicts[digest]
         return False, None
 
-    def put(self, digest: bytes, verdict: PeerRecord | None) -> None:
+    def put(self, digest: bytes, verdict: object) -> None:
         self._verdicts[digest] = verdict
         if len(self._verdicts) > self._capacity:
             self._verdicts.popitem(last=False)
@@ -105,10 +106,11 @@ DHT_EXPIRATION_SLACK_S = 1.0
 
 
 class RecordIntake:
-    """Judges peer-record values (in the DHT and when read) and feeds accepted ones to the table.
+    """Judges DHT values (when stored and when read) and feeds accepted peer records to the table.
 
-    It is also the DHT's RecordPolicy: only peer-record keys of nearby windows are known, and a
-    value is admitted only if it is a valid record of the peer named by its subkey.
+    It is also the DHT's RecordPolicy: only the swarm's keys of nearby windows are known (peer
+    records and rollout announcements), and a value is admitted only if it is a valid message
+    of the peer named by its subkey.
     """
 
     def __init__(self, table: PeerTable, stats: MessageStats, swarm: str, window_s: float):
@@ -134,6 +136,27 @@ class RecordIntake:
         self._verdicts.put(digest, verdict)
         return verdict
 
+    def judge_announcement(self, subkey: object, value: object, expiration: float, now: float) -> CheckedAnnouncement | None:
+        """The checked rollout announcement, or None (rejections counted once per distinct value)."""
+        digest = Verdicts.digest("announcement", subkey, value, expiration)
+        seen, verdict = self._verdicts.get(digest)
+        if seen:
+            return verdict  # type: ignore[return-value]
+        try:
+            verdict = check_announcement(value, subkey=subkey, now=now)
+            if expiration > verdict.announcement.expires_at + DHT_EXPIRATION_SLACK_S:
+                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the announcement's expires_at", verdict.peer_id)
+        except Rejected as r:
+            self.stats.reject(r.reason, r.sender)
+            verdict = None
+        self._verdicts.put(digest, verdict)
+        return verdict
+
+    def announcements(self, values: list[StoredValue], now: float) -> list[CheckedAnnouncement]:
+        """Valid announcements of other peers among `values`."""
+        checked = (self.judge_announcement(v.subkey, v.value, v.expiration, now) for v in values)
+        return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id]
+
     def ingest(self, values: list[StoredValue], now: float) -> None:
         for item in values:
             record = self.judge(item.subkey, item.value, item.expiration, now)
@@ -143,15 +166,22 @@ class RecordIntake:
                 if self.table.offer(record, now):
                     self.stats.accept("peer_record")
             except Rejected as r:
-                self.stats.reject(r.reason, r.sender)
+                # A peer's own older record still sits in the previous window, which every
+                # poll reads: it is validly signed and changes nothing, so it is not held
+                # against the peer (a replay by a third party is just as harmless).
+                if r.reason != RejectReason.REPLAYED:
+                    self.stats.reject(r.reason, r.sender)
 
     # -- RecordPolicy --------------------------------------------------------------------------
 
     def known_keys(self, now: float) -> list[str]:
         current = window_index(now, self.window_s)
-        return [peer_records_key(self.swarm, w) for w in range(current - 2, current + 2)]
+        windows = range(current - 2, current + 2)
+        return [peer_records_key(self.swarm, w) for w in windows] + [rollouts_key(self.swarm, w) for w in windows]
 
     def admit(self, key: str, subkey: object, value: object, expiration: float, now: float) -> bool:
+        if key.startswith(f"swarmnode/{self.swarm}/rollouts/"):
+            return self.judge_announcement(subkey, value, expiration, now) is not None
         return self.judge(subkey, value, expiration, now) is not None
 
     def refuse_unknown_key(self, key_id: bytes, value: object) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Awaitable, Callable, Iterable, Protocol
 
 
 class JoinError(Exception):
@@ -25,6 +25,14 @@ class StoredValue:
     subkey: object
     value: object
     expiration: float
+
+
+class RequestFailed(Exception):
+    """A request to a peer failed (unreachable, no such handler, the handler raised, timeout)."""
+
+
+# (request bytes, the requesting peer's id) -> response bytes
+RequestHandler = Callable[[bytes, str], Awaitable[bytes]]
 
 
 class RecordPolicy(Protocol):
@@ -82,3 +90,11 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     async def get(self, key: str) -> list[StoredValue]:
         """All unexpired values under `key` (one per subkey)."""
+
+    @abc.abstractmethod
+    async def serve(self, protocol: str, handler: RequestHandler) -> None:
+        """Answer requests on `protocol` (a direct libp2p stream) with `handler`."""
+
+    @abc.abstractmethod
+    async def request(self, peer_id: str, protocol: str, payload: bytes, timeout: float) -> bytes:
+        """Send `payload` to `peer_id` on `protocol` and return its answer; raise RequestFailed."""

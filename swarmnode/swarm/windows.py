@@ -14,6 +14,11 @@ def peer_records_key(swarm: str, window: int) -> str:
     return f"swarmnode/{swarm}/peers/{window}"
 
 
+def rollouts_key(swarm: str, window: int) -> str:
+    """DHT key under which nodes announce the rollout batches they serve (subkey = peer id)."""
+    return f"swarmnode/{swarm}/rollouts/{window}"
+
+
 def windows_to_read(current: int) -> tuple[int, int]:
     """A node reads the current and the previous window (records straddle a boundary)."""
     return current, current - 1

@@ -16,22 +16,34 @@ LOCAL = "local"
 class ScoredGroup:
     """One prompt's completions with the rewards this node's own verifier gave them.
 
-    `source` is LOCAL or the peer id of the node that generated it (issue: swarm sharing);
-    `policy_version` is the behaviour policy's version, for the staleness bound.
+    `source` is LOCAL or the peer id of the node that generated it; `policy_version` is the
+    behaviour policy's version, for the staleness bound. `behavior_logprobs` is None for a
+    peer's group sampled by another model: the trainer then takes the current policy's own
+    log-probs as behaviour (importance weight 1), i.e. re-scores the text under its policy.
     """
 
     ref: TaskRef
     prompt_token_ids: list[int]
     completion_token_ids: list[list[int]]
-    behavior_logprobs: list[list[float]]
+    behavior_logprobs: list[list[float]] | None
     rewards: list[float]
     policy_version: int
     source: str = LOCAL
     texts: list[str] = field(default_factory=list)
+    prompt: str = ""  # the task question (what travels; each node applies its own chat template)
 
     @property
     def size(self) -> int:
         return len(self.rewards)
+
+    @property
+    def is_local(self) -> bool:
+        return self.source == LOCAL
+
+    @property
+    def reward_spread(self) -> float:
+        """max - min reward: 0 means zero advantage for every sample (no gradient)."""
+        return max(self.rewards) - min(self.rewards) if self.rewards else 0.0
 
 
 def score_generation(item: TaskItem, generation: PromptGeneration, source: str = LOCAL) -> ScoredGroup:
@@ -46,6 +58,7 @@ def score_generation(item: TaskItem, generation: PromptGeneration, source: str =
         policy_version=generation.policy_version,
         source=source,
         texts=[c.text for c in generation.completions],
+        prompt=item.question,
     )
 
 
@@ -60,6 +73,7 @@ class TrainBatch:
     rewards: torch.Tensor  # [B]
     group_ids: torch.Tensor  # [B], index of the sample's group in the batch
     versions: torch.Tensor  # [B], behaviour policy version
+    behavior_known: torch.Tensor  # [B] bool; False: no behaviour log-probs (another model sampled it)
 
     @property
     def num_completion_tokens(self) -> int:
@@ -76,6 +90,7 @@ class TrainBatch:
             rewards=self.rewards[rows],
             group_ids=self.group_ids[rows],
             versions=self.versions[rows],
+            behavior_known=self.behavior_known[rows],
         )
 
 
@@ -100,7 +115,8 @@ def collate(groups: list[ScoredGroup], pad_id: int) -> TrainBatch:
         attention_mask[row, : len(seq)] = 1
         start = len(prompt) - 1
         completion_mask[row, start: start + len(completion)] = 1.0
-        behavior_logp[row, start: start + len(completion)] = torch.tensor(g.behavior_logprobs[i], dtype=torch.float32)
+        if g.behavior_logprobs is not None:
+            behavior_logp[row, start: start + len(completion)] = torch.tensor(g.behavior_logprobs[i], dtype=torch.float32)
     return TrainBatch(
         input_ids=input_ids,
         attention_mask=attention_mask,
@@ -109,4 +125,5 @@ def collate(groups: list[ScoredGroup], pad_id: int) -> TrainBatch:
         rewards=torch.tensor([g.rewards[i] for g, i in rows], dtype=torch.float32),
         group_ids=torch.tensor([group_of[id(g)] for g, _ in rows], dtype=torch.long),
         versions=torch.tensor([g.policy_version for g, _ in rows], dtype=torch.long),
+        behavior_known=torch.tensor([g.behavior_logprobs is not None for g, _ in rows], dtype=torch.bool),
     )

@@ -23,9 +23,13 @@ from swarmnode.trainer.trainer import StepResult, Trainer
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    prompts_per_step: int = 32
+    prompts_per_step: int = 32  # I: local groups per step
     samples_per_prompt: int = 8
     max_staleness: int = 1
+    external_rollouts: int = 0  # J: groups from peers per step
+    external_selection: str = "uniform"
+    external_max_staleness: int = 8
+    external_wait_s: float = 0.0  # how long a step waits for its J external groups
     tasks: tuple[str, ...] = DEFAULT_TASKS
     data_seed: int = 1000  # training items come from this seed; held-out evaluation uses seed 0
     sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=1.0, max_new_tokens=8))
@@ -52,6 +56,12 @@ def generate_groups(generator: Generator, items: list[TaskItem], config: Rollout
 
 
 StepCallback = Callable[[StepResult, int], None]  # (result, dropped_stale)
+GroupsCallback = Callable[[list[ScoredGroup]], None]
+
+
+def make_buffer(config: RolloutConfig, quality: Callable[[], dict] = dict, seed: int = 0) -> ExperienceBuffer:
+    return ExperienceBuffer(config.max_staleness, external_max_staleness=config.external_max_staleness,
+                            selection=config.external_selection, quality=quality, seed=seed)
 
 
 def run_sync(generator: Generator, trainer: Trainer, stream: Iterator[TaskItem], config: RolloutConfig,
@@ -70,12 +80,14 @@ def run_sync(generator: Generator, trainer: Trainer, stream: Iterator[TaskItem],
 class AsyncRunner:
     """Owns the generator thread; `run` trains on the calling thread and stops the generator."""
 
-    def __init__(self, generator: Generator, trainer: Trainer, stream: Iterator[TaskItem], config: RolloutConfig):
+    def __init__(self, generator: Generator, trainer: Trainer, stream: Iterator[TaskItem], config: RolloutConfig,
+                 *, buffer: ExperienceBuffer | None = None, on_generated: GroupsCallback | None = None):
         self.generator = generator
         self.trainer = trainer
         self.stream = stream
         self.config = config
-        self.buffer = ExperienceBuffer(config.max_staleness)
+        self.buffer = buffer if buffer is not None else make_buffer(config)
+        self.on_generated = on_generated  # e.g. share the groups with the swarm (called on the generator thread)
         self._cond = threading.Condition()
         self._steps_done = 0
         self._published: tuple[int, dict] | None = None
@@ -105,6 +117,8 @@ class AsyncRunner:
                 self.generated_tokens += sum(len(t) for g in groups for t in g.completion_token_ids)
                 self.items_generated += len(items)
                 self.buffer.put(groups)
+                if self.on_generated is not None:
+                    self.on_generated(groups)
         except BaseException as e:  # noqa: BLE001 - surfaced by run()
             self._error = e
             self.buffer.close()
@@ -123,7 +137,8 @@ class AsyncRunner:
         results = []
         try:
             for _ in itertools.count() if steps is None else range(steps):
-                take = self.buffer.take(self.config.prompts_per_step, 0, self.trainer.version)
+                take = self.buffer.take(self.config.prompts_per_step, self.config.external_rollouts, self.trainer.version,
+                                        external_wait=self.config.external_wait_s)
                 if self._error is not None:
                     raise RuntimeError("the generator thread failed") from self._error
                 if self._stop or not take.groups:

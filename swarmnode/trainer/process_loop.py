@@ -25,8 +25,7 @@ import time
 import torch
 import torch.multiprocessing as mp
 
-from swarmnode.trainer.buffer import ExperienceBuffer
-from swarmnode.trainer.loop import RolloutConfig, StepCallback, generate_groups, prompt_stream
+from swarmnode.trainer.loop import RolloutConfig, StepCallback, generate_groups, make_buffer, prompt_stream
 from swarmnode.trainer.trainer import StepResult, Trainer
 
 
@@ -70,7 +69,7 @@ class ProcessAsyncRunner:
                  exclude: frozenset = frozenset(), threads: int = 1):
         self.trainer = trainer
         self.config = config
-        self.buffer = ExperienceBuffer(config.max_staleness)
+        self.buffer = make_buffer(config)
         self.generated_tokens = 0
         self.generate_seconds = 0.0
         self.items_generated = 0
@@ -131,7 +130,7 @@ class ProcessAsyncRunner:
         results = []
         try:
             for _ in itertools.count() if steps is None else range(steps):
-                take = self.buffer.take(self.config.prompts_per_step, 0, self.trainer.version)
+                take = self.buffer.take(self.config.prompts_per_step, self.config.external_rollouts, self.trainer.version)
                 if self._failed:
                     raise RuntimeError(f"the generator process exited with code {self._process.exitcode}")
                 if self._stop.is_set() or not take.groups:

@@ -35,6 +35,9 @@ class StepResult:
     completion_tokens: int
     seconds: float
     stats: dict[str, float]
+    local_reward_mean: float | None = None  # mean reward of this node's own groups (SAPO's measure)
+    local_groups: int = 0
+    external_groups: int = 0
 
 
 class Trainer:
@@ -56,11 +59,16 @@ class Trainer:
         """Advantages per group, drop zero-advantage groups, one AdamW step. Bumps the version."""
         start = time.perf_counter()
         reward_mean = sum(sum(g.rewards) for g in groups) / max(1, sum(g.size for g in groups))
+        local = [g for g in groups if g.is_local]
+        mix = dict(
+            local_reward_mean=sum(sum(g.rewards) for g in local) / sum(g.size for g in local) if local else None,
+            local_groups=len(local), external_groups=len(groups) - len(local),
+        )
         batch = collate(groups, self.pad_id)
         keep = nonzero_advantage_groups(batch.rewards, batch.group_ids)
         used = len(set(batch.group_ids[keep].tolist()))
         if not bool(keep.any()):
-            return StepResult(self.version, False, 0.0, reward_mean, len(groups), 0, 0, time.perf_counter() - start, {})
+            return StepResult(self.version, False, 0.0, reward_mean, len(groups), 0, 0, time.perf_counter() - start, {}, **mix)
         # Groups whose rewards are all equal have zero advantage: they add nothing to the loss
         # (their tokens are outside the token-level mean) but would cost a forward and backward
         # pass, so they leave the batch before the model sees it.
@@ -73,9 +81,12 @@ class Trainer:
         if self.reference is not None:
             with torch.no_grad():
                 ref_logp = self._logp(self.reference, batch)
+        # Text sampled by another model has no behaviour log-probs under this policy: it is
+        # re-scored here, the current policy standing in as behaviour (weight 1, no correction).
+        behavior_logp = torch.where(batch.behavior_known[:, None], batch.behavior_logp, logp.detach())
         # One update per batch: the proximal policy is the current one before the step.
         loss, stats = decoupled_ppo_loss(
-            logp, logp.detach(), batch.behavior_logp, advantages, mask,
+            logp, logp.detach(), behavior_logp, advantages, mask,
             eps_low=self.config.eps_low, eps_high=self.config.eps_high,
             behavior_weight_cap=self.config.behavior_weight_cap, ref_logp=ref_logp, kl_coef=self.config.kl_coef,
         )
@@ -87,7 +98,7 @@ class Trainer:
         self.version += 1
         return StepResult(
             self.version, True, float(loss.detach()), reward_mean, len(groups), used,
-            batch.num_completion_tokens, time.perf_counter() - start, stats,
+            batch.num_completion_tokens, time.perf_counter() - start, stats, **mix,
         )
 
     def weights(self) -> dict[str, torch.Tensor]:

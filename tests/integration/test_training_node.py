@@ -13,7 +13,7 @@ def training_config(tmp_path, local_config):
     path = tmp_path / "training.yaml"
     path.write_text(
         local_config.read_text().replace("name_or_path: null", "name_or_path: bundled:tiny-policy")
-        + "\ntraining:\n  prompts_per_step: 8\n  samples_per_prompt: 8\n  eval_every: 5\n  eval_size: 16\n"
+        + "\ntraining:\n  local_rollouts: 8\n  samples_per_prompt: 8\n  eval_every: 5\n  eval_size: 16\n"
           "  checkpoint_every: 5\n"
     )
     return path

@@ -15,6 +15,7 @@ from swarmnode.protocol import (
     signing_bytes,
 )
 from swarmnode.protocol.generated import envelope_pb2, gradient_summary_pb2
+from swarmnode.protocol.generated.rollout_batch_pb2 import RolloutAnnouncement
 
 
 def rollout_batch() -> RolloutBatch:
@@ -38,6 +39,11 @@ def peer_record(identity) -> PeerRecord:
                       peer_id_binding=identity.bind_signing_key(), swarm="s", timestamp=1.0, expires_at=2.0)
 
 
+def announcement(identity) -> RolloutAnnouncement:
+    return RolloutAnnouncement(peer_id=identity.peer_id, window=3, first_batch_id=1, last_batch_id=4,
+                               timestamp=1.0, expires_at=2.0, peer_id_binding=identity.bind_signing_key())
+
+
 def test_signing_bytes_layout_by_hand():
     got = signing_bytes(1, 2, "ab", b"xyz")
     assert got == b"swarmnode/v1/sig\x00" + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x02" + b"\x00\x00\x00\x02" + b"ab" + b"\x00\x00\x00\x03" + b"xyz"
@@ -48,7 +54,8 @@ def test_seal_open_roundtrip(make_identity, kind):
     identity = make_identity()
     message = {MessageKind.PEER_RECORD: lambda: peer_record(identity),
                MessageKind.ROLLOUT_BATCH: rollout_batch,
-               MessageKind.GRADIENT_SUMMARY: gradient_summary}[kind]()
+               MessageKind.GRADIENT_SUMMARY: gradient_summary,
+               MessageKind.ROLLOUT_ANNOUNCEMENT: lambda: announcement(identity)}[kind]()
     verified = open_envelope(seal(identity, kind, message), kind)
     assert verified.sender_id == identity.peer_id
     assert verified.sender_public_key == identity.public_key

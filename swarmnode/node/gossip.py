@@ -1,0 +1,273 @@
+"""Rollout gossip on the node's event loop: share this node's batches, fetch and check peers'.
+
+Publish: each generated batch is sealed and kept in a RolloutOutbox; a small signed
+announcement (the batch-id range) goes into the DHT under the current window's rollouts key
+with this node's peer id as subkey. Fetch: every fetch interval the node reads the current and
+previous windows' announcements, asks each peer for the batches it has not seen over a direct
+libp2p request, verifies them and hands them to the training service (re-scored there, in a
+worker thread). Every rejection is counted by reason and sender and written to SQLite; a peer
+past the strike limit is ignored for a while.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from swarmnode.config import NodeConfig
+from swarmnode.identity import NodeIdentity
+from swarmnode.node.sharing import groups_to_batch
+from swarmnode.node.training import TrainingService
+from swarmnode.protocol.codec import Rejected, RejectReason
+from swarmnode.protocol.rollouts import CheckedAnnouncement, build_announcement, open_rollout_batch, seal_rollout_batch
+from swarmnode.store.rollouts import RolloutStore
+from swarmnode.swarm.peers import MessageStats, RecordIntake
+from swarmnode.swarm.rollouts import ROLLOUT_PROTOCOL, RolloutOutbox, SenderLedger, fetch_request, parse_fetch_response
+from swarmnode.swarm.transport import RequestFailed, Transport
+from swarmnode.swarm.windows import rollouts_key, window_index, windows_to_read
+
+log = logging.getLogger("swarmnode.gossip")
+MIN_ANNOUNCE_GAP_S = 0.5  # a new batch is announced at once, but not more often than this
+LATENCY_SAMPLES = 2048
+
+
+def _process_cpu_s(pid: int) -> float:
+    """utime + stime of process `pid` in seconds (Linux /proc; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class RolloutGossip:
+    def __init__(self, config: NodeConfig, identity: NodeIdentity, transport: Transport, training: TrainingService,
+                 records: RecordIntake, stats: MessageStats, home_root: Path):
+        self.config = config
+        self.identity = identity
+        self.transport = transport
+        self.training = training
+        self.records = records
+        self.stats = stats
+        self.store = RolloutStore(home_root / "rollouts.sqlite")
+        cfg = config.rollouts
+        # Batch ids grow across restarts (milliseconds at start), so peers' cursors stay valid.
+        self.outbox = RolloutOutbox(first_batch_id=int(time.time() * 1000), capacity=cfg.keep_batches)
+        self.ledger = SenderLedger(cfg.strike_limit, cfg.strike_window_s, cfg.ignore_s, cfg.backlog_batches)
+        self._new_batch = asyncio.Event()
+        self.started = time.monotonic()
+        self.busy_s = 0.0  # wall time spent on gossip work (network waits included), not sleeping
+        self.worker_cpu_s = 0.0  # CPU of gossip work in worker threads (sealing, checking, re-scoring)
+        self._loop_cpu_start = 0.0
+        self.counters = dict(batches_published=0, groups_published=0, bytes_published=0, announcements=0,
+                             batches_fetched=0, bytes_fetched=0, groups_accepted=0, groups_rejected=0,
+                             fetch_failures=0, peers_ignored=0)
+        self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # publish -> accepted here, seconds
+
+    async def start(self) -> None:
+        self._loop_cpu_start = time.thread_time()  # this is the event loop's thread
+        await self.transport.serve(ROLLOUT_PROTOCOL, self._answer)
+
+    async def _answer(self, request: bytes, remote: str) -> bytes:
+        return self.outbox.answer(request)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- publish -------------------------------------------------------------------------------
+
+    def _seal(self, groups) -> tuple[int, bytes]:
+        cpu = time.thread_time()
+        try:
+            return self._seal_batch(groups)
+        finally:
+            self.worker_cpu_s += time.thread_time() - cpu
+
+    def _receive(self, batch, peer: str):
+        cpu = time.thread_time()
+        try:
+            return self.training.receive(batch, peer)
+        finally:
+            self.worker_cpu_s += time.thread_time() - cpu
+
+    def _seal_batch(self, groups) -> tuple[int, bytes]:
+        t = self.config.training
+        batch_id = self.outbox.next_batch_id()
+        now = self.transport.dht_time()
+        batch = groups_to_batch(
+            groups, window=window_index(now, self.config.swarm.window_s), batch_id=batch_id,
+            model_fingerprint=self.training.fingerprint, tokenizer_fingerprint=self.training.tokenizer_fingerprint,
+            now=now, temperature=t.temperature, top_p=t.top_p, eos_ids=self.training.eos_ids,
+        )
+        return batch_id, seal_rollout_batch(self.identity, batch)
+
+    async def share_loop(self) -> None:
+        while True:
+            drained = []
+            while True:
+                try:
+                    drained.append(self.training.outgoing.get_nowait())
+                except Exception:  # noqa: BLE001 - queue.Empty
+                    break
+            for groups in drained:
+                start = time.perf_counter()
+                batch_id, envelope = await asyncio.to_thread(self._seal, groups)
+                self.outbox.add(batch_id, envelope)
+                self.busy_s += time.perf_counter() - start
+                self.counters["batches_published"] += 1
+                self.counters["groups_published"] += len(groups)
+                self.counters["bytes_published"] += len(envelope)
+            if drained:
+                self._new_batch.set()
+            await asyncio.sleep(0.1)
+
+    async def announce_loop(self) -> None:
+        cfg = self.config.rollouts
+        while True:
+            try:
+                await asyncio.wait_for(self._new_batch.wait(), cfg.announce_interval_s)
+            except asyncio.TimeoutError:
+                pass
+            self._new_batch.clear()
+            ids = self.outbox.id_range()
+            if ids is not None:
+                start = time.perf_counter()
+                now = self.transport.dht_time()
+                window = window_index(now, self.config.swarm.window_s)
+                value = build_announcement(self.identity, window=window, first_batch_id=ids[0], last_batch_id=ids[1],
+                                           model_fingerprint=self.training.fingerprint, now=now, ttl_s=cfg.announce_ttl_s)
+                try:
+                    await self.transport.store(rollouts_key(self.config.swarm.name, window), self.identity.peer_id,
+                                               value, now + cfg.announce_ttl_s)
+                    self.counters["announcements"] += 1
+                except Exception as e:  # noqa: BLE001 - retried at the next batch or interval
+                    log.warning("announcing rollouts failed (%s)", e)
+                self.busy_s += time.perf_counter() - start
+            await asyncio.sleep(MIN_ANNOUNCE_GAP_S)
+
+    # -- fetch ---------------------------------------------------------------------------------
+
+    async def fetch_loop(self) -> None:
+        """Ask known peers for new batches every fetch interval; re-read the DHT's announcements
+        (to find peers and key changes) only every announce interval: a direct request to a
+        peer costs far less than a DHT lookup."""
+        cfg = self.config.rollouts
+        known: dict[str, CheckedAnnouncement] = {}
+        last_read = -float("inf")
+        while True:
+            await asyncio.sleep(cfg.fetch_interval_s)
+            if not self.training.ready or self.config.training.external_rollouts == 0:
+                continue
+            start = time.perf_counter()
+            try:
+                if time.monotonic() - last_read >= cfg.announce_interval_s:
+                    known = {a.peer_id: a for a in await self._read_announcements()}
+                    last_read = time.monotonic()
+                now = self.transport.dht_time()
+                live = [a for a in known.values() if a.announcement.expires_at > now and not self.ledger.ignored(a.peer_id, now)]
+                await asyncio.gather(*(self._fetch_from(a) for a in live))
+            except Exception as e:  # noqa: BLE001 - one bad round must not stop gossip
+                log.warning("fetching rollouts failed (%s)", e)
+            self.busy_s += time.perf_counter() - start
+
+    async def _read_announcements(self) -> list[CheckedAnnouncement]:
+        """The newest valid announcement of every other peer in the current and previous windows."""
+        newest: dict[str, CheckedAnnouncement] = {}
+        for window in windows_to_read(window_index(self.transport.dht_time(), self.config.swarm.window_s)):
+            values = await self.transport.get(rollouts_key(self.config.swarm.name, window))
+            for a in self.records.announcements(values, self.transport.dht_time()):
+                held = newest.get(a.peer_id)
+                if held is None or a.announcement.last_batch_id > held.announcement.last_batch_id:
+                    newest[a.peer_id] = a
+        return list(newest.values())
+
+    async def _fetch_from(self, a: CheckedAnnouncement) -> None:
+        peer = a.peer_id
+        cursor = self.ledger.standing(peer).cursor
+        # A new peer: its recent backlog only. A known one: whatever is newer than the cursor
+        # (the announcement read may be older than the peer's newest batch).
+        after = cursor if cursor is not None else self.ledger.start_after(peer, a.announcement.first_batch_id, a.announcement.last_batch_id)
+        if after is None:
+            return
+        try:
+            response = await self.transport.request(peer, ROLLOUT_PROTOCOL, fetch_request(after), self.config.rollouts.fetch_timeout_s)
+        except RequestFailed as e:
+            self.counters["fetch_failures"] += 1
+            log.debug("%s", e)
+            return
+        envelopes = parse_fetch_response(response)
+        if envelopes is None:
+            self._reject(peer, None, [(RejectReason.MALFORMED, "fetch response does not decode")])
+            return
+        newest = after
+        for envelope in envelopes:
+            self.counters["batches_fetched"] += 1
+            self.counters["bytes_fetched"] += len(envelope)
+            try:
+                batch, _ = open_rollout_batch(envelope, served_by=peer, public_key=a.public_key)
+            except Rejected as r:
+                self._reject(peer, None, [(r.reason, r.detail)])
+                continue
+            newest = max(newest, batch.batch_id)
+            if batch.batch_id <= after:
+                continue  # already seen: a peer may not replay old batches as new
+            result = await asyncio.to_thread(self._receive, batch, peer)
+            now = self.transport.dht_time()
+            self.latencies.append(max(0.0, now - batch.created_at))
+            if result.groups:
+                self.counters["groups_accepted"] += len(result.groups)
+                for _ in result.groups:
+                    self.stats.accept("rollout_group")
+                await asyncio.to_thread(self.store.accepted, peer, batch.batch_id, result.groups, result.same_model)
+            self.ledger.record(peer, len(result.groups), 0, now)
+            if result.rejected:
+                self._reject(peer, batch.batch_id, result.rejected)
+        if newest > after:
+            self.ledger.advance(peer, newest)
+
+    def _reject(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]]) -> None:
+        for reason, _ in reasons:
+            self.stats.reject(reason, peer)
+        self.counters["groups_rejected"] += len(reasons)
+        self.store.rejected(peer, batch_id, [(reason.value, detail) for reason, detail in reasons])
+        if self.ledger.record(peer, 0, len(reasons), self.transport.dht_time()):
+            self.counters["peers_ignored"] += 1
+            log.warning("ignoring peer %s for %gs: %d rejected groups within %gs", peer, self.config.rollouts.ignore_s,
+                        self.config.rollouts.strike_limit + 1, self.config.rollouts.strike_window_s)
+
+    # -- status --------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        latencies = list(self.latencies)
+        uptime = max(1e-9, time.monotonic() - self.started)
+        published = self.counters["batches_published"]
+        # CPU spent on swarm I/O: the event loop's thread (gossip, peer records and the status
+        # server: an upper bound for gossip), gossip work in worker threads, and p2pd.
+        loop_cpu = time.thread_time() - self._loop_cpu_start
+        p2pd_cpu = sum(_process_cpu_s(pid) for pid in self.transport.child_processes())
+        swarm_cpu = loop_cpu + self.worker_cpu_s + p2pd_cpu
+        return {
+            **self.counters,
+            "bytes_per_batch": round(self.counters["bytes_published"] / published, 1) if published else None,
+            "latency_p50_s": _percentile(latencies, 0.50),
+            "latency_p99_s": _percentile(latencies, 0.99),
+            "gossip_busy_share": round(self.busy_s / uptime, 5),
+            "swarm_cpu_s": round(swarm_cpu, 3),
+            "swarm_cpu_breakdown_s": {"event_loop": round(loop_cpu, 3), "gossip_workers": round(self.worker_cpu_s, 3),
+                                      "p2pd": round(p2pd_cpu, 3)},
+            "uptime_s": round(uptime, 1),
+            "gossip_time_share": round(swarm_cpu / uptime, 5),
+            "senders": self.ledger.snapshot(self.transport.dht_time()),
+        }

@@ -1,0 +1,135 @@
+"""Rollouts across the swarm: this node's groups as a RolloutBatch, and a peer's batch checked,
+re-scored and turned into external groups for the experience buffer (pure: no I/O).
+
+A receiver trusts nothing a peer says about quality: it regenerates every task item from its
+(task, seed, index), requires the prompt to be that item's question, and scores every
+completion with its own verifier. A peer with the same model fingerprint (and sampling
+temperature) shares token ids, so its per-token log-probs serve as behaviour log-probs; for
+any other model only the text counts: it is re-tokenised here and re-scored under this node's
+policy by the trainer (behaviour log-probs None).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from swarmnode.policy.hf_backend import format_prompt
+from swarmnode.protocol.codec import RejectReason
+from swarmnode.protocol.generated import rollout_batch_pb2
+from swarmnode.tasks import Task, TaskRef, extract_answer, get_task
+from swarmnode.trainer.experience import ScoredGroup
+
+MAX_FOREIGN_COMPLETION_TOKENS = 512
+
+
+def groups_to_batch(groups: list[ScoredGroup], *, window: int, batch_id: int, model_fingerprint: str,
+                    tokenizer_fingerprint: str, now: float, temperature: float, top_p: float,
+                    eos_ids: set[int]) -> rollout_batch_pb2.RolloutBatch:
+    """This node's local groups as one RolloutBatch (policy version: the oldest group's)."""
+    batch = rollout_batch_pb2.RolloutBatch(
+        window=window, policy_version=min(g.policy_version for g in groups), model_fingerprint=model_fingerprint,
+        tokenizer_fingerprint=tokenizer_fingerprint, created_at=now, batch_id=batch_id, temperature=temperature, top_p=top_p,
+    )
+    for g in groups:
+        wire = batch.groups.add(prompt=g.prompt)
+        wire.task.task, wire.task.seed, wire.task.index = g.ref.task, g.ref.seed, g.ref.index
+        for i in range(g.size):
+            wire.completions.add(
+                text=g.texts[i] if i < len(g.texts) else "", token_ids=g.completion_token_ids[i],
+                logprobs=g.behavior_logprobs[i] if g.behavior_logprobs is not None else [],
+                reported_reward=g.rewards[i],
+                # finish_completion keeps the EOS it stopped on in token_ids.
+                finish_reason="stop" if g.completion_token_ids[i][-1:] and g.completion_token_ids[i][-1] in eos_ids else "length",
+            )
+    return batch
+
+
+@dataclass
+class IntakeResult:
+    groups: list[ScoredGroup] = field(default_factory=list)
+    rejected: list[tuple[RejectReason, str]] = field(default_factory=list)  # (reason, detail) per group
+    same_model: bool = False
+
+
+class RolloutIntake:
+    """Turns a verified peer batch into external ScoredGroups for this node (see module doc)."""
+
+    def __init__(self, tokenizer, *, model_fingerprint: str, tasks: list[str], temperature: float):
+        self.tokenizer = tokenizer
+        self.model_fingerprint = model_fingerprint
+        self.temperature = temperature
+        self.vocab_size = len(tokenizer)
+        eos = tokenizer.eos_token_id
+        self.eos_ids = {eos} if isinstance(eos, int) else set(eos)
+        self._tasks: dict[str, Task] = {name: get_task(name) for name in tasks}
+        self._prompt_ids: dict[str, list[int]] = {}
+
+    def prompt_ids(self, question: str) -> list[int]:
+        ids = self._prompt_ids.get(question)
+        if ids is None:
+            ids = self.tokenizer(format_prompt(self.tokenizer, question), add_special_tokens=False)["input_ids"]
+            if len(self._prompt_ids) > 50_000:
+                self._prompt_ids.clear()
+            self._prompt_ids[question] = ids
+        return ids
+
+    def same_model(self, batch: rollout_batch_pb2.RolloutBatch) -> bool:
+        # The wire's temperature is a float32: compare at float32 precision.
+        return batch.model_fingerprint == self.model_fingerprint and math.isclose(batch.temperature, self.temperature, rel_tol=1e-6)
+
+    def accept(self, batch: rollout_batch_pb2.RolloutBatch, sender: str, current_version: int) -> IntakeResult:
+        """Checked, re-scored external groups of `batch`, and a (reason, detail) per rejected group."""
+        result = IntakeResult(same_model=self.same_model(batch))
+        for wire in batch.groups:
+            task = self._tasks.get(wire.task.task)
+            if task is None:
+                result.rejected.append((RejectReason.UNKNOWN_TASK, wire.task.task[:64]))
+                continue
+            try:
+                item = task.item(wire.task.seed, wire.task.index)
+            except Exception as e:  # noqa: BLE001 - a ref the task cannot make (e.g. out of range)
+                result.rejected.append((RejectReason.INVALID_FIELD, f"task ref: {type(e).__name__}"))
+                continue
+            if item.question != wire.prompt:
+                result.rejected.append((RejectReason.PROMPT_MISMATCH, f"{wire.task.task} #{wire.task.index}"))
+                continue
+            group = self._group(wire, item, sender, result.same_model, batch.policy_version, current_version)
+            if isinstance(group, tuple):
+                result.rejected.append(group)
+            else:
+                result.groups.append(group)
+        return result
+
+    def _group(self, wire, item, sender: str, same_model: bool, sender_version: int, current_version: int):
+        task = self._tasks[item.ref.task]
+        completions, logprobs, texts = [], [], []
+        for c in wire.completions:
+            if same_model:
+                ids = list(c.token_ids)
+                if not ids or len(c.logprobs) != len(ids) or max(ids) >= self.vocab_size:
+                    return (RejectReason.MODEL_MISMATCH, "token ids or log-probs do not fit this model")
+                # Score what the tokens say, not the text field (the two could disagree).
+                text = self.tokenizer.decode([t for t in ids if t not in self.eos_ids], skip_special_tokens=True)
+                logprobs.append(list(c.logprobs))
+            else:
+                text = c.text
+                ids = self.tokenizer(text, add_special_tokens=False)["input_ids"][:MAX_FOREIGN_COMPLETION_TOKENS]
+                if c.finish_reason == "stop":
+                    ids.append(min(self.eos_ids))
+                if not ids:
+                    return (RejectReason.INVALID_FIELD, "empty completion")
+            completions.append(ids)
+            texts.append(text)
+        return ScoredGroup(
+            ref=TaskRef(item.ref.task, item.ref.seed, item.ref.index),
+            prompt_token_ids=self.prompt_ids(item.question),
+            completion_token_ids=completions,
+            behavior_logprobs=logprobs if same_model else None,
+            rewards=[task.score(item, extract_answer(t)) for t in texts],
+            # Another model's version numbers mean nothing here: its text is re-scored under the
+            # current policy, so it counts as fresh when received.
+            policy_version=sender_version if same_model else current_version,
+            source=sender,
+            texts=texts,
+            prompt=item.question,
+        )

@@ -1,0 +1,176 @@
+"""Rollout gossip bookkeeping: the batches a node serves, and what it has fetched from whom.
+
+Batches never sit in the DHT: a node announces the range of batch ids it holds (a few hundred
+bytes under swarmnode/<swarm>/rollouts/<window>, subkey = its peer id) and peers fetch the
+batches they have not seen over a direct libp2p request on ROLLOUT_PROTOCOL. These classes do
+no I/O; the node's loops move the bytes.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+from swarmnode.protocol.codec import RejectReason
+from swarmnode.protocol.generated import rollout_batch_pb2
+
+ROLLOUT_PROTOCOL = "swarmnode/v1/rollouts"
+MAX_BATCHES_PER_FETCH = 16
+MAX_FETCH_RESPONSE_BYTES = 2 * 1024 * 1024  # under p2pd's 4 MiB message cap
+MAX_FETCH_REQUEST_BYTES = 64
+
+
+class RolloutOutbox:
+    """This node's most recent sealed batches (thread-safe), served to fetching peers."""
+
+    def __init__(self, first_batch_id: int, capacity: int):
+        self._next_id = first_batch_id
+        self._batches: OrderedDict[int, bytes] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+        self.batches_served = 0
+        self.bytes_served = 0
+
+    def next_batch_id(self) -> int:
+        with self._lock:
+            batch_id, self._next_id = self._next_id, self._next_id + 1
+            return batch_id
+
+    def add(self, batch_id: int, envelope: bytes) -> None:
+        with self._lock:
+            self._batches[batch_id] = envelope
+            while len(self._batches) > self._capacity:
+                self._batches.popitem(last=False)
+
+    def id_range(self) -> tuple[int, int] | None:
+        with self._lock:
+            if not self._batches:
+                return None
+            return next(iter(self._batches)), next(reversed(self._batches))
+
+    def after(self, after_batch_id: int, max_batches: int) -> list[bytes]:
+        """Envelopes of batches newer than `after_batch_id`, oldest first, within the size caps."""
+        out, size = [], 0
+        with self._lock:
+            for batch_id, envelope in self._batches.items():
+                if batch_id <= after_batch_id:
+                    continue
+                if len(out) >= min(max_batches, MAX_BATCHES_PER_FETCH) or size + len(envelope) > MAX_FETCH_RESPONSE_BYTES:
+                    break
+                out.append(envelope)
+                size += len(envelope)
+            self.batches_served += len(out)
+            self.bytes_served += size
+        return out
+
+    def answer(self, request: bytes) -> bytes:
+        """The response bytes to a fetch request; a malformed request gets an empty response."""
+        response = rollout_batch_pb2.RolloutFetchResponse()
+        if len(request) <= MAX_FETCH_REQUEST_BYTES:
+            try:
+                parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(request)
+            except Exception:  # noqa: BLE001 - garbage from a peer: answer nothing
+                parsed = None
+            if parsed is not None:
+                response.envelopes.extend(self.after(parsed.after_batch_id, parsed.max_batches))
+        return response.SerializeToString()
+
+
+def fetch_request(after_batch_id: int, max_batches: int = MAX_BATCHES_PER_FETCH) -> bytes:
+    return rollout_batch_pb2.RolloutFetchRequest(after_batch_id=after_batch_id, max_batches=max_batches).SerializeToString()
+
+
+def parse_fetch_response(data: bytes) -> list[bytes] | None:
+    """The envelopes of a fetch response, or None if it is not one (or too large)."""
+    if len(data) > MAX_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH:
+        return None
+    try:
+        response = rollout_batch_pb2.RolloutFetchResponse.FromString(data)
+    except Exception:  # noqa: BLE001 - any decoder failure
+        return None
+    if len(response.envelopes) > MAX_BATCHES_PER_FETCH:
+        return None
+    return list(response.envelopes)
+
+
+@dataclass
+class PeerStanding:
+    """One sender's record with this node: cursor into its batches, good and bad messages."""
+
+    cursor: int | None = None  # newest batch id fetched from it
+    accepted: int = 0  # groups accepted
+    rejected: int = 0  # groups or batches rejected
+    strikes: deque = field(default_factory=deque)  # times of recent rejections
+    ignored_until: float = 0.0
+
+    @property
+    def quality(self) -> float:
+        """Laplace-smoothed share of its groups that passed every check, in (0, 1)."""
+        return (self.accepted + 1) / (self.accepted + self.rejected + 2)
+
+
+class SenderLedger:
+    """Who sent what: fetch cursors, and a time-out for peers that keep sending bad data.
+
+    A peer with more than `strike_limit` rejections within `strike_window_s` is ignored (not
+    fetched from, its batches dropped) for `ignore_s`.
+    """
+
+    def __init__(self, strike_limit: int, strike_window_s: float, ignore_s: float, backlog: int):
+        self.strike_limit = strike_limit
+        self.strike_window_s = strike_window_s
+        self.ignore_s = ignore_s
+        self.backlog = backlog
+        self._peers: dict[str, PeerStanding] = {}
+        self._lock = threading.Lock()
+
+    def standing(self, peer_id: str) -> PeerStanding:
+        with self._lock:
+            return self._peers.setdefault(peer_id, PeerStanding())
+
+    def ignored(self, peer_id: str, now: float) -> bool:
+        return self.standing(peer_id).ignored_until > now
+
+    def start_after(self, peer_id: str, first: int, last: int) -> int | None:
+        """The batch id to fetch after, or None if nothing new. A new peer: only its recent backlog."""
+        s = self.standing(peer_id)
+        if s.cursor is None:
+            return max(first, last - self.backlog + 1) - 1
+        if s.cursor >= last:
+            return None
+        return max(s.cursor, first - 1)
+
+    def advance(self, peer_id: str, batch_id: int) -> None:
+        s = self.standing(peer_id)
+        s.cursor = batch_id if s.cursor is None else max(s.cursor, batch_id)
+
+    def record(self, peer_id: str, accepted: int, rejected: int, now: float) -> bool:
+        """Count a verdict; returns True if this pushes the peer into the ignored state."""
+        s = self.standing(peer_id)
+        with self._lock:
+            s.accepted += accepted
+            s.rejected += rejected
+            for _ in range(rejected):
+                s.strikes.append(now)
+            while s.strikes and s.strikes[0] < now - self.strike_window_s:
+                s.strikes.popleft()
+            if len(s.strikes) > self.strike_limit and s.ignored_until <= now:
+                s.ignored_until = now + self.ignore_s
+                s.strikes.clear()
+                return True
+        return False
+
+    def quality(self, peer_id: str) -> float:
+        return self.standing(peer_id).quality
+
+    def snapshot(self, now: float) -> dict[str, dict]:
+        with self._lock:
+            return {
+                pid: {"accepted": s.accepted, "rejected": s.rejected, "quality": round(s.quality, 3),
+                      "ignored": s.ignored_until > now}
+                for pid, s in self._peers.items()
+            }
+
+
+__all__ = ["ROLLOUT_PROTOCOL", "PeerStanding", "RejectReason", "RolloutOutbox", "SenderLedger", "fetch_request",
+           "parse_fetch_response"]

@@ -1,0 +1,68 @@
+"""Swarm learning with real daemons: rollouts gossiped over libp2p, checked, re-scored, trained.
+
+Three real `swarmnode run` processes on 127.0.0.1:
+- node0: the bundled tiny policy, tasks sum2 + sum3;
+- node1: another model (a random tiny Qwen2 of another size: another fingerprint), same tasks:
+  its rollouts reach node0 as text, are re-tokenised and re-scored under node0's policy;
+- node2: the bundled policy, but a task node0 does not train (rg:count_bits): every group it
+  sends is rejected by node0 as unknown_task, counted against it, and past the strike limit
+  node0 ignores it.
+"""
+import sqlite3
+
+import pytest
+
+from swarmnode.node.local_swarm import LocalSwarm
+from tests.helpers import save_random_tiny_policy
+from tests.integration.conftest import status_json, wait_until
+
+
+@pytest.fixture
+def sharing_config(tmp_path, local_config):
+    path = tmp_path / "sharing.yaml"
+    path.write_text(
+        local_config.read_text().replace("name_or_path: null", "name_or_path: bundled:tiny-policy")
+        + "\ntraining:\n  local_rollouts: 4\n  external_rollouts: 4\n  external_wait_s: 1\n  samples_per_prompt: 4\n"
+          "  eval_every: 1000\n  eval_size: 8\n  checkpoint_every: 1000\n  threads: 1\n"
+          "\nrollouts:\n  fetch_interval_s: 0.5\n  announce_interval_s: 1\n  strike_limit: 5\n  ignore_s: 600\n"
+    )
+    return path
+
+
+def test_heterogeneous_swarm_shares_rollouts_and_ignores_a_bad_sender(tmp_path, sharing_config):
+    other_model = save_random_tiny_policy(tmp_path / "other-model", hidden=48, layers=1)
+    env = {
+        1: {"SWARMNODE__MODEL__NAME_OR_PATH": str(other_model)},
+        2: {"SWARMNODE__TRAINING__TASKS": "[rg:count_bits]"},
+    }
+    swarm = LocalSwarm(tmp_path / "swarm", 3, sharing_config, node_env=lambda i: env.get(i, {}))
+    with swarm:
+        swarm.start()
+        ids = [status_json(n.home)["peer_id"] for n in swarm.nodes]
+        home0 = swarm.nodes[0].home
+
+        def trained_foreign():
+            s = status_json(home0)
+            return s["training"]["external_trained"] and s["rollouts"]["senders"].get(ids[2], {}).get("ignored") and s
+
+        status = wait_until(trained_foreign, timeout=240, interval=1.0,
+                            what="node0 to train on node1's rollouts and to ignore node2")
+        assert status_json(swarm.nodes[1].home)["model_fingerprint"] != status["model_fingerprint"]
+        rollouts = status["rollouts"]
+        assert rollouts["groups_accepted"] > 0 and rollouts["bytes_per_batch"] > 0
+        assert status["messages"]["rejected_by_sender"][ids[2]]["unknown_task"] > 5
+        assert ids[1] not in status["messages"]["rejected_by_sender"]  # an honest peer of another model
+        senders = rollouts["senders"]
+        assert senders[ids[1]]["accepted"] > 0 and not senders[ids[1]]["ignored"]
+        assert senders[ids[2]]["accepted"] == 0 and senders[ids[2]]["ignored"]
+        # node1 trains on node0's text too (the other direction of the heterogeneous pair).
+        wait_until(lambda: status_json(swarm.nodes[1].home)["training"]["external_trained"], timeout=120,
+                   what="node1 to train on external groups")
+
+    with sqlite3.connect(home0.root / "rollouts.sqlite") as db:
+        foreign = db.execute("SELECT COUNT(*), MAX(same_model) FROM received_groups WHERE sender = ?", (ids[1],)).fetchone()
+        assert foreign[0] > 0 and foreign[1] == 0  # another model: re-tokenised text, never its token ids
+        reasons = {r for (r,) in db.execute("SELECT DISTINCT reason FROM rejections WHERE sender = ?", (ids[2],))}
+        assert reasons == {"unknown_task"}
+    with sqlite3.connect(home0.root / "metrics.sqlite") as db:
+        assert db.execute("SELECT MAX(value) FROM metrics WHERE name = 'external_groups'").fetchone()[0] > 0
