@@ -43,6 +43,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--splits", default="8/0,6/2,4/4,2/6", help="local/external groups per step")
     p.add_argument("--selection", default="uniform", help="external selection policy (uniform is the paper's)")
+    p.add_argument("--positive-only", action="store_true", help="training.external_positive_only: learn only from peers' successes")
     p.add_argument("--config", type=Path, default=ROOT / "configs" / "local-train.yaml")
     p.add_argument("--root", type=Path, default=ROOT / "runs" / "sapo")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
@@ -50,11 +51,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def split_config(base: dict, local: int, external: int, selection: str) -> dict:
+def split_config(base: dict, local: int, external: int, selection: str, positive_only: bool = False) -> dict:
     cfg = json.loads(json.dumps(base))
     t = cfg.setdefault("training", {})
     t.update(local_rollouts=local, external_rollouts=external, external_selection=selection,
-             external_wait_s=2.0 if external else 0.0, eval_every=100_000, checkpoint_every=100_000)
+             external_wait_s=2.0 if external else 0.0, eval_every=100_000, checkpoint_every=100_000,
+             external_positive_only=positive_only)
     return cfg
 
 
@@ -86,7 +88,7 @@ def run_one(args, base: dict, split: str, seed: int, console: Console) -> dict:
     root = args.root / args.name / f"seed{seed}" / split.replace("/", "-")
     root.mkdir(parents=True, exist_ok=True)
     config_path = root / "config.yaml"
-    config_path.write_text(yaml.safe_dump(split_config(base, local, external, args.selection)), encoding="utf-8")
+    config_path.write_text(yaml.safe_dump(split_config(base, local, external, args.selection, args.positive_only)), encoding="utf-8")
     node_config = load_config(config_path, environ={})
     data_seed = node_config.training.data_seed + 100_000 * seed
 
@@ -129,7 +131,7 @@ def run_one(args, base: dict, split: str, seed: int, console: Console) -> dict:
 
 def summarise(runs: list[dict], splits: list[str], seeds: list[int], args) -> dict:
     out: dict = {"command": "scripts/sapo_experiment.py " + " ".join(sys.argv[1:]), "nodes": args.nodes,
-                 "rounds": args.rounds, "selection": args.selection, "paper_cumulative_reward": PAPER, "configs": {}}
+                 "rounds": args.rounds, "selection": args.selection, "external_positive_only": args.positive_only, "paper_cumulative_reward": PAPER, "configs": {}}
     for split in splits:
         mine = [r for r in runs if r["split"] == split]
         by_seed = [statistics.mean(r["per_node_cumulative"]) for r in mine]

@@ -80,6 +80,7 @@ class TrainingConfig(_Section):
         "uniform", description="which received groups a step takes (see trainer/selection.py)"
     )
     external_max_staleness: int = Field(8, ge=0, description="a peer's group of version v trains version n only if n - v <= this")
+    external_positive_only: bool = Field(False, description="train only on peers' samples with positive advantage")
     external_wait_s: float = Field(0.0, ge=0, description="how long a step waits for its J external groups (0: take what is there)")
     samples_per_prompt: int = Field(8, ge=2, description="GRPO group size")
     max_staleness: int = Field(1, ge=0, description="eta: a rollout of version v trains version n only if n - v <= eta")

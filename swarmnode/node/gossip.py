@@ -31,7 +31,6 @@ from swarmnode.swarm.transport import RequestFailed, Transport
 from swarmnode.swarm.windows import rollouts_key, window_index, windows_to_read
 
 log = logging.getLogger("swarmnode.gossip")
-MIN_ANNOUNCE_GAP_S = 0.5  # a new batch is announced at once, but not more often than this
 LATENCY_SAMPLES = 2048
 
 
@@ -134,28 +133,27 @@ class RolloutGossip:
             await asyncio.sleep(0.1)
 
     async def announce_loop(self) -> None:
+        """Keep this node's announcement in the DHT: at its first batch, then every announce
+        interval. Peers that know this node ask it for new batches directly, so the DHT sees
+        one small store per interval, not one per batch."""
         cfg = self.config.rollouts
         while True:
-            try:
-                await asyncio.wait_for(self._new_batch.wait(), cfg.announce_interval_s)
-            except asyncio.TimeoutError:
-                pass
-            self._new_batch.clear()
+            if self.outbox.id_range() is None:
+                await self._new_batch.wait()
             ids = self.outbox.id_range()
-            if ids is not None:
-                start = time.perf_counter()
-                now = self.transport.dht_time()
-                window = window_index(now, self.config.swarm.window_s)
-                value = build_announcement(self.identity, window=window, first_batch_id=ids[0], last_batch_id=ids[1],
-                                           model_fingerprint=self.training.fingerprint, now=now, ttl_s=cfg.announce_ttl_s)
-                try:
-                    await self.transport.store(rollouts_key(self.config.swarm.name, window), self.identity.peer_id,
-                                               value, now + cfg.announce_ttl_s)
-                    self.counters["announcements"] += 1
-                except Exception as e:  # noqa: BLE001 - retried at the next batch or interval
-                    log.warning("announcing rollouts failed (%s)", e)
-                self.busy_s += time.perf_counter() - start
-            await asyncio.sleep(MIN_ANNOUNCE_GAP_S)
+            start = time.perf_counter()
+            now = self.transport.dht_time()
+            window = window_index(now, self.config.swarm.window_s)
+            value = build_announcement(self.identity, window=window, first_batch_id=ids[0], last_batch_id=ids[1],
+                                       model_fingerprint=self.training.fingerprint, now=now, ttl_s=cfg.announce_ttl_s)
+            try:
+                await self.transport.store(rollouts_key(self.config.swarm.name, window), self.identity.peer_id,
+                                           value, now + cfg.announce_ttl_s)
+                self.counters["announcements"] += 1
+            except Exception as e:  # noqa: BLE001 - retried next interval
+                log.warning("announcing rollouts failed (%s)", e)
+            self.busy_s += time.perf_counter() - start
+            await asyncio.sleep(cfg.announce_interval_s)
 
     # -- fetch ---------------------------------------------------------------------------------
 

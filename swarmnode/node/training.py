@@ -43,7 +43,7 @@ def rollout_config(config: NodeConfig) -> RolloutConfig:
 def trainer_config(config: NodeConfig) -> TrainerConfig:
     t = config.training
     return TrainerConfig(lr=t.lr, max_grad_norm=t.max_grad_norm, eps_low=t.eps_low, eps_high=t.eps_high,
-                         temperature=t.temperature, kl_coef=t.kl_coef)
+                         temperature=t.temperature, kl_coef=t.kl_coef, external_positive_only=t.external_positive_only)
 
 
 def make_generator(config: NodeConfig, trainer: Trainer, policy) -> Generator:

@@ -74,6 +74,7 @@ class TrainBatch:
     group_ids: torch.Tensor  # [B], index of the sample's group in the batch
     versions: torch.Tensor  # [B], behaviour policy version
     behavior_known: torch.Tensor  # [B] bool; False: no behaviour log-probs (another model sampled it)
+    external: torch.Tensor  # [B] bool; True: the sample came from a peer
 
     @property
     def num_completion_tokens(self) -> int:
@@ -91,6 +92,7 @@ class TrainBatch:
             group_ids=self.group_ids[rows],
             versions=self.versions[rows],
             behavior_known=self.behavior_known[rows],
+            external=self.external[rows],
         )
 
 
@@ -126,4 +128,5 @@ def collate(groups: list[ScoredGroup], pad_id: int) -> TrainBatch:
         group_ids=torch.tensor([group_of[id(g)] for g, _ in rows], dtype=torch.long),
         versions=torch.tensor([g.policy_version for g, _ in rows], dtype=torch.long),
         behavior_known=torch.tensor([g.behavior_logprobs is not None for g, _ in rows], dtype=torch.bool),
+        external=torch.tensor([not g.is_local for g, _ in rows], dtype=torch.bool),
     )

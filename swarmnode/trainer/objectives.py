@@ -203,3 +203,15 @@ def token_logprobs(logits: Tensor, tokens: Tensor) -> Tensor:
     logits = logits.float()
     picked = logits.gather(-1, tokens.long().unsqueeze(-1)).squeeze(-1)
     return picked - torch.logsumexp(logits, dim=-1)
+
+
+def external_sample_mask(advantages: Tensor, external: Tensor) -> Tensor:
+    """keep_i = 0 if sample i came from a peer and A_i < 0, else 1 (float [B]).
+
+    Pushing down the probability of text the policy did not sample itself moves mass to
+    arbitrary places; on a weak policy most of a peer's samples are failures, so that push
+    dominates. Measured on the bundled policy (scripts/sapo_experiment.py): with every
+    external sample kept, sharing lowered the nodes' own reward; keeping only peers'
+    above-baseline samples is the fix it motivates.
+    """
+    return (~(external & (advantages < 0))).to(advantages.dtype)

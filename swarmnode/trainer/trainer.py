@@ -8,7 +8,13 @@ from dataclasses import dataclass
 import torch
 
 from swarmnode.trainer.experience import ScoredGroup, collate
-from swarmnode.trainer.objectives import decoupled_ppo_loss, group_advantages, nonzero_advantage_groups, token_logprobs
+from swarmnode.trainer.objectives import (
+    decoupled_ppo_loss,
+    external_sample_mask,
+    group_advantages,
+    nonzero_advantage_groups,
+    token_logprobs,
+)
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,9 @@ class TrainerConfig:
     scale_advantages_by_std: bool = True
     behavior_weight_cap: float | None = 5.0
     kl_coef: float = 0.0  # > 0 keeps a frozen copy of the initial policy as the KL reference
+    # Learn from peers' successes only: a peer's samples with negative advantage leave the
+    # objective (their group still sets the baseline). See external_sample_mask.
+    external_positive_only: bool = False
 
 
 @dataclass
@@ -75,6 +84,8 @@ class Trainer:
         batch = batch.select(keep)
         advantages = group_advantages(batch.rewards, batch.group_ids, scale_by_std=self.config.scale_advantages_by_std)
         mask = batch.completion_mask
+        if self.config.external_positive_only:
+            mask = mask * external_sample_mask(advantages, batch.external)[:, None]
         self.model.train()
         logp = self._logp(self.model, batch)
         ref_logp = None

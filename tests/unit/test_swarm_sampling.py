@@ -303,3 +303,27 @@ def test_mixed_known_and_unknown_behaviour_in_one_batch(tiny_model):
     assert result.trained and result.groups_used == 2 and result.completion_tokens == 7
     # Weights: 0 on the 3 tokens of the known group (over the cap), 1 on the 4 of the unknown one.
     assert result.stats["mean_behavior_weight"] == pytest.approx(4 / 7, abs=1e-6)
+
+
+def test_external_sample_mask_by_hand():
+    from swarmnode.trainer.objectives import external_sample_mask
+
+    advantages = torch.tensor([1.5, -0.5, -0.5, 0.0, -1.0])
+    external = torch.tensor([True, True, False, True, False])
+    # Only a peer's sample with negative advantage leaves: row 1.
+    assert external_sample_mask(advantages, external).tolist() == [1.0, 0.0, 1.0, 1.0, 1.0]
+
+
+def test_take_waits_for_external_groups_when_asked():
+    import threading
+
+    buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=4)
+    buffer.put([group(version=5)])
+    timer = threading.Timer(0.2, lambda: buffer.put([group(version=5, source="peer")]))
+    timer.start()
+    take = buffer.take(n_local=1, n_external=1, version=5, external_wait=10.0)
+    timer.join()
+    assert [g.source for g in take.groups] == ["local", "peer"]
+    # Without external_wait it takes what is there (nothing) at once.
+    buffer.put([group(version=5)])
+    assert [g.source for g in buffer.take(n_local=1, n_external=1, version=5).groups] == ["local"]
