@@ -48,6 +48,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--root", type=Path, default=ROOT / "runs" / "sapo")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     p.add_argument("--name", default="sapo", help="results go to <out>/<name>.json and <name>.png")
+    p.add_argument("--replot", action="store_true", help="only redraw <name>.png from <name>.json")
     return p.parse_args(argv)
 
 
@@ -175,7 +176,9 @@ def plot(summary: dict, path: Path) -> None:
         ax.plot(range(1, len(curve) + 1), smooth, label=f"{split} (cumulative {c['cumulative_reward']:.1f})")
     ax.set_xlabel("round (training step)")
     ax.set_ylabel("mean reward of own rollouts (10-round average)")
-    ax.set_title(f"SAPO splits, {summary['nodes']} nodes, seeds {summary['configs'][next(iter(summary['configs']))]['seeds']}")
+    seeds = summary["configs"][next(iter(summary["configs"]))]["seeds"]
+    variant = "peers' positive samples only" if summary.get("external_positive_only") else "every peer sample (paper)"
+    ax.set_title(f"SAPO splits, {summary['nodes']} nodes, seeds {seeds}, {summary['selection']}, {variant}", fontsize=9)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -184,6 +187,9 @@ def plot(summary: dict, path: Path) -> None:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     console = Console()
+    if args.replot:
+        plot(json.loads((args.out / f"{args.name}.json").read_text(encoding="utf-8")), args.out / f"{args.name}.png")
+        return 0
     base = yaml.safe_load(args.config.read_text(encoding="utf-8"))
     splits = [s.strip() for s in args.splits.split(",")]
     runs = []

@@ -68,11 +68,22 @@ def status_view(s: dict[str, Any]) -> Group:
     train.add_column()
     train.add_row("model", str(training.get("model") or "-"))
     train.add_row("phase", str(training.get("phase") or "-"))
-    for key in ("policy_version", "steps", "reward_mean", "heldout_accuracy", "generate_tokens_per_s",
-                "train_samples_per_s", "staleness_histogram", "dropped_stale"):
+    for key in ("policy_version", "steps", "reward_mean", "local_reward_mean", "heldout_accuracy", "generate_tokens_per_s",
+                "train_samples_per_s", "staleness_histogram", "dropped_stale", "external_trained", "external_pool"):
         value = training.get(key)
         train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else str(value))
-    return Group(info, Text(""), Text("training", style="bold underline"), train, Text(""), peers_table(s["peers"]))
+    parts = [info, Text(""), Text("training", style="bold underline"), train]
+    rollouts = s.get("rollouts")
+    if rollouts:
+        gossip = Table.grid(padding=(0, 2))
+        gossip.add_column(style="bold")
+        gossip.add_column()
+        for key in ("batches_published", "groups_published", "bytes_per_batch", "batches_fetched", "groups_accepted",
+                    "groups_rejected", "fetch_failures", "peers_ignored", "latency_p50_s", "latency_p99_s", "gossip_time_share"):
+            value = rollouts.get(key)
+            gossip.add_row(key.replace("_", " "), "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value)))
+        parts += [Text(""), Text("rollout gossip", style="bold underline"), gossip]
+    return Group(*parts, Text(""), peers_table(s["peers"]))
 
 
 def _fmt(value: Any, spec: str = "") -> str:

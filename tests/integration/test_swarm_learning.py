@@ -66,3 +66,37 @@ def test_heterogeneous_swarm_shares_rollouts_and_ignores_a_bad_sender(tmp_path, 
         assert reasons == {"unknown_task"}
     with sqlite3.connect(home0.root / "metrics.sqlite") as db:
         assert db.execute("SELECT MAX(value) FROM metrics WHERE name = 'external_groups'").fetchone()[0] > 0
+
+
+def test_swarm_local_rounds_trains_shares_and_stops(tmp_path, sharing_config):
+    """`swarmnode swarm local --rounds R`, as a user runs it: N daemons train R steps, then all stop."""
+    import json
+    import subprocess
+    import sys
+
+    root = tmp_path / "local"
+    proc = subprocess.run(
+        [sys.executable, "-m", "swarmnode", "swarm", "local", "--nodes", "2", "--rounds", "8", "--root", str(root),
+         "--config", str(sharing_config)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "stopped 2 nodes" in proc.stdout
+    rows = json.loads((root / "summary.json").read_text())
+    assert [r["training"]["phase"] for r in rows] == ["done", "done"]
+    assert all(r["training"]["steps"] == 8 for r in rows)
+    assert all(r["rollouts"]["groups_published"] >= 8 * 4 for r in rows)
+    for i in range(2):  # every daemon exited (the homes' runtime files are gone) and kept its metrics
+        assert not (root / f"node{i}" / "run" / "runtime.json").exists()
+        with sqlite3.connect(root / f"node{i}" / "metrics.sqlite") as db:
+            assert db.execute("SELECT COUNT(*) FROM metrics WHERE name = 'local_reward_mean'").fetchone()[0] == 8
+
+
+def test_swarm_local_rounds_without_a_model_is_one_line(tmp_path, local_config):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "swarmnode", "swarm", "local", "--rounds", "3", "--root", str(tmp_path),
+                           "--config", str(local_config)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "--rounds needs a config that trains a model" in proc.stderr
