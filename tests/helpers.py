@@ -28,3 +28,43 @@ def save_random_tiny_policy(path, hidden: int = 32, layers: int = 2):
     Qwen2ForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def build_digit_pair_tokenizer():
+    """A byte-level tokenizer with one extra token per digit pair ("12" is one token): another
+    vocabulary than the bundled policy's, for heterogeneous-swarm tests."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from swarmnode.policy.tokenizer import EOS_TOKEN, PAD_TOKEN, VERBATIM_CHAT_TEMPLATE, byte_symbols
+
+    vocab = {symbol: i for i, symbol in enumerate(byte_symbols())}
+    merges = []
+    for a in "0123456789":
+        for b in "0123456789":
+            vocab[a + b] = len(vocab)
+            merges.append((a, b))
+    core = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    core.decoder = decoders.ByteLevel()
+    core.add_special_tokens([EOS_TOKEN, PAD_TOKEN])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token=EOS_TOKEN, bos_token=EOS_TOKEN,
+                                        pad_token=PAD_TOKEN, model_max_length=256)
+    tokenizer.chat_template = VERBATIM_CHAT_TEMPLATE
+    return tokenizer
+
+
+def save_random_gpt2_policy(path, hidden: int = 48, layers: int = 1):
+    """A randomly initialised tiny GPT-2 with the digit-pair tokenizer: another architecture,
+    size and vocabulary than the bundled Qwen2 (GPT-2's tokenizer keeps the digit merges)."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    tokenizer = build_digit_pair_tokenizer()
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_embd=hidden, n_layer=layers, n_head=2, n_positions=256,
+                        tie_word_embeddings=False, eos_token_id=tokenizer.eos_token_id,
+                        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.eos_token_id)
+    GPT2LMHeadModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

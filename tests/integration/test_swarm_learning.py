@@ -2,8 +2,9 @@
 
 Three real `swarmnode run` processes on 127.0.0.1:
 - node0: the bundled tiny policy, tasks sum2 + sum3;
-- node1: another model (a random tiny Qwen2 of another size: another fingerprint), same tasks:
-  its rollouts reach node0 as text, are re-tokenised and re-scored under node0's policy;
+- node1: another model (a random tiny GPT-2 with another vocabulary: "12" is one token there),
+  same tasks: its rollouts reach node0 as text, are re-tokenised and re-scored under node0's
+  policy, and node0's reach node1 the same way;
 - node2: the bundled policy, but a task node0 does not train (rg:count_bits): every group it
   sends is rejected by node0 as unknown_task, counted against it, and past the strike limit
   node0 ignores it.
@@ -13,7 +14,7 @@ import sqlite3
 import pytest
 
 from swarmnode.node.local_swarm import LocalSwarm
-from tests.helpers import save_random_tiny_policy
+from tests.helpers import save_random_gpt2_policy
 from tests.integration.conftest import status_json, wait_until
 
 
@@ -30,7 +31,7 @@ def sharing_config(tmp_path, local_config):
 
 
 def test_heterogeneous_swarm_shares_rollouts_and_ignores_a_bad_sender(tmp_path, sharing_config):
-    other_model = save_random_tiny_policy(tmp_path / "other-model", hidden=48, layers=1)
+    other_model = save_random_gpt2_policy(tmp_path / "other-model")
     env = {
         1: {"SWARMNODE__MODEL__NAME_OR_PATH": str(other_model)},
         2: {"SWARMNODE__TRAINING__TASKS": "[rg:count_bits]"},

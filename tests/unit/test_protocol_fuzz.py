@@ -5,10 +5,15 @@ from hypothesis import strategies as st
 
 from swarmnode.identity import NodeIdentity, SigningKey
 from swarmnode.protocol import MessageKind, Rejected, build_peer_record, check_peer_record, open_envelope
+from swarmnode.protocol.rollouts import build_announcement, check_announcement, open_rollout_batch
+from swarmnode.swarm.rollouts import RolloutOutbox, parse_fetch_response
 from tests.helpers import record_fields
 
 IDENTITY = NodeIdentity(SigningKey.generate(), SigningKey.generate(), p2p_identity_path=None)  # type: ignore[arg-type]
 VALID = build_peer_record(IDENTITY, record_fields("fuzz"), now=1000.0, ttl_s=20.0)
+ANNOUNCEMENT = build_announcement(IDENTITY, window=3, first_batch_id=1, last_batch_id=9, model_fingerprint="m",
+                                  now=1000.0, ttl_s=20.0)
+OUTBOX = RolloutOutbox(first_batch_id=1, capacity=4)
 
 
 def _open_all_ways(data) -> None:
@@ -21,11 +26,24 @@ def _open_all_ways(data) -> None:
         check_peer_record(data, subkey=IDENTITY.peer_id, swarm="fuzz", now=1001.0)
     except Rejected:
         pass
+    try:
+        check_announcement(data, subkey=IDENTITY.peer_id, now=1001.0)
+    except Rejected:
+        pass
+    try:
+        open_rollout_batch(data, served_by=IDENTITY.peer_id, public_key=IDENTITY.public_key)
+    except Rejected:
+        pass
+    if isinstance(data, bytes):
+        # A peer's fetch request or response: garbage gets an empty answer / None, never an exception.
+        envelopes = parse_fetch_response(data)
+        assert envelopes is None or all(isinstance(e, bytes) for e in envelopes)
+        assert parse_fetch_response(OUTBOX.answer(data)) == []
 
 
 @st.composite
 def mutated(draw):
-    data = bytearray(VALID)
+    data = bytearray(draw(st.sampled_from([VALID, ANNOUNCEMENT])))
     for _ in range(draw(st.integers(1, 8))):
         op = draw(st.sampled_from(["flip", "set", "insert", "delete", "truncate"]))
         pos = draw(st.integers(0, max(0, len(data) - 1)))
