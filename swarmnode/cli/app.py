@@ -246,6 +246,7 @@ def bench_async_command(
     samples: int = typer.Option(8, "--samples", min=1, help="samples per prompt"),
     max_staleness: int = typer.Option(1, "--max-staleness", min=1, help="async staleness bound (eta)"),
     cores: int = typer.Option(os.cpu_count() or 2, "--cores", min=1, help="CPU threads to use"),
+    repeats: int = typer.Option(1, "--repeats", min=1, help="repeat every run, interleaved, and report medians"),
     as_json: bool = typer.Option(False, "--json", help="last line: one JSON object with the figures"),
 ) -> None:
     """Train the same number of samples synchronously and asynchronously; print samples/s and the ratio."""
@@ -259,13 +260,14 @@ def bench_async_command(
         fail(str(e))
     config = RolloutConfig(prompts_per_step=prompts, samples_per_prompt=samples, max_staleness=max_staleness)
     console = Console(stderr=as_json)
-    result = bench_async(policy, config, steps, cores, progress=lambda m: console.print(f"[dim]{m}[/dim]"))
+    result = bench_async(policy, config, steps, cores, progress=lambda m: console.print(f"[dim]{m}[/dim]"), repeats=repeats)
     console.print(f"sync : {result.sync_samples_per_s:8.1f} samples/s ({result.samples} samples in {result.sync_seconds:.1f}s, "
                   f"best of {sorted(result.sync_seconds_by_threads)} threads: {result.sync_threads})")
     console.print(f"async: {result.async_samples_per_s:8.1f} samples/s ({result.samples} samples in {result.async_seconds:.1f}s, "
                   f"generator as a {result.async_mode}, best of {result.async_seconds_by_mode}; "
                   f"generator waited {result.generator_wait_s:.1f}s)")
-    console.print(f"async/sync ratio: {result.ratio:.2f}x")
+    per_repeat = f" (per repeat: {', '.join(f'{r:.2f}x' for r in result.ratio_by_repeat)})" if repeats > 1 else ""
+    console.print(f"async/sync ratio: {result.ratio:.2f}x{per_repeat}" + (" (medians)" if repeats > 1 else ""))
     if as_json:
         typer.echo(json.dumps(result.as_dict()))
 

@@ -1,10 +1,11 @@
 """The metrics history of a node, in SQLite in its home (one row per value)."""
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from pathlib import Path
+
+from swarmnode.store.sqlite import open_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS metrics (
@@ -21,11 +22,7 @@ class MetricsStore:
     """Append-only metrics; safe to call from several threads (one connection, one lock)."""
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(SCHEMA)
+        self._conn = open_db(path, SCHEMA)
         self._lock = threading.Lock()
 
     def record(self, version: int, values: dict[str, float], when: float | None = None) -> None:

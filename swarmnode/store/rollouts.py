@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from pathlib import Path
+
+from swarmnode.store.sqlite import open_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS received_groups (
@@ -36,11 +37,7 @@ class RolloutStore:
     """Append-only; safe from several threads (one connection, one lock)."""
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(SCHEMA)
+        self._conn = open_db(path, SCHEMA)
         self._lock = threading.Lock()
 
     def accepted(self, sender: str, batch_id: int, groups, same_model: bool) -> None:

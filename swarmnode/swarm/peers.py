@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from swarmnode.protocol import PeerRecord, Rejected, RejectReason, check_peer_record
 from swarmnode.protocol.rollouts import CheckedAnnouncement, check_announcement
@@ -120,37 +121,40 @@ class RecordIntake:
         self.window_s = window_s
         self._verdicts = Verdicts()
 
-    def judge(self, subkey: object, value: object, expiration: float, now: float) -> PeerRecord | None:
-        """The checked record, or None (the rejection is counted once per distinct value)."""
-        digest = Verdicts.digest(subkey, value, expiration)
+    def _judged(self, digest: bytes, check: Callable[[], Any]) -> Any:
+        """check()'s result, or None when it raises Rejected (counted once per distinct value)."""
         seen, verdict = self._verdicts.get(digest)
         if seen:
             return verdict
         try:
-            verdict = check_peer_record(value, subkey=subkey, swarm=self.swarm, now=now)
-            if expiration > verdict.expires_at + DHT_EXPIRATION_SLACK_S:
-                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the record's expires_at", verdict.peer_id)
+            verdict = check()
         except Rejected as r:
             self.stats.reject(r.reason, r.sender)
             verdict = None
         self._verdicts.put(digest, verdict)
         return verdict
 
+    def judge(self, subkey: object, value: object, expiration: float, now: float) -> PeerRecord | None:
+        """The checked peer record, or None (the rejection is counted once per distinct value)."""
+
+        def check() -> PeerRecord:
+            record = check_peer_record(value, subkey=subkey, swarm=self.swarm, now=now)
+            if expiration > record.expires_at + DHT_EXPIRATION_SLACK_S:
+                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the record's expires_at", record.peer_id)
+            return record
+
+        return self._judged(Verdicts.digest(subkey, value, expiration), check)
+
     def judge_announcement(self, subkey: object, value: object, expiration: float, now: float) -> CheckedAnnouncement | None:
         """The checked rollout announcement, or None (rejections counted once per distinct value)."""
-        digest = Verdicts.digest("announcement", subkey, value, expiration)
-        seen, verdict = self._verdicts.get(digest)
-        if seen:
-            return verdict  # type: ignore[return-value]
-        try:
-            verdict = check_announcement(value, subkey=subkey, now=now)
-            if expiration > verdict.announcement.expires_at + DHT_EXPIRATION_SLACK_S:
-                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the announcement's expires_at", verdict.peer_id)
-        except Rejected as r:
-            self.stats.reject(r.reason, r.sender)
-            verdict = None
-        self._verdicts.put(digest, verdict)
-        return verdict
+
+        def check() -> CheckedAnnouncement:
+            checked = check_announcement(value, subkey=subkey, now=now)
+            if expiration > checked.announcement.expires_at + DHT_EXPIRATION_SLACK_S:
+                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the announcement's expires_at", checked.peer_id)
+            return checked
+
+        return self._judged(Verdicts.digest("announcement", subkey, value, expiration), check)
 
     def announcements(self, values: list[StoredValue], now: float) -> list[CheckedAnnouncement]:
         """Valid announcements of other peers among `values`."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import statistics
 import time
 from dataclasses import asdict, dataclass
 
@@ -30,6 +31,8 @@ class AsyncBenchResult:
     generator_wait_s: float
     sync_seconds_by_threads: dict[int, float]
     async_seconds_by_mode: dict[str, float]
+    repeats: int = 1
+    ratio_by_repeat: list[float] | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -67,30 +70,42 @@ def _time_async(policy, config, steps, threads, trainer_config, mode) -> tuple[f
 
 
 def bench_async(policy: LoadedPolicy, config: RolloutConfig, steps: int, cores: int,
-                trainer_config: TrainerConfig | None = None, progress=lambda msg: None) -> AsyncBenchResult:
+                trainer_config: TrainerConfig | None = None, progress=lambda msg: None, repeats: int = 1) -> AsyncBenchResult:
     """Time `steps` steps each way from the same weights, prompts and seeds.
 
     The sync baseline is the faster of running on all `cores` threads and on one thread (small
     models often do not gain from a second thread). Async runs the generator and the trainer
     side by side with cores // 2 threads each, so together they use the same cores: as two
     threads of one process and with the generator in its own process (no shared GIL); the
-    faster one is reported. The first step of every run is not timed.
+    faster one is reported. The first step of every run is not timed. With `repeats` > 1 every
+    run is repeated, interleaved (sync, async, sync, async, ...) so that a slow spell of a
+    shared machine hits both sides, and the medians are reported.
     """
     trainer_config = trainer_config or TrainerConfig()
     samples = steps * config.prompts_per_step * config.samples_per_prompt
     side_threads = max(1, cores // 2)
     previous_threads = torch.get_num_threads()
+    sync_runs: dict[int, list[float]] = {}
+    async_runs: dict[str, list[float]] = {}
+    wait_runs: dict[str, list[float]] = {}
+    ratios: list[float] = []
     try:
-        sync_by_threads = {}
-        for threads in sorted({cores, 1}, reverse=True):
-            progress(f"sync: {steps} steps on {threads} thread(s)")
-            sync_by_threads[threads] = _time_sync(policy, config, steps, threads, trainer_config)
-        async_by_mode, waits = {}, {}
-        for mode in ("thread", "process"):
-            progress(f"async ({mode}): {steps} steps, generator and trainer on {side_threads} thread(s) each")
-            async_by_mode[mode], waits[mode] = _time_async(policy, config, steps, side_threads, trainer_config, mode)
+        for repeat in range(repeats):
+            tag = f" (repeat {repeat + 1}/{repeats})" if repeats > 1 else ""
+            for threads in sorted({cores, 1}, reverse=True):
+                progress(f"sync: {steps} steps on {threads} thread(s){tag}")
+                sync_runs.setdefault(threads, []).append(_time_sync(policy, config, steps, threads, trainer_config))
+            for mode in ("thread", "process"):
+                progress(f"async ({mode}): {steps} steps, generator and trainer on {side_threads} thread(s) each{tag}")
+                seconds, waited = _time_async(policy, config, steps, side_threads, trainer_config, mode)
+                async_runs.setdefault(mode, []).append(seconds)
+                wait_runs.setdefault(mode, []).append(waited)
+            ratios.append(min(v[-1] for v in sync_runs.values()) / min(v[-1] for v in async_runs.values()))
     finally:
         torch.set_num_threads(previous_threads)
+    sync_by_threads = {t: statistics.median(v) for t, v in sync_runs.items()}
+    async_by_mode = {m: statistics.median(v) for m, v in async_runs.items()}
+    waits = {m: statistics.median(v) for m, v in wait_runs.items()}
     sync_threads, sync_seconds = min(sync_by_threads.items(), key=lambda kv: kv[1])
     async_mode, async_seconds = min(async_by_mode.items(), key=lambda kv: kv[1])
     return AsyncBenchResult(
@@ -101,4 +116,5 @@ def bench_async(policy: LoadedPolicy, config: RolloutConfig, steps: int, cores: 
         async_threads_per_side=side_threads, async_mode=async_mode, generator_wait_s=round(waits[async_mode], 3),
         sync_seconds_by_threads={t: round(v, 3) for t, v in sync_by_threads.items()},
         async_seconds_by_mode={m: round(v, 3) for m, v in async_by_mode.items()},
+        repeats=repeats, ratio_by_repeat=[round(r, 3) for r in ratios],
     )
