@@ -207,7 +207,7 @@ class RolloutGossip:
             return
         envelopes = parse_fetch_response(response)
         if envelopes is None:
-            self._reject(peer, None, [(RejectReason.MALFORMED, "fetch response does not decode")])
+            await self._reject(peer, None, [(RejectReason.MALFORMED, "fetch response does not decode")])
             return
         newest = after
         for envelope in envelopes:
@@ -216,7 +216,7 @@ class RolloutGossip:
             try:
                 batch, _ = open_rollout_batch(envelope, served_by=peer, public_key=a.public_key)
             except Rejected as r:
-                self._reject(peer, None, [(r.reason, r.detail)])
+                await self._reject(peer, None, [(r.reason, r.detail)])
                 continue
             newest = max(newest, batch.batch_id)
             if batch.batch_id <= after:
@@ -231,15 +231,16 @@ class RolloutGossip:
                 await asyncio.to_thread(self.store.accepted, peer, batch.batch_id, result.groups, result.same_model)
             self.ledger.record(peer, len(result.groups), 0, now)
             if result.rejected:
-                self._reject(peer, batch.batch_id, result.rejected)
+                await self._reject(peer, batch.batch_id, result.rejected)
         if newest > after:
             self.ledger.advance(peer, newest)
 
-    def _reject(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]]) -> None:
+    async def _reject(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]]) -> None:
         for reason, _ in reasons:
             self.stats.reject(reason, peer)
         self.counters["groups_rejected"] += len(reasons)
-        self.store.rejected(peer, batch_id, [(reason.value, detail) for reason, detail in reasons])
+        # SQLite off the event loop, like the accepted groups.
+        await asyncio.to_thread(self.store.rejected, peer, batch_id, [(reason.value, detail) for reason, detail in reasons])
         if self.ledger.record(peer, 0, len(reasons), self.transport.dht_time()):
             self.counters["peers_ignored"] += 1
             log.warning("ignoring peer %s for %gs: %d rejected groups within %gs", peer, self.config.rollouts.ignore_s,

@@ -53,12 +53,6 @@ class RolloutStore:
             self._conn.executemany("INSERT INTO rejections VALUES (?, ?, ?, ?, ?)",
                                    [(now, sender, batch_id, reason, detail[:200]) for reason, detail in reasons])
 
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            groups = self._conn.execute("SELECT COUNT(*) FROM received_groups").fetchone()[0]
-            rejected = self._conn.execute("SELECT COUNT(*) FROM rejections").fetchone()[0]
-        return {"groups": groups, "rejections": rejected}
-
     def close(self) -> None:
         with self._lock:
             self._conn.close()

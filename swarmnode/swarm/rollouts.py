@@ -11,7 +11,6 @@ import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-from swarmnode.protocol.codec import RejectReason
 from swarmnode.protocol.generated import rollout_batch_pb2
 
 ROLLOUT_PROTOCOL = "swarmnode/v1/rollouts"
@@ -172,5 +171,5 @@ class SenderLedger:
             }
 
 
-__all__ = ["ROLLOUT_PROTOCOL", "PeerStanding", "RejectReason", "RolloutOutbox", "SenderLedger", "fetch_request",
+__all__ = ["ROLLOUT_PROTOCOL", "PeerStanding", "RolloutOutbox", "SenderLedger", "fetch_request",
            "parse_fetch_response"]

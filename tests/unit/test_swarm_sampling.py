@@ -6,7 +6,6 @@ import random
 
 import pytest
 import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from swarmnode.tasks import TaskRef
 from swarmnode.trainer.buffer import EXTERNAL_POOL_CAPACITY, ExperienceBuffer
@@ -233,14 +232,6 @@ def test_external_pool_keeps_only_the_newest():
 
 
 # -- trainer.py --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def tiny_model():
-    torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=16, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                         num_key_value_heads=1, intermediate_size=32, max_position_embeddings=32, tie_word_embeddings=False)
-    return Qwen2ForCausalLM(config)
 
 
 def test_local_reward_mean_counts_local_groups_only(tiny_model):

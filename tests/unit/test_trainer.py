@@ -3,7 +3,6 @@ import threading
 
 import pytest
 import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from swarmnode.tasks import TaskRef
 from swarmnode.trainer.buffer import ExperienceBuffer
@@ -48,14 +47,6 @@ def test_buffer_take_waits_for_local_groups():
     assert len(take.groups) == 1
     buffer.close()
     assert buffer.take(n_local=3, n_external=0, version=5).groups == []
-
-
-@pytest.fixture
-def tiny_model():
-    torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=16, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                         num_key_value_heads=1, intermediate_size=32, max_position_embeddings=32, tie_word_embeddings=False)
-    return Qwen2ForCausalLM(config)
 
 
 def sequence_logprob(model, prompt, completion):
