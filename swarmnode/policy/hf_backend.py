@@ -54,12 +54,11 @@ class HFGenerator:
 
     def generate(self, prompts: Sequence[str], samples_per_prompt: int, params: SamplingParams) -> list[PromptGeneration]:
         prompt_ids = [self.tokenizer(format_prompt(self.tokenizer, q), add_special_tokens=False)["input_ids"] for q in prompts]
-        rows = [ids for ids in prompt_ids for _ in range(samples_per_prompt)]
         generator = None
         if params.seed is not None:
             generator = torch.Generator().manual_seed(params.seed)
         decode = self._decode_loop if self.decode == "loop" else self._decode_generate
-        tokens, logprobs = decode(rows, params, generator)
+        tokens, logprobs = decode(prompt_ids, samples_per_prompt, params, generator)
         groups = []
         for p, (question, ids) in enumerate(zip(prompts, prompt_ids)):
             group = PromptGeneration(question, ids, policy_version=self.policy_version)
@@ -71,35 +70,59 @@ class HFGenerator:
     # -- decoding ------------------------------------------------------------------------------
 
     @torch.inference_mode()
-    def _decode_loop(self, rows, params, generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """Prefill once, then one cached forward step per new token. Returns [B, T] tokens, log-probs."""
-        input_ids, mask = left_pad(rows, self.pad_id)
+    def _decode_loop(self, prompt_ids, samples, params, generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cached decoding. Returns [B, T] tokens and log-probs, B = len(prompt_ids) * samples.
+
+        Two savings over decoding every row to the end:
+        - each prompt is prefilled once and its KV cache repeated for its `samples` rows (the
+          rows of a group share the prompt, so a per-row prefill repeats the same work);
+        - a row that has sampled an end token leaves the batch: later steps run the model on the
+          rows still generating only (short answers finish in 2-4 tokens while a few samples run
+          to max_new_tokens).
+        Finished positions hold the pad token and log-prob 0, as before.
+        """
+        input_ids, mask = left_pad(prompt_ids, self.pad_id)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                          past_key_values=DynamicCache(), use_cache=True)
-        next_position = positions[:, -1:] + 1
-        finished = torch.zeros(len(rows), dtype=torch.bool)
-        tokens, logprobs = [], []
-        for _ in range(params.max_new_tokens):
-            token, logprob = sample_next(out.logits[:, -1], params.temperature, params.top_p, generator)
-            token = token.masked_fill(finished, self.pad_id)
-            tokens.append(token)
-            logprobs.append(logprob.masked_fill(finished, 0.0))
-            finished |= torch.isin(token, self.eos_ids)
-            if bool(finished.all()):
+        cache = out.past_key_values
+        if samples > 1:
+            cache.batch_repeat_interleave(samples)
+        logits = out.logits[:, -1].repeat_interleave(samples, dim=0)
+        mask = mask.repeat_interleave(samples, dim=0)
+        next_position = positions[:, -1:].repeat_interleave(samples, dim=0) + 1
+        rows = len(prompt_ids) * samples
+        tokens = torch.full((rows, params.max_new_tokens), self.pad_id, dtype=torch.long)
+        logprobs = torch.zeros((rows, params.max_new_tokens))
+        running = torch.arange(rows)  # batch position -> row
+        width = 0
+        for step in range(params.max_new_tokens):
+            token, logprob = sample_next(logits, params.temperature, params.top_p, generator)
+            tokens[running, step] = token
+            logprobs[running, step] = logprob
+            width = step + 1
+            if step + 1 == params.max_new_tokens:
                 break
-            mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype)], dim=1)
+            finished = torch.isin(token, self.eos_ids)
+            if bool(finished.any()):
+                keep = (~finished).nonzero().squeeze(1)
+                if keep.numel() == 0:
+                    break
+                running, token, mask, next_position = running[keep], token[keep], mask[keep], next_position[keep]
+                cache.batch_select_indices(keep)
+            mask = torch.cat([mask, torch.ones((len(running), 1), dtype=mask.dtype)], dim=1)
             out = self.model(input_ids=token[:, None], attention_mask=mask, position_ids=next_position,
-                             past_key_values=out.past_key_values, use_cache=True)
+                             past_key_values=cache, use_cache=True)
+            logits = out.logits[:, -1]
             next_position = next_position + 1
-        return torch.stack(tokens, dim=1), torch.stack(logprobs, dim=1)
+        return tokens[:, :width], logprobs[:, :width]
 
     @torch.inference_mode()
-    def _decode_generate(self, rows, params, generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def _decode_generate(self, prompt_ids, samples, params, generator) -> tuple[torch.Tensor, torch.Tensor]:
         """The same through model.generate (for comparison; seeds the global RNG)."""
         if params.seed is not None:
             torch.manual_seed(params.seed)
-        input_ids, mask = left_pad(rows, self.pad_id)
+        input_ids, mask = left_pad([ids for ids in prompt_ids for _ in range(samples)], self.pad_id)
         greedy = params.temperature <= 0.0
         out = self.model.generate(
             input_ids=input_ids, attention_mask=mask, max_new_tokens=params.max_new_tokens,

@@ -64,14 +64,22 @@ def score_generation(item: TaskItem, generation: PromptGeneration, source: str =
 
 @dataclass
 class TrainBatch:
-    """Right-padded sequences prompt + completion; per-target-position tensors are [B, L-1]."""
+    """A batch of groups as the trainer's forward pass takes it: each prompt once.
 
-    input_ids: torch.Tensor  # [B, L]
-    attention_mask: torch.Tensor  # [B, L]
-    completion_mask: torch.Tensor  # [B, L-1], 1 where the target token is a completion token
-    behavior_logp: torch.Tensor  # [B, L-1], behaviour log-prob of each target completion token
+    Prompts are left-padded, [G, P], so that every prompt ends in the last column; the
+    completions are rows, right-padded, [B, C]; row b belongs to group group_ids[b]. Completion
+    token j of a row is predicted from its prompt's last position (j = 0) or from completion
+    position j - 1. Per-token tensors (completion_mask, behavior_logp, and the trainer's
+    log-probs) are [B, C].
+    """
+
+    prompt_ids: torch.Tensor  # [G, P]
+    prompt_mask: torch.Tensor  # [G, P]
+    completion_ids: torch.Tensor  # [B, C]
+    completion_mask: torch.Tensor  # [B, C], 1.0 on completion tokens, 0.0 on padding
+    behavior_logp: torch.Tensor  # [B, C], behaviour log-prob of each completion token
     rewards: torch.Tensor  # [B]
-    group_ids: torch.Tensor  # [B], index of the sample's group in the batch
+    group_ids: torch.Tensor  # [B], the row's group: its prompt's row in prompt_ids
     versions: torch.Tensor  # [B], behaviour policy version
     behavior_known: torch.Tensor  # [B] bool; False: no behaviour log-probs (another model sampled it)
     external: torch.Tensor  # [B] bool; True: the sample came from a peer
@@ -80,53 +88,54 @@ class TrainBatch:
     def num_completion_tokens(self) -> int:
         return int(self.completion_mask.sum())
 
+    @property
+    def completion_lengths(self) -> torch.Tensor:
+        return self.completion_mask.sum(dim=1).long()
+
     def select(self, rows: torch.Tensor) -> "TrainBatch":
-        """The batch restricted to `rows` (bool [B]), trimmed to its longest remaining sequence."""
-        width = max(1, int(self.attention_mask[rows].sum(dim=1).max()))
+        """The batch restricted to `rows` (bool [B]) and their groups, trimmed to the longest left."""
+        kept_groups, group_ids = torch.unique(self.group_ids[rows], return_inverse=True)
+        prompt_mask = self.prompt_mask[kept_groups]
+        prompt_width = max(1, int(prompt_mask.sum(dim=1).max()))
+        completion_width = max(1, int(self.completion_lengths[rows].max()))
         return TrainBatch(
-            input_ids=self.input_ids[rows, :width],
-            attention_mask=self.attention_mask[rows, :width],
-            completion_mask=self.completion_mask[rows, : width - 1],
-            behavior_logp=self.behavior_logp[rows, : width - 1],
+            prompt_ids=self.prompt_ids[kept_groups, -prompt_width:],
+            prompt_mask=prompt_mask[:, -prompt_width:],
+            completion_ids=self.completion_ids[rows, :completion_width],
+            completion_mask=self.completion_mask[rows, :completion_width],
+            behavior_logp=self.behavior_logp[rows, :completion_width],
             rewards=self.rewards[rows],
-            group_ids=self.group_ids[rows],
+            group_ids=group_ids,
             versions=self.versions[rows],
             behavior_known=self.behavior_known[rows],
             external=self.external[rows],
         )
 
 
-def collate(groups: list[ScoredGroup], pad_id: int) -> TrainBatch:
-    """Stack every completion of every group into one right-padded batch.
+def _padded(rows: list[list], width: int, fill, *, left: bool = False) -> list[list]:
+    return [([fill] * (width - len(r)) + r) if left else (r + [fill] * (width - len(r))) for r in rows]
 
-    Target position t predicts token t+1, so completion token j of a sequence whose prompt has
-    P tokens sits at target position P - 1 + j.
-    """
-    rows = [(g, i) for g in groups for i in range(g.size)]
-    width = max(len(g.prompt_token_ids) + len(g.completion_token_ids[i]) for g, i in rows)
-    batch = len(rows)
-    input_ids = torch.full((batch, width), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((batch, width), dtype=torch.long)
-    completion_mask = torch.zeros((batch, width - 1), dtype=torch.float32)
-    behavior_logp = torch.zeros((batch, width - 1), dtype=torch.float32)
-    group_of = {id(g): k for k, g in enumerate(groups)}
-    for row, (g, i) in enumerate(rows):
-        prompt, completion = g.prompt_token_ids, g.completion_token_ids[i]
-        seq = prompt + completion
-        input_ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        attention_mask[row, : len(seq)] = 1
-        start = len(prompt) - 1
-        completion_mask[row, start: start + len(completion)] = 1.0
-        if g.behavior_logprobs is not None:
-            behavior_logp[row, start: start + len(completion)] = torch.tensor(g.behavior_logprobs[i], dtype=torch.float32)
+
+def collate(groups: list[ScoredGroup], pad_id: int) -> TrainBatch:
+    """Each group's prompt once (left-padded) and every completion as a row (right-padded)."""
+    # Built as padded Python lists and turned into tensors once: a tensor per row would cost
+    # more than the model's forward pass on a small policy.
+    prompts = [list(g.prompt_token_ids) for g in groups]
+    prompt_width = max(len(p) for p in prompts)
+    rows = [(k, g, i) for k, g in enumerate(groups) for i in range(g.size)]
+    completions = [list(g.completion_token_ids[i]) for _, g, i in rows]
+    width = max(1, max(len(c) for c in completions))
+    behavior = [list(g.behavior_logprobs[i]) if g.behavior_logprobs is not None else [0.0] * len(g.completion_token_ids[i])
+                for _, g, i in rows]
     return TrainBatch(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        completion_mask=completion_mask,
-        behavior_logp=behavior_logp,
-        rewards=torch.tensor([g.rewards[i] for g, i in rows], dtype=torch.float32),
-        group_ids=torch.tensor([group_of[id(g)] for g, _ in rows], dtype=torch.long),
-        versions=torch.tensor([g.policy_version for g, _ in rows], dtype=torch.long),
-        behavior_known=torch.tensor([g.behavior_logprobs is not None for g, _ in rows], dtype=torch.bool),
-        external=torch.tensor([not g.is_local for g, _ in rows], dtype=torch.bool),
+        prompt_ids=torch.tensor(_padded(prompts, prompt_width, pad_id, left=True), dtype=torch.long),
+        prompt_mask=torch.tensor(_padded([[1] * len(p) for p in prompts], prompt_width, 0, left=True), dtype=torch.long),
+        completion_ids=torch.tensor(_padded(completions, width, pad_id), dtype=torch.long),
+        completion_mask=torch.tensor(_padded([[1.0] * len(c) for c in completions], width, 0.0), dtype=torch.float32),
+        behavior_logp=torch.tensor(_padded(behavior, width, 0.0), dtype=torch.float32),
+        rewards=torch.tensor([g.rewards[i] for _, g, i in rows], dtype=torch.float32),
+        group_ids=torch.tensor([k for k, _, _ in rows], dtype=torch.long),
+        versions=torch.tensor([g.policy_version for _, g, _ in rows], dtype=torch.long),
+        behavior_known=torch.tensor([g.behavior_logprobs is not None for _, g, _ in rows], dtype=torch.bool),
+        external=torch.tensor([not g.is_local for _, g, _ in rows], dtype=torch.bool),
     )
