@@ -241,12 +241,12 @@ def swarm_local(
 @bench_app.command("async")
 def bench_async_command(
     model: str = typer.Option("bundled:tiny-policy", "--model", help="hub id, local path or bundled:<name>"),
-    steps: int = typer.Option(8, "--steps", min=1, help="training steps timed each way"),
+    steps: int = typer.Option(30, "--steps", min=1, help="training steps timed each way"),
     prompts: int = typer.Option(32, "--prompts", min=1, help="prompts per step"),
     samples: int = typer.Option(8, "--samples", min=1, help="samples per prompt"),
     max_staleness: int = typer.Option(1, "--max-staleness", min=1, help="async staleness bound (eta)"),
     cores: int = typer.Option(os.cpu_count() or 2, "--cores", min=1, help="CPU threads to use"),
-    repeats: int = typer.Option(1, "--repeats", min=1, help="repeat every run, interleaved, and report medians"),
+    repeats: int = typer.Option(3, "--repeats", min=1, help="repeat every run, interleaved, and report medians"),
     as_json: bool = typer.Option(False, "--json", help="last line: one JSON object with the figures"),
 ) -> None:
     """Train the same number of samples synchronously and asynchronously; print samples/s and the ratio."""

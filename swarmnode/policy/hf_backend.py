@@ -1,8 +1,9 @@
 """The `hf` generation backend: batched sampling with a KV cache on a transformers model.
 
 Two decode paths: a hand-written cached loop (default) and `model.generate`. The loop skips
-generate()'s per-step processor machinery; `scripts/bench_generation.py` measures both on the
-bundled policy and the README quotes the ratio.
+generate()'s per-step processor machinery, prefills each prompt once for all its samples and
+drops a sample from the batch once it has ended; `scripts/bench_generation.py` measures both
+on the bundled policy and the README quotes the ratio.
 """
 from __future__ import annotations
 
@@ -40,12 +41,14 @@ class HFGenerator:
         if decode not in ("loop", "generate"):
             raise ValueError("decode is 'loop' or 'generate'")
         self.model = model.eval()
+        self.device = next(model.parameters()).device
         self.tokenizer = tokenizer
         self.policy_version = policy_version
         self.decode = decode
         eos = tokenizer.eos_token_id
-        self.eos_ids = torch.tensor([eos] if isinstance(eos, int) else list(eos), dtype=torch.long)
-        self._eos = set(self.eos_ids.tolist())
+        eos_ids = [eos] if isinstance(eos, int) else list(eos)
+        self.eos_ids = torch.tensor(eos_ids, dtype=torch.long, device=self.device)
+        self._eos = set(eos_ids)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else int(self.eos_ids[0])
 
     def load_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
@@ -56,7 +59,7 @@ class HFGenerator:
         prompt_ids = [self.tokenizer(format_prompt(self.tokenizer, q), add_special_tokens=False)["input_ids"] for q in prompts]
         generator = None
         if params.seed is not None:
-            generator = torch.Generator().manual_seed(params.seed)
+            generator = torch.Generator(device=self.device).manual_seed(params.seed)
         decode = self._decode_loop if self.decode == "loop" else self._decode_generate
         tokens, logprobs = decode(prompt_ids, samples_per_prompt, params, generator)
         groups = []
@@ -81,7 +84,7 @@ class HFGenerator:
           to max_new_tokens).
         Finished positions hold the pad token and log-prob 0, as before.
         """
-        input_ids, mask = left_pad(prompt_ids, self.pad_id)
+        input_ids, mask = (t.to(self.device) for t in left_pad(prompt_ids, self.pad_id))
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                          past_key_values=DynamicCache(), use_cache=True)
@@ -92,9 +95,9 @@ class HFGenerator:
         mask = mask.repeat_interleave(samples, dim=0)
         next_position = positions[:, -1:].repeat_interleave(samples, dim=0) + 1
         rows = len(prompt_ids) * samples
-        tokens = torch.full((rows, params.max_new_tokens), self.pad_id, dtype=torch.long)
-        logprobs = torch.zeros((rows, params.max_new_tokens))
-        running = torch.arange(rows)  # batch position -> row
+        tokens = torch.full((rows, params.max_new_tokens), self.pad_id, dtype=torch.long, device=self.device)
+        logprobs = torch.zeros((rows, params.max_new_tokens), device=self.device)
+        running = torch.arange(rows, device=self.device)  # batch position -> row
         width = 0
         for step in range(params.max_new_tokens):
             token, logprob = sample_next(logits, params.temperature, params.top_p, generator)
@@ -110,19 +113,19 @@ class HFGenerator:
                     break
                 running, token, mask, next_position = running[keep], token[keep], mask[keep], next_position[keep]
                 cache.batch_select_indices(keep)
-            mask = torch.cat([mask, torch.ones((len(running), 1), dtype=mask.dtype)], dim=1)
+            mask = torch.cat([mask, mask.new_ones((len(running), 1))], dim=1)
             out = self.model(input_ids=token[:, None], attention_mask=mask, position_ids=next_position,
                              past_key_values=cache, use_cache=True)
             logits = out.logits[:, -1]
             next_position = next_position + 1
-        return tokens[:, :width], logprobs[:, :width]
+        return tokens[:, :width].cpu(), logprobs[:, :width].cpu()
 
     @torch.inference_mode()
     def _decode_generate(self, prompt_ids, samples, params, generator) -> tuple[torch.Tensor, torch.Tensor]:
         """The same through model.generate (for comparison; seeds the global RNG)."""
         if params.seed is not None:
             torch.manual_seed(params.seed)
-        input_ids, mask = left_pad([ids for ids in prompt_ids for _ in range(samples)], self.pad_id)
+        input_ids, mask = (t.to(self.device) for t in left_pad([ids for ids in prompt_ids for _ in range(samples)], self.pad_id))
         greedy = params.temperature <= 0.0
         out = self.model.generate(
             input_ids=input_ids, attention_mask=mask, max_new_tokens=params.max_new_tokens,

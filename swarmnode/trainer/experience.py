@@ -92,6 +92,9 @@ class TrainBatch:
     def completion_lengths(self) -> torch.Tensor:
         return self.completion_mask.sum(dim=1).long()
 
+    def to(self, device) -> "TrainBatch":
+        return TrainBatch(**{name: value.to(device) for name, value in vars(self).items()})
+
     def select(self, rows: torch.Tensor) -> "TrainBatch":
         """The batch restricted to `rows` (bool [B]) and their groups, trimmed to the longest left."""
         kept_groups, group_ids = torch.unique(self.group_ids[rows], return_inverse=True)

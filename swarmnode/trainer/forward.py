@@ -4,9 +4,10 @@ A group's completions share their prompt, so the prompt runs through the model o
 and its keys/values are handed to every completion of the group (gradients flow back through
 them to the shared prompt pass). Completions are then run in chunks of similar length, so a
 batch whose answers take 2-3 tokens is not padded out to its one 8-token sample. On the bundled
-policy this cuts the positions the model runs over from ~4,100 (every row = prompt +
-completion, padded to the longest) to ~1,300 per 32x8 batch; `scripts/bench_trainer.py`
-measures the step time against the one-sequence-per-row pass.
+policy this cuts the positions the model runs over per 32x8 batch from ~3,300 (every row =
+prompt + completion, padded to the longest) to ~870, and from ~1,400 to ~420 for the rows left
+once zero-advantage groups are dropped; `scripts/bench_trainer.py` times an update against the
+one-sequence-per-row pass.
 
 The result equals the plain pass over padded prompt + completion rows: attention never crosses
 into padding, and positions count real tokens only (tests/unit/test_trainer_forward.py).
@@ -55,6 +56,7 @@ def completion_logprobs(model, batch: TrainBatch, temperature: float = 1.0,
 
     Differentiable with respect to the model's parameters when grad is enabled.
     """
+    device = batch.prompt_ids.device
     prompt_positions = _prompt_positions(batch.prompt_mask)
     prompt_out = model(input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask, position_ids=prompt_positions,
                        past_key_values=DynamicCache(), use_cache=True)
@@ -65,7 +67,7 @@ def completion_logprobs(model, batch: TrainBatch, temperature: float = 1.0,
     width = batch.completion_ids.shape[1]
     parts, order = [], []
     for rows in length_chunks(lengths, overhead):
-        index = torch.tensor(rows, dtype=torch.long)
+        index = torch.tensor(rows, dtype=torch.long, device=device)
         groups = batch.group_ids[index]
         chunk_width = max(1, max(lengths[r] for r in rows))
         tokens = batch.completion_ids[index, :chunk_width]
@@ -74,7 +76,7 @@ def completion_logprobs(model, batch: TrainBatch, temperature: float = 1.0,
             # Feed tokens 0..w-2: each predicts the next; the last token predicts nothing needed.
             feed = tokens[:, :-1]
             mask = torch.cat([batch.prompt_mask[groups], batch.completion_mask[index, : chunk_width - 1].long()], dim=1)
-            positions = prompt_end[groups][:, None] + torch.arange(chunk_width - 1)[None]
+            positions = prompt_end[groups][:, None] + torch.arange(chunk_width - 1, device=device)[None]
             cache = DynamicCache(ddp_cache_data=[(k[groups], v[groups]) for k, v in prompt_cache])
             out = model(input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True)
             logits = torch.cat([logits, out.logits], dim=1)
@@ -82,6 +84,6 @@ def completion_logprobs(model, batch: TrainBatch, temperature: float = 1.0,
         parts.append(torch.nn.functional.pad(logp, (0, width - chunk_width)))
         order.extend(rows)
     stacked = torch.cat(parts, dim=0)
-    inverse = torch.empty(len(order), dtype=torch.long)
-    inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(len(order))
+    inverse = torch.empty(len(order), dtype=torch.long, device=device)
+    inverse[torch.tensor(order, dtype=torch.long, device=device)] = torch.arange(len(order), device=device)
     return stacked[inverse] * batch.completion_mask

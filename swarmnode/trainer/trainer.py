@@ -52,6 +52,7 @@ class StepResult:
 class Trainer:
     def __init__(self, model, pad_id: int, config: TrainerConfig, version: int = 0):
         self.model = model.eval()
+        self.device = next(model.parameters()).device
         self.pad_id = pad_id
         self.config = config
         self.version = version
@@ -82,7 +83,7 @@ class Trainer:
         # Groups whose rewards are all equal have zero advantage: they add nothing to the loss
         # (their tokens are outside the token-level mean) but would cost a forward and backward
         # pass, so they leave the batch before the model sees it.
-        batch = batch.select(keep)
+        batch = batch.select(keep).to(self.device)
         advantages = group_advantages(batch.rewards, batch.group_ids, scale_by_std=self.config.scale_advantages_by_std)
         mask = batch.completion_mask
         if self.config.external_positive_only:

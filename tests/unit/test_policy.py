@@ -103,3 +103,27 @@ def test_finish_completion_cuts_at_eos_and_stop_strings():
     assert (c.text, c.finish_reason, c.token_ids) == ("12", "stop", ids[:2])
     c = finish_completion(tok, {eos}, ids[:3], [-0.1] * 3, ())
     assert c.finish_reason == "length" and c.logprobs == [-0.1] * 3
+
+
+def test_rows_that_end_early_leave_the_batch_and_the_rest_stay_exact(tiny_dir):
+    """Shared prefill + dropping finished rows: every sample still gets teacher-forced log-probs."""
+    policy = load_policy(str(tiny_dir))
+    params = SamplingParams(temperature=1.0, max_new_tokens=8, seed=5)
+    prompts = ["1+2=", "34+5+67=", "9=", "12+30="]
+    first = HFGenerator(policy.model, policy.tokenizer).generate(prompts, 6, params)
+    counts: dict[int, int] = {}
+    for c in (c for g in first for c in g.completions):
+        for t in c.token_ids:
+            counts[t] = counts.get(t, 0) + 1
+    # Make the most sampled token the end token, so that rows end at many different steps.
+    policy.tokenizer.eos_token_id = max(counts, key=counts.get)
+    groups = HFGenerator(policy.model, policy.tokenizer).generate(prompts, 6, params)
+    lengths = {len(c.token_ids) for g in groups for c in g.completions}
+    assert len(lengths) >= 3 and max(lengths) == 8  # some rows ended early, others ran on
+    for group in groups:
+        for c in group.completions:
+            full = torch.tensor([group.prompt_token_ids + c.token_ids])
+            with torch.no_grad():
+                logits = policy.model(full).logits[0, len(group.prompt_token_ids) - 1: -1]
+            recomputed = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(c.token_ids)[:, None]).squeeze(-1)
+            assert torch.allclose(recomputed, torch.tensor(c.logprobs), atol=1e-4)
