@@ -2,8 +2,8 @@
 
 Threads in one process share the GIL, and a small model's decode loop is mostly Python between
 short torch calls, so a generator thread and a trainer thread mostly take turns. Measured here
-(bundled policy, one core each): generation 0.19 s/step and training 0.19 s/step side by side in
-two processes, against 0.24 s/step for the pair as two threads. So the generator runs in a child
+(`swarmnode bench async`, bundled policy, one core each): as a child process the generator makes
+async 1.3-1.6x faster than sync, as a thread 0.9-1.1x. So the generator runs in a child
 process, as in AReaL:
 
 - weights: the trainer copies its state dict into shared-memory tensors and bumps a shared
