@@ -52,7 +52,8 @@ def describe_validation_error(error: ValidationError, source: str) -> str:
     given = first.get("input")
     shown = "" if isinstance(given, (dict, list)) else f" (got {given!r})"
     msg = first["msg"].removeprefix("Value error, ")
-    return f"config error in {source}: {field}: {msg}{shown}; fix it in {source} or see configs/default.yaml"
+    where = f"{field}: " if loc else ""  # a check across sections names its fields in its message
+    return f"config error in {source}: {where}{msg}{shown}; fix it in {source} or see configs/default.yaml"
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Section(BaseModel):
@@ -97,6 +97,10 @@ class TrainingConfig(_Section):
     eval_size: int = Field(64, ge=1, description="held-out items per task")
     checkpoint_every: int = Field(10, ge=1, description="checkpoint every this many versions")
     threads: int = Field(0, ge=0, description="torch threads (0: all cores)")
+    generator: Literal["thread", "process"] = Field(
+        "thread", description="run the hf generator as a thread, or as a child process with a core of its own "
+                              "(faster on a CPU node: no shared GIL; hf backend on cpu only)"
+    )
     max_steps: int | None = Field(None, ge=1, description="stop training after this many steps (the node keeps serving)")
 
 
@@ -121,3 +125,12 @@ class NodeConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     rollouts: RolloutGossipConfig = Field(default_factory=RolloutGossipConfig)
+
+    @model_validator(mode="after")
+    def _generator_process_needs_hf_on_cpu(self) -> "NodeConfig":
+        if self.training.generator == "process" and (self.model.backend != "hf" or self.model.device != "cpu"):
+            raise ValueError(
+                f"training.generator: process runs the hf backend on cpu only (model.backend is {self.model.backend}, "
+                f"model.device is {self.model.device}); set training.generator: thread"
+            )
+        return self

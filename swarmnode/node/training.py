@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import queue
 import threading
 from collections import deque
@@ -24,6 +25,7 @@ from swarmnode.store.metrics import MetricsStore
 from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
 from swarmnode.trainer.experience import ScoredGroup
 from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, make_buffer, prompt_stream
+from swarmnode.trainer.process_loop import ProcessAsyncRunner
 from swarmnode.trainer.trainer import StepResult, Trainer, TrainerConfig
 
 log = logging.getLogger("swarmnode.training")
@@ -84,7 +86,7 @@ class TrainingService:
         self._buffer = None
         self._version = 0
         self._lock = threading.Lock()
-        self._runner: AsyncRunner | None = None
+        self._runner: AsyncRunner | ProcessAsyncRunner | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._state: dict[str, Any] = {"running": False, "phase": "loading model"}
@@ -154,6 +156,9 @@ class TrainingService:
         t = self.config.training
         if t.threads:
             torch.set_num_threads(t.threads)
+        elif t.generator == "process":
+            # The generator child takes one core; a trainer on every core would oversubscribe them.
+            torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
         policy = load_policy(self.config.model.name_or_path, device=self.config.model.device, dtype=self.config.model.dtype)
         self.fingerprint = policy.fingerprint
         self.tokenizer_fingerprint = tokenizer_fingerprint(policy.tokenizer)
@@ -166,15 +171,20 @@ class TrainingService:
             state = load_checkpoint(resumed, trainer.model, trainer.optimizer)
             trainer.version = state.version
             log.info("resumed from %s at policy version %d", resumed.name, state.version)
-        generator = make_generator(self.config, trainer, policy)
         evaluator = HFGenerator(trainer.model, policy.tokenizer)
         rollout = rollout_config(self.config)
         items = heldout_items(rollout.tasks, t.eval_size)
         start_index = state.stream_position // len(rollout.tasks)
-        stream = prompt_stream(rollout.tasks, rollout.data_seed, start_index, exclude=questions_of(items))
         self._version = trainer.version
         buffer = make_buffer(rollout, quality=self.quality, seed=rollout.data_seed)
-        runner = AsyncRunner(generator, trainer, stream, rollout, buffer=buffer, on_generated=self._share)
+        if t.generator == "process":
+            # The child loads the model itself and takes the trainer's weights before its first batch.
+            runner = ProcessAsyncRunner(policy.name, trainer, rollout, stream_start=start_index,
+                                        exclude=questions_of(items), threads=1, buffer=buffer, on_generated=self._share)
+        else:
+            stream = prompt_stream(rollout.tasks, rollout.data_seed, start_index, exclude=questions_of(items))
+            runner = AsyncRunner(make_generator(self.config, trainer, policy), trainer, stream, rollout,
+                                 buffer=buffer, on_generated=self._share)
         self._runner = runner
         # Its own tokenizer copy: fast tokenizers are not safe to share across threads.
         self.intake = RolloutIntake(copy.deepcopy(policy.tokenizer), model_fingerprint=policy.fingerprint,

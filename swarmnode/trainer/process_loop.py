@@ -25,7 +25,8 @@ import time
 import torch
 import torch.multiprocessing as mp
 
-from swarmnode.trainer.loop import RolloutConfig, StepCallback, generate_groups, make_buffer, prompt_stream
+from swarmnode.trainer.buffer import ExperienceBuffer
+from swarmnode.trainer.loop import GroupsCallback, RolloutConfig, StepCallback, generate_groups, make_buffer, prompt_stream
 from swarmnode.trainer.trainer import StepResult, Trainer
 
 
@@ -66,10 +67,12 @@ class ProcessAsyncRunner:
     """Same surface as loop.AsyncRunner; the generator is a child process loading `model_name`."""
 
     def __init__(self, model_name: str, trainer: Trainer, config: RolloutConfig, *, stream_start: int = 0,
-                 exclude: frozenset = frozenset(), threads: int = 1):
+                 exclude: frozenset = frozenset(), threads: int = 1, buffer: ExperienceBuffer | None = None,
+                 on_generated: GroupsCallback | None = None):
         self.trainer = trainer
         self.config = config
-        self.buffer = make_buffer(config)
+        self.buffer = buffer if buffer is not None else make_buffer(config)
+        self.on_generated = on_generated  # e.g. share the groups with the swarm (called on the feeder thread)
         self.generated_tokens = 0
         self.generate_seconds = 0.0
         self.items_generated = 0
@@ -106,6 +109,8 @@ class ProcessAsyncRunner:
             self.items_generated += stats["items"]
             self.generator_wait_s += stats["waited"]
             self.buffer.put(groups)
+            if self.on_generated is not None:
+                self.on_generated(groups)
         self.buffer.close()
 
     def _publish(self) -> None:
@@ -130,7 +135,8 @@ class ProcessAsyncRunner:
         results = []
         try:
             for _ in itertools.count() if steps is None else range(steps):
-                take = self.buffer.take(self.config.prompts_per_step, self.config.external_rollouts, self.trainer.version)
+                take = self.buffer.take(self.config.prompts_per_step, self.config.external_rollouts, self.trainer.version,
+                                        external_wait=self.config.external_wait_s)
                 if self._failed:
                     raise RuntimeError(f"the generator process exited with code {self._process.exitcode}")
                 if self._stop.is_set() or not take.groups:

@@ -2,26 +2,33 @@
 import signal
 import sqlite3
 
+import psutil
 import pytest
 
 from swarmnode.store.checkpoints import latest_checkpoint
 from tests.integration.conftest import alive, child_pids, status_json, wait_until
 
 
-@pytest.fixture
-def training_config(tmp_path, local_config):
+@pytest.fixture(params=["thread", "process"])
+def training_config(request, tmp_path, local_config):
     path = tmp_path / "training.yaml"
     path.write_text(
         local_config.read_text().replace("name_or_path: null", "name_or_path: bundled:tiny-policy")
         + "\ntraining:\n  local_rollouts: 8\n  samples_per_prompt: 8\n  eval_every: 5\n  eval_size: 16\n"
-          "  checkpoint_every: 5\n"
+          f"  checkpoint_every: 5\n  generator: {request.param}\n"
     )
     return path
+
+
+def multiprocessing_children(pid: int) -> list[psutil.Process]:
+    """The daemon's multiprocessing children: the generator (training.generator: process) and its resource tracker."""
+    return [c for c in psutil.Process(pid).children(recursive=True) if "multiprocessing" in " ".join(c.cmdline())]
 
 
 def test_node_trains_checkpoints_and_resumes_after_sigkill(make_swarm, training_config):
     swarm = make_swarm(1, training_config)
     node = swarm.nodes[0]
+    as_process = "generator: process" in training_config.read_text()
     training = wait_until(lambda: (t := status_json(node.home)["training"])["running"] and (t["policy_version"] or 0) >= 6 and t,
                           timeout=180, what="the node to train past version 5")
     assert training["model"] == "bundled:tiny-policy" and training["heldout_accuracy"] is not None
@@ -34,8 +41,11 @@ def test_node_trains_checkpoints_and_resumes_after_sigkill(make_swarm, training_
         assert db.execute("SELECT COUNT(*) FROM metrics WHERE name = 'reward_mean'").fetchone()[0] >= 5
 
     p2pd = child_pids(node.home)
+    spawned = multiprocessing_children(node.process.pid)
+    assert len([c for c in spawned if "spawn_main" in " ".join(c.cmdline())]) == (1 if as_process else 0)
     swarm.kill(0, signal.SIGKILL)
-    wait_until(lambda: not any(alive(pid) for pid in p2pd), timeout=10, what="p2pd to die with the node")
+    wait_until(lambda: not any(alive(pid) for pid in p2pd + [c.pid for c in spawned]), timeout=10,
+               what="p2pd and the generator process to die with the node")
     swarm.restart(0)
     resumed = wait_until(lambda: (t := status_json(node.home)["training"])["policy_version"] is not None and t,
                          timeout=120, what="training to resume")

@@ -34,6 +34,8 @@ def test_precedence_file_env_overrides(tmp_path):
         ("swarm:\n  initial_peers: ['/ip4/1.2.3.4/tcp/5']\n", "no /p2p/<peer id> part"),
         ("swarm: [\n", "not valid YAML"),
         ("- a\n- b\n", "top level must be a mapping"),
+        ("training:\n  generator: fork\n", "training.generator:"),
+        ("model:\n  backend: vllm\ntraining:\n  generator: process\n", "set training.generator: thread"),
     ],
 )
 def test_errors_are_one_line_naming_the_field(tmp_path, text, expected):
