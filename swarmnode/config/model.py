@@ -128,7 +128,7 @@ class NodeConfig(_Section):
 
     @model_validator(mode="after")
     def _generator_process_needs_hf_on_cpu(self) -> "NodeConfig":
-        if self.training.generator == "process" and (self.model.backend != "hf" or self.model.device != "cpu"):
+        if self.training.generator == "process" and (self.model.backend != "hf" or self.model.device.split(":")[0] != "cpu"):
             raise ValueError(
                 f"training.generator: process runs the hf backend on cpu only (model.backend is {self.model.backend}, "
                 f"model.device is {self.model.device}); set training.generator: thread"

@@ -180,7 +180,8 @@ class TrainingService:
         if t.generator == "process":
             # The child loads the model itself and takes the trainer's weights before its first batch.
             runner = ProcessAsyncRunner(policy.name, trainer, rollout, stream_start=start_index,
-                                        exclude=questions_of(items), threads=1, buffer=buffer, on_generated=self._share)
+                                        exclude=questions_of(items), threads=1, buffer=buffer, on_generated=self._share,
+                                        dtype=self.config.model.dtype)
         else:
             stream = prompt_stream(rollout.tasks, rollout.data_seed, start_index, exclude=questions_of(items))
             runner = AsyncRunner(make_generator(self.config, trainer, policy), trainer, stream, rollout,

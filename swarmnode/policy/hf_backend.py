@@ -87,7 +87,7 @@ class HFGenerator:
         input_ids, mask = (t.to(self.device) for t in left_pad(prompt_ids, self.pad_id))
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                         past_key_values=DynamicCache(), use_cache=True)
+                         past_key_values=DynamicCache(), use_cache=True, logits_to_keep=1)
         cache = out.past_key_values
         if samples > 1:
             cache.batch_repeat_interleave(samples)

@@ -114,7 +114,15 @@ def load_checkpoint(path: Path, model, optimizer) -> TrainingState:
     """Restore weights, optimizer and RNG from `path`; return the training state."""
     model.load_state_dict(load_file(str(path / "model.safetensors")))
     meta = json.loads((path / "state.json").read_text(encoding="utf-8"))
-    optimizer.load_state_dict(unflatten_optimizer(load_file(str(path / "optimizer.safetensors")), meta["optimizer"]))
+    state = unflatten_optimizer(load_file(str(path / "optimizer.safetensors")), meta["optimizer"])
+    # How the optimizer steps (fused, foreach) is this process's choice, not the checkpoint's:
+    # load_state_dict would otherwise bring back the flags of whichever version saved it. Set
+    # before loading, so that torch places the step counters where the fused kernel wants them.
+    for saved, current in zip(state["param_groups"], optimizer.param_groups):
+        for flag in ("fused", "foreach"):
+            if flag in current:
+                saved[flag] = current[flag]
+    optimizer.load_state_dict(state)
     torch.set_rng_state(torch.tensor(meta["rng"]["torch"], dtype=torch.uint8))
     version, internal, gauss = meta["rng"]["python"]
     random.setstate((version, tuple(internal), gauss))

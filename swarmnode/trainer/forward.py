@@ -59,7 +59,7 @@ def completion_logprobs(model, batch: TrainBatch, temperature: float = 1.0,
     device = batch.prompt_ids.device
     prompt_positions = _prompt_positions(batch.prompt_mask)
     prompt_out = model(input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask, position_ids=prompt_positions,
-                       past_key_values=DynamicCache(), use_cache=True)
+                       past_key_values=DynamicCache(), use_cache=True, logits_to_keep=1)
     prompt_cache = [(layer.keys, layer.values) for layer in prompt_out.past_key_values.layers]
     first_logits = prompt_out.logits[:, -1]  # [G, V]: predicts each completion's first token
     prompt_end = prompt_positions[:, -1] + 1  # [G]: the position of each completion's first token

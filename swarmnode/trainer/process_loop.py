@@ -30,7 +30,7 @@ from swarmnode.trainer.loop import GroupsCallback, RolloutConfig, StepCallback, 
 from swarmnode.trainer.trainer import StepResult, Trainer
 
 
-def _generator_main(model_name, shared, version, steps_done, cond, stop, out, config: RolloutConfig,
+def _generator_main(model_name, dtype, shared, version, steps_done, cond, stop, out, config: RolloutConfig,
                     stream_start: int, exclude, threads: int) -> None:
     """The child: generate, score and send batches until `stop`, loading shared weights."""
     if sys.platform.startswith("linux"):
@@ -39,7 +39,7 @@ def _generator_main(model_name, shared, version, steps_done, cond, stop, out, co
     from swarmnode.policy import load_policy
     from swarmnode.policy.hf_backend import HFGenerator
 
-    policy = load_policy(model_name)
+    policy = load_policy(model_name, dtype=dtype)  # the trainer's precision: behaviour log-probs must match it
     generator = HFGenerator(policy.model, policy.tokenizer, policy_version=-1)
     stream = prompt_stream(config.tasks, config.data_seed, stream_start, exclude)
     for batch in itertools.count():
@@ -68,7 +68,7 @@ class ProcessAsyncRunner:
 
     def __init__(self, model_name: str, trainer: Trainer, config: RolloutConfig, *, stream_start: int = 0,
                  exclude: frozenset = frozenset(), threads: int = 1, buffer: ExperienceBuffer | None = None,
-                 on_generated: GroupsCallback | None = None):
+                 on_generated: GroupsCallback | None = None, dtype: str = "float32"):
         self.trainer = trainer
         self.config = config
         self.buffer = buffer if buffer is not None else make_buffer(config)
@@ -77,41 +77,43 @@ class ProcessAsyncRunner:
         self.generate_seconds = 0.0
         self.items_generated = 0
         self.generator_wait_s = 0.0
-        context = mp.get_context("spawn")
-        self._shared = {k: v.detach().clone().share_memory_() for k, v in trainer.model.state_dict().items()}
-        self._version = context.Value("q", trainer.version, lock=False)
-        self._steps_done = context.Value("q", 0, lock=False)
-        self._cond = context.Condition()
-        self._stop = context.Event()
-        self._out = context.Queue()
-        self._process = context.Process(
-            target=_generator_main, name="swarmnode-generator", daemon=True,
-            args=(model_name, self._shared, self._version, self._steps_done, self._cond, self._stop, self._out,
-                  config, stream_start, exclude, threads),
-        )
+        self._child_args = (model_name, dtype, config, stream_start, exclude, threads)
+        self._context = mp.get_context("spawn")
+        self._version = self._context.Value("q", trainer.version, lock=False)
+        self._steps_done = self._context.Value("q", 0, lock=False)
+        self._cond = self._context.Condition()
+        self._stop = self._context.Event()
+        self._out = self._context.Queue()
+        self._shared: dict[str, torch.Tensor] = {}  # allocated by run(): a model-sized copy
+        self._process = None
         self._feeder: threading.Thread | None = None
         self._failed = False
+        self._error: BaseException | None = None
 
     def _feed(self) -> None:
-        while True:
-            try:
-                message = self._out.get(timeout=1.0)
-            except queue.Empty:
-                if not self._process.is_alive():
-                    self._failed = not self._stop.is_set()
+        try:
+            while True:
+                try:
+                    message = self._out.get(timeout=1.0)
+                except queue.Empty:
+                    if not self._process.is_alive():
+                        self._failed = not self._stop.is_set()
+                        break
+                    continue
+                if message is None:
                     break
-                continue
-            if message is None:
-                break
-            groups, stats = message
-            self.generate_seconds += stats["seconds"]
-            self.generated_tokens += stats["tokens"]
-            self.items_generated += stats["items"]
-            self.generator_wait_s += stats["waited"]
-            self.buffer.put(groups)
-            if self.on_generated is not None:
-                self.on_generated(groups)
-        self.buffer.close()
+                groups, stats = message
+                self.generate_seconds += stats["seconds"]
+                self.generated_tokens += stats["tokens"]
+                self.items_generated += stats["items"]
+                self.generator_wait_s += stats["waited"]
+                self.buffer.put(groups)
+                if self.on_generated is not None:
+                    self.on_generated(groups)
+        except BaseException as e:  # noqa: BLE001 - surfaced by run()
+            self._error = e
+        finally:
+            self.buffer.close()  # a trainer waiting for groups returns instead of hanging
 
     def _publish(self) -> None:
         state = self.trainer.model.state_dict()
@@ -129,14 +131,25 @@ class ProcessAsyncRunner:
         self.buffer.close()
 
     def run(self, steps: int | None, on_step: StepCallback | None = None) -> list[StepResult]:
-        self._process.start()
-        self._feeder = threading.Thread(target=self._feed, name="swarmnode-rollout-feeder", daemon=True)
-        self._feeder.start()
+        if self._stop.is_set():
+            return []
+        model_name, dtype, config, stream_start, exclude, threads = self._child_args
+        self._shared = {k: v.detach().cpu().clone().share_memory_() for k, v in self.trainer.model.state_dict().items()}
+        self._process = self._context.Process(
+            target=_generator_main, name="swarmnode-generator", daemon=True,
+            args=(model_name, dtype, self._shared, self._version, self._steps_done, self._cond, self._stop, self._out,
+                  config, stream_start, exclude, threads),
+        )
         results = []
         try:
+            self._process.start()
+            self._feeder = threading.Thread(target=self._feed, name="swarmnode-rollout-feeder", daemon=True)
+            self._feeder.start()
             for _ in itertools.count() if steps is None else range(steps):
                 take = self.buffer.take(self.config.prompts_per_step, self.config.external_rollouts, self.trainer.version,
                                         external_wait=self.config.external_wait_s)
+                if self._error is not None:
+                    raise RuntimeError("the rollout feeder failed") from self._error
                 if self._failed:
                     raise RuntimeError(f"the generator process exited with code {self._process.exitcode}")
                 if self._stop.is_set() or not take.groups:
@@ -148,9 +161,12 @@ class ProcessAsyncRunner:
                     on_step(result, take.dropped_stale)
         finally:
             self.stop()
-            self._process.join(timeout=30)
-            if self._process.is_alive():
-                self._process.kill()
-                self._process.join()
-            self._feeder.join(timeout=30)
+            if self._process.pid is not None:  # it started
+                self._process.join(timeout=30)
+                if self._process.is_alive():
+                    self._process.kill()
+                    self._process.join()
+            if self._feeder is not None:
+                self._feeder.join(timeout=30)
+            self._shared = {}
         return results

@@ -59,3 +59,17 @@ def test_background_checkpointer_snapshots_before_later_updates(tmp_path):
     fresh, fresh_opt = model_and_optimizer(1)
     load_checkpoint(latest_checkpoint(tmp_path), fresh, fresh_opt)
     assert all(torch.equal(saved[k], v) for k, v in fresh.state_dict().items())
+
+
+def test_loading_keeps_the_running_optimizers_fused_flag(tmp_path):
+    model, optimizer = model_and_optimizer(0)  # saved by an unfused AdamW (as checkpoints before fused were)
+    save_checkpoint(tmp_path, model.state_dict(), optimizer.state_dict(), TrainingState(1, 1, 0, {}))
+    torch.manual_seed(1)
+    fresh = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    fused = torch.optim.AdamW(fresh.parameters(), lr=1e-2, fused=True)
+    load_checkpoint(latest_checkpoint(tmp_path), fresh, fused)
+    assert all(group["fused"] is True for group in fused.param_groups)
+    s1, s2 = optimizer.state_dict()["state"], fused.state_dict()["state"]
+    assert all(torch.equal(s1[i]["exp_avg_sq"], s2[i]["exp_avg_sq"]) for i in s1)
+    fresh(torch.randn(5, 4)).sum().backward()
+    fused.step()  # the fused kernel accepts the loaded state

@@ -68,3 +68,19 @@ def test_process_runner_trains_within_the_staleness_bound_and_cleans_up():
     assert set(runner.buffer.stats.staleness) <= {0, 1}
     assert runner.items_generated >= 3 * CONFIG.prompts_per_step and runner.generated_tokens > 0
     assert not runner._process.is_alive()
+
+
+def test_process_runner_surfaces_a_failing_consumer_instead_of_hanging():
+    from swarmnode.trainer.process_loop import ProcessAsyncRunner
+
+    bundled = load_policy("bundled:tiny-policy")
+    trainer = Trainer(bundled.model, bundled.tokenizer.pad_token_id, TrainerConfig(lr=1e-4))
+
+    def share(groups):
+        raise OSError("disk full")
+
+    runner = ProcessAsyncRunner("bundled:tiny-policy", trainer, CONFIG, on_generated=share)
+    with pytest.raises(RuntimeError, match="feeder failed") as info:
+        runner.run(steps=50)
+    assert isinstance(info.value.__cause__, OSError)
+    assert not runner._process.is_alive() and runner._shared == {}

@@ -30,7 +30,7 @@ def random_groups(vocab, seed):
     groups = []
     for g in range(5):
         prompt = [rng.randrange(vocab) for _ in range(rng.randint(1, 7))]
-        completions = [[rng.randrange(vocab) for _ in range(rng.choice([1, 1, 2, 3, 9]))] for _ in range(rng.randint(1, 4))]
+        completions = [[rng.randrange(vocab) for _ in range(rng.choice([0, 1, 1, 2, 3, 9]))] for _ in range(rng.randint(1, 4))]
         groups.append(ScoredGroup(ref=TaskRef("sum2", 0, g), prompt_token_ids=prompt, completion_token_ids=completions,
                                   behavior_logprobs=None, rewards=[float(i % 2) for i in range(len(completions))],
                                   policy_version=0))
@@ -54,8 +54,10 @@ def test_shared_prompt_pass_equals_plain_pass_values_and_gradients(tiny_model, a
     got = completion_logprobs(model, batch, temperature=0.7, overhead=overhead)
     rows = [(g, c) for g in groups for c in g.completion_token_ids]
     expected = torch.zeros_like(got)
+    assert 0 in {len(c) for _, c in rows}  # an empty completion is in the batch: it scores nothing
     for r, (g, c) in enumerate(rows):
-        expected[r, : len(c)] = plain_logprobs(model, g.prompt_token_ids, c, 0.7)
+        if c:
+            expected[r, : len(c)] = plain_logprobs(model, g.prompt_token_ids, c, 0.7)
     assert torch.allclose(got, expected, atol=1e-5)
 
     weights = torch.linspace(-1, 1, got.numel()).reshape(got.shape)
