@@ -68,3 +68,13 @@ def save_random_gpt2_policy(path, hidden: int = 48, layers: int = 1):
     GPT2LMHeadModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def teacher_forced_logprobs(model, prompt: list[int], completion: list[int], temperature: float = 1.0):
+    """log softmax(logits / T) of each completion token, [len(completion)], from one plain forward
+    pass over prompt + completion (differentiable when grad is enabled)."""
+    import torch
+
+    logits = model(input_ids=torch.tensor([prompt + completion])).logits[0, len(prompt) - 1: -1].float() / temperature
+    return torch.log_softmax(logits, -1).gather(-1, torch.tensor(completion, dtype=torch.long)[:, None]).squeeze(-1)
+

@@ -27,13 +27,17 @@ def format_prompt(tokenizer, question: str) -> str:
 
 def left_pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask), both [B, max_len], rows aligned to the right."""
+    # Padded as Python lists and made a tensor once: a tensor per row costs more than the
+    # padding itself on small batches.
     width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        ids[i, width - len(row):] = torch.tensor(row, dtype=torch.long)
-        mask[i, width - len(row):] = 1
+    ids = torch.tensor([[pad_id] * (width - len(r)) + list(r) for r in rows], dtype=torch.long)
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=torch.long)
     return ids, mask
+
+
+def left_pad_positions(mask: torch.Tensor) -> torch.Tensor:
+    """Position ids of left-padded rows: 0 at each row's first real token (0 on the padding too)."""
+    return (mask.cumsum(-1) - 1).clamp(min=0)
 
 
 class HFGenerator:
@@ -85,7 +89,7 @@ class HFGenerator:
         Finished positions hold the pad token and log-prob 0, as before.
         """
         input_ids, mask = (t.to(self.device) for t in left_pad(prompt_ids, self.pad_id))
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        positions = left_pad_positions(mask)
         out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                          past_key_values=DynamicCache(), use_cache=True, logits_to_keep=1)
         cache = out.past_key_values

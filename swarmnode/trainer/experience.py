@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import torch
 
 from swarmnode.policy.generation import PromptGeneration
+from swarmnode.policy.hf_backend import left_pad
 from swarmnode.tasks import TaskItem, extract_answer, get_task
 from swarmnode.tasks.base import TaskRef
 
@@ -115,27 +116,26 @@ class TrainBatch:
         )
 
 
-def _padded(rows: list[list], width: int, fill, *, left: bool = False) -> list[list]:
-    return [([fill] * (width - len(r)) + r) if left else (r + [fill] * (width - len(r))) for r in rows]
+def _right_padded(rows: list[list], width: int, fill) -> list[list]:
+    return [r + [fill] * (width - len(r)) for r in rows]
 
 
 def collate(groups: list[ScoredGroup], pad_id: int) -> TrainBatch:
     """Each group's prompt once (left-padded) and every completion as a row (right-padded)."""
-    # Built as padded Python lists and turned into tensors once: a tensor per row would cost
-    # more than the model's forward pass on a small policy.
-    prompts = [list(g.prompt_token_ids) for g in groups]
-    prompt_width = max(len(p) for p in prompts)
+    # Built as padded Python lists and turned into tensors once (as left_pad does): a tensor per
+    # row would cost more than the model's forward pass on a small policy.
+    prompt_ids, prompt_mask = left_pad([g.prompt_token_ids for g in groups], pad_id)
     rows = [(k, g, i) for k, g in enumerate(groups) for i in range(g.size)]
     completions = [list(g.completion_token_ids[i]) for _, g, i in rows]
     width = max(1, max(len(c) for c in completions))
     behavior = [list(g.behavior_logprobs[i]) if g.behavior_logprobs is not None else [0.0] * len(g.completion_token_ids[i])
                 for _, g, i in rows]
     return TrainBatch(
-        prompt_ids=torch.tensor(_padded(prompts, prompt_width, pad_id, left=True), dtype=torch.long),
-        prompt_mask=torch.tensor(_padded([[1] * len(p) for p in prompts], prompt_width, 0, left=True), dtype=torch.long),
-        completion_ids=torch.tensor(_padded(completions, width, pad_id), dtype=torch.long),
-        completion_mask=torch.tensor(_padded([[1.0] * len(c) for c in completions], width, 0.0), dtype=torch.float32),
-        behavior_logp=torch.tensor(_padded(behavior, width, 0.0), dtype=torch.float32),
+        prompt_ids=prompt_ids,
+        prompt_mask=prompt_mask,
+        completion_ids=torch.tensor(_right_padded(completions, width, pad_id), dtype=torch.long),
+        completion_mask=torch.tensor(_right_padded([[1.0] * len(c) for c in completions], width, 0.0), dtype=torch.float32),
+        behavior_logp=torch.tensor(_right_padded(behavior, width, 0.0), dtype=torch.float32),
         rewards=torch.tensor([g.rewards[i] for _, g, i in rows], dtype=torch.float32),
         group_ids=torch.tensor([k for k, _, _ in rows], dtype=torch.long),
         versions=torch.tensor([g.policy_version for _, g, _ in rows], dtype=torch.long),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
+from swarmnode.policy.hf_backend import left_pad_positions
 from swarmnode.trainer.experience import TrainBatch
 from swarmnode.trainer.objectives import token_logprobs
 
@@ -45,11 +46,6 @@ def length_chunks(lengths: list[int], overhead: int = CHUNK_OVERHEAD_POSITIONS) 
     return chunks
 
 
-def _prompt_positions(mask: torch.Tensor) -> torch.Tensor:
-    """Position ids of left-padded rows: 0 at each row's first real token."""
-    return (mask.cumsum(-1) - 1).clamp(min=0)
-
-
 def completion_logprobs(model, batch: TrainBatch, temperature: float = 1.0,
                         overhead: int = CHUNK_OVERHEAD_POSITIONS) -> torch.Tensor:
     """log pi(completion token) for every row and position, [B, C] (0 on padding).
@@ -57,7 +53,7 @@ def completion_logprobs(model, batch: TrainBatch, temperature: float = 1.0,
     Differentiable with respect to the model's parameters when grad is enabled.
     """
     device = batch.prompt_ids.device
-    prompt_positions = _prompt_positions(batch.prompt_mask)
+    prompt_positions = left_pad_positions(batch.prompt_mask)
     prompt_out = model(input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask, position_ids=prompt_positions,
                        past_key_values=DynamicCache(), use_cache=True, logits_to_keep=1)
     prompt_cache = [(layer.keys, layer.values) for layer in prompt_out.past_key_values.layers]

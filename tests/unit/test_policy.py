@@ -7,7 +7,7 @@ from transformers import AutoTokenizer
 from swarmnode.policy import PolicyLoadError, SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator, format_prompt, left_pad
 from swarmnode.policy.sampling import sample_next, top_p_filter
-from tests.helpers import save_random_tiny_policy
+from tests.helpers import save_random_tiny_policy, teacher_forced_logprobs
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +58,7 @@ def test_loop_matches_generate_on_greedy_and_logprobs_match_teacher_forcing(tiny
         for c in group.completions:
             assert len(c.token_ids) == len(c.logprobs) > 0 and c.finish_reason in ("stop", "length")
             # Behaviour log-probs equal a teacher-forced forward pass over prompt + completion.
-            full = torch.tensor([group.prompt_token_ids + c.token_ids])
-            with torch.no_grad():
-                logits = policy.model(full).logits[0, len(group.prompt_token_ids) - 1: -1] / 0.8
-            recomputed = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(c.token_ids)[:, None]).squeeze(-1)
+            recomputed = teacher_forced_logprobs(policy.model, group.prompt_token_ids, c.token_ids, 0.8)
             assert torch.allclose(recomputed, torch.tensor(c.logprobs), atol=1e-4)
 
 
@@ -122,8 +119,5 @@ def test_rows_that_end_early_leave_the_batch_and_the_rest_stay_exact(tiny_dir):
     assert len(lengths) >= 3 and max(lengths) == 8  # some rows ended early, others ran on
     for group in groups:
         for c in group.completions:
-            full = torch.tensor([group.prompt_token_ids + c.token_ids])
-            with torch.no_grad():
-                logits = policy.model(full).logits[0, len(group.prompt_token_ids) - 1: -1]
-            recomputed = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(c.token_ids)[:, None]).squeeze(-1)
+            recomputed = teacher_forced_logprobs(policy.model, group.prompt_token_ids, c.token_ids, 1.0)
             assert torch.allclose(recomputed, torch.tensor(c.logprobs), atol=1e-4)

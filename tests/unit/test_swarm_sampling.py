@@ -18,6 +18,7 @@ from swarmnode.trainer.selection import (
     weighted_sample,
 )
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
+from tests.helpers import teacher_forced_logprobs
 
 REF = TaskRef("sum2", 0, 0)
 
@@ -260,11 +261,8 @@ def test_local_reward_mean_without_local_groups_or_gradient(tiny_model):
 
 
 def token_logprobs_of(model, prompt, completion):
-    ids = torch.tensor([prompt + completion])
     with torch.no_grad():
-        logp = torch.log_softmax(model(ids).logits[0, :-1].float(), -1)
-    picked = logp.gather(-1, ids[0, 1:, None]).squeeze(-1)
-    return picked[len(prompt) - 1:].tolist()
+        return teacher_forced_logprobs(model, prompt, completion).tolist()
 
 
 def test_group_without_behaviour_logprobs_trains_as_on_policy(tiny_model):

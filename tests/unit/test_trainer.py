@@ -8,6 +8,7 @@ from swarmnode.tasks import TaskRef
 from swarmnode.trainer.buffer import ExperienceBuffer
 from swarmnode.trainer.experience import ScoredGroup, collate
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
+from tests.helpers import teacher_forced_logprobs
 
 REF = TaskRef("sum2", 0, 0)
 
@@ -51,11 +52,8 @@ def test_buffer_take_waits_for_local_groups():
 
 
 def sequence_logprob(model, prompt, completion):
-    ids = torch.tensor([prompt + completion])
     with torch.no_grad():
-        logp = torch.log_softmax(model(ids).logits[0, :-1].float(), -1)
-    targets = ids[0, 1:]
-    return float(logp.gather(-1, targets[:, None]).squeeze(-1)[len(prompt) - 1:].sum())
+        return float(teacher_forced_logprobs(model, prompt, completion).sum())
 
 
 def test_step_raises_rewarded_completion_and_lowers_the_other(tiny_model):

@@ -7,6 +7,7 @@ import torch
 from swarmnode.tasks import TaskRef
 from swarmnode.trainer.experience import ScoredGroup, collate
 from swarmnode.trainer.forward import completion_logprobs, length_chunks
+from tests.helpers import teacher_forced_logprobs
 
 
 def test_length_chunks_by_hand():
@@ -16,13 +17,6 @@ def test_length_chunks_by_hand():
     assert length_chunks([1, 2, 8, 1, 2], overhead=24) == [[0, 3, 1, 4, 2]]
     assert length_chunks([3, 3, 3], overhead=0) == [[0, 1, 2]]  # equal lengths never split
     assert length_chunks([], overhead=0) == []
-
-
-def plain_logprobs(model, prompt, completion, temperature):
-    """log pi(completion token) from one unpadded prompt + completion sequence."""
-    ids = torch.tensor([prompt + completion])
-    logits = model(input_ids=ids).logits[0, len(prompt) - 1: -1].float() / temperature
-    return torch.log_softmax(logits, -1).gather(-1, torch.tensor(completion)[:, None]).squeeze(-1)
 
 
 def random_groups(vocab, seed):
@@ -57,7 +51,7 @@ def test_shared_prompt_pass_equals_plain_pass_values_and_gradients(tiny_model, a
     assert 0 in {len(c) for _, c in rows}  # an empty completion is in the batch: it scores nothing
     for r, (g, c) in enumerate(rows):
         if c:
-            expected[r, : len(c)] = plain_logprobs(model, g.prompt_token_ids, c, 0.7)
+            expected[r, : len(c)] = teacher_forced_logprobs(model, g.prompt_token_ids, c, 0.7)
     assert torch.allclose(got, expected, atol=1e-5)
 
     weights = torch.linspace(-1, 1, got.numel()).reshape(got.shape)

@@ -15,6 +15,7 @@ import torch  # noqa: E402
 from swarmnode.policy.generation import SamplingParams  # noqa: E402
 from swarmnode.policy.hf_backend import HFGenerator  # noqa: E402
 from swarmnode.policy.sampling import top_p_filter  # noqa: E402
+from tests.helpers import teacher_forced_logprobs  # noqa: E402
 
 MAX_NEW_TOKENS = 8  # the node's default (TrainingConfig.max_new_tokens)
 LOGPROB_TOL = 1e-4  # float32 model; vLLM's CPU kernels differ from torch's in the last bits
@@ -30,21 +31,11 @@ def token_ids(groups) -> list[list[int]]:
 
 
 @torch.inference_mode()
-def teacher_forced_logprobs(model, prompt_ids: list[int], completion_ids: list[int], temperature: float) -> list[float]:
-    """log softmax(logits / T) of each completion token, from one forward pass over prompt + completion."""
-    ids = torch.tensor([prompt_ids + completion_ids])
-    logits = model(input_ids=ids).logits[0].float()
-    start = len(prompt_ids) - 1  # position t predicts token t + 1
-    scaled = logits[start: start + len(completion_ids)] / temperature
-    logp = torch.log_softmax(scaled, dim=-1).gather(-1, torch.tensor(completion_ids)[:, None]).squeeze(-1)
-    return logp.tolist()
-
-
 def max_logprob_gap(model, groups, temperature: float) -> float:
     gap = 0.0
     for group in groups:
         for completion in group.completions:
-            expected = teacher_forced_logprobs(model, group.prompt_token_ids, completion.token_ids, temperature)
+            expected = teacher_forced_logprobs(model, group.prompt_token_ids, completion.token_ids, temperature).tolist()
             gap = max([gap, *(abs(a - b) for a, b in zip(completion.logprobs, expected, strict=True))])
     return gap
 
