@@ -22,6 +22,14 @@ def _age(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.2f} GiB"
+
+
 def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
 
@@ -83,7 +91,31 @@ def status_view(s: dict[str, Any]) -> Group:
             value = rollouts.get(key)
             gossip.add_row(key.replace("_", " "), "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value)))
         parts += [Text(""), Text("rollout gossip", style="bold underline"), gossip]
+    if s.get("storage") and training.get("model"):  # a node without a model keeps no stores
+        parts += [Text(""), Text("storage", style="bold underline"), storage_grid(s["storage"], s.get("dht_time"))]
     return Group(*parts, Text(""), peers_table(s["peers"]))
+
+
+def storage_grid(storage: dict[str, Any], now: float | None) -> Table:
+    """Store sizes, the last checkpoint (failures in red) and the last retention pass."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("rollouts.sqlite", _bytes(storage.get("rollouts_bytes") or 0))
+    grid.add_row("metrics.sqlite", _bytes(storage.get("metrics_bytes") or 0))
+    failures = storage.get("checkpoint_failures") or 0
+    grid.add_row("last checkpoint", storage.get("last_checkpoint") or "-")
+    if failures:
+        grid.add_row("checkpoint failures", Text(f"{failures} in a row: {storage.get('last_checkpoint_error')}", style="red"))
+    last = storage.get("last_maintenance")
+    if last:
+        rollouts, metrics = last.get("rollouts") or {}, last.get("metrics") or {}
+        pruned = sum(rollouts.get(k, 0) for k in ("rows_deleted_age", "rows_deleted_size")) + metrics.get("rows_deleted_size", 0)
+        ago = f"{_age(max(0.0, now - last['at']))} ago: " if now is not None and "at" in last else ""
+        grid.add_row("retention", f"{ago}{pruned} rows pruned, {metrics.get('rows_downsampled', 0)} metrics downsampled")
+    else:
+        grid.add_row("retention", "not run yet")
+    return grid
 
 
 def _fmt(value: Any, spec: str = "") -> str:

@@ -117,6 +117,41 @@ class RolloutGossipConfig(_Section):
     ignore_s: float = Field(120.0, gt=0, description="how long a peer that sent bad data is ignored")
 
 
+class LimitsConfig(_Section):
+    """What one peer may cost this node: every bound on state, lifetimes, rates and sizes that
+    a stranger's messages can reach (docs/security.md lists each with its rejection reason)."""
+
+    max_peers: int = Field(1024, ge=1, description="peer-table entries; the least recently refreshed go first")
+    max_tracked_senders: int = Field(1024, ge=1, description="per-sender ledgers and rejection counters kept (LRU)")
+    max_values_per_key: int = Field(512, ge=1, description="distinct peers' values judged and kept under one DHT key")
+    max_record_ttl_s: float = Field(120.0, gt=0, description="a peer record or announcement claiming a longer life is rejected")
+    max_batch_age_s: float = Field(300.0, gt=0, description="a fetched rollout batch older than this is rejected as expired")
+    serve_requests_per_s: float = Field(4.0, gt=0, description="fetch requests one peer may make of this node, per second")
+    serve_burst: int = Field(8, ge=1, description="requests one peer may make at once above its rate")
+    accept_batches_per_s: float = Field(8.0, gt=0, description="batches taken in from one peer, per second")
+    accept_burst: int = Field(32, ge=1, description="batches one peer may deliver at once above its rate")
+    max_concurrent_fetches: int = Field(8, ge=1, description="peers fetched from at the same time")
+    foreign_completion_tokens_factor: float = Field(
+        2.0, ge=1.0, description="another model's completion may re-tokenise to this x training.max_new_tokens"
+    )
+    external_max_logprob_gap: float = Field(
+        1.5, gt=0, description="a peer sample whose log-probs sit more than this (nats/token, mean) below this "
+                               "policy's is implausible: dropped and counted against the sender"
+    )
+
+
+class StorageConfig(_Section):
+    """Retention of the home's SQLite stores and what a failing checkpoint does."""
+
+    rollouts_max_age_s: float = Field(86_400.0, gt=0, description="received groups and rejections older than this are deleted")
+    rollouts_max_bytes: int = Field(256 * 2**20, ge=2**20, description="rollouts.sqlite is pruned (oldest first) to stay under this")
+    metrics_max_bytes: int = Field(128 * 2**20, ge=2**20, description="metrics.sqlite is pruned (oldest first) to stay under this")
+    metrics_full_resolution_s: float = Field(86_400.0, gt=0, description="metrics older than this are downsampled")
+    metrics_downsample_s: float = Field(600.0, gt=0, description="one row per metric and this many seconds once downsampled")
+    maintenance_interval_s: float = Field(60.0, gt=0, description="how often retention and WAL checkpoints run")
+    max_checkpoint_failures: int = Field(3, ge=1, description="failed checkpoint writes in a row before the daemon stops")
+
+
 class NodeConfig(_Section):
     swarm: SwarmConfig = Field(default_factory=SwarmConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
@@ -125,6 +160,17 @@ class NodeConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     rollouts: RolloutGossipConfig = Field(default_factory=RolloutGossipConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+
+    @model_validator(mode="after")
+    def _own_lifetimes_within_the_cap(self) -> "NodeConfig":
+        # Peers apply the same cap: a node whose own records outlive it would be rejected.
+        cap = self.limits.max_record_ttl_s
+        for name, ttl in (("records.ttl_s", self.records.ttl_s), ("rollouts.announce_ttl_s", self.rollouts.announce_ttl_s)):
+            if ttl > cap:
+                raise ValueError(f"{name} ({ttl:g}s) is over limits.max_record_ttl_s ({cap:g}s); lower it or raise the cap")
+        return self
 
     @model_validator(mode="after")
     def _generator_process_needs_hf_on_cpu(self) -> "NodeConfig":

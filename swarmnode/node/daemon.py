@@ -15,6 +15,7 @@ from swarmnode.identity import NodeIdentity
 from swarmnode.node.capability import detect_device, matmul_gflops
 from swarmnode.node.gossip import RolloutGossip
 from swarmnode.node.leftovers import describe_children, kill_leftover_children
+from swarmnode.node.storage import maintain_stores, storage_status
 from swarmnode.node.training import TrainingService
 from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, build_peer_record
 from swarmnode.protocol.generated import peer_record_pb2
@@ -42,15 +43,18 @@ class Node:
         self.config = config
         self.identity = identity
         self.home = home
-        self.table = PeerTable(identity.peer_id)
-        self.stats = MessageStats()
-        self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s)
+        limits = config.limits
+        self.table = PeerTable(identity.peer_id, capacity=limits.max_peers)
+        self.stats = MessageStats(max_senders=limits.max_tracked_senders)
+        self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s,
+                                   max_ttl_s=limits.max_record_ttl_s, max_values_per_key=limits.max_values_per_key)
         self.transport = make_transport(self.intake)
         self.training: TrainingService | None = None
         self.gossip: RolloutGossip | None = None
         if config.model.name_or_path:
             self.training = TrainingService(config, home.root, quality=self._sender_quality)
             self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.stats, home.root)
+            self.training.on_implausible = self.gossip.blame_implausible
         self.state = peer_record_pb2.NODE_STATE_STARTING
         self.started_at = time.time()
         self.multiaddrs: list[str] = []
@@ -58,10 +62,16 @@ class Node:
         self.capability = Capability()
         self.join = JoinState(tuple(config.swarm.initial_peers), joined=not config.swarm.initial_peers, attempts=0, last_error=None)
         self._stop = asyncio.Event()
+        self.fatal: str | None = None  # why the daemon stopped on its own (exit code 1), if it did
+        self.last_maintenance: dict[str, Any] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def request_stop(self) -> None:
+    def request_stop(self, fatal: str | None = None) -> None:
+        """Stop the node; with `fatal`, a one-line reason it cannot go on (the process exits with 1)."""
+        if fatal is not None and self.fatal is None:
+            self.fatal = fatal
+            log.error("stopping: %s", fatal)
         self._stop.set()
 
     async def run(self) -> None:
@@ -104,6 +114,7 @@ class Node:
             if self.gossip is not None:
                 await self.gossip.start()
             if self.training is not None:
+                self.training.on_fatal = lambda reason: loop.call_soon_threadsafe(self.request_stop, reason)
                 self.training.start()
             self.state = peer_record_pb2.NODE_STATE_JOINING if not self.join.joined else peer_record_pb2.NODE_STATE_RUNNING
             async with asyncio.TaskGroup() as tasks:
@@ -116,6 +127,8 @@ class Node:
                     tasks.create_task(self.gossip.share_loop())
                     tasks.create_task(self.gossip.announce_loop())
                     tasks.create_task(self.gossip.fetch_loop())
+                if self.gossip is not None and self.training is not None:
+                    tasks.create_task(self._maintain_storage())
                 await self._stop.wait()
                 raise _Stopping
         except* _Stopping:
@@ -217,6 +230,20 @@ class Node:
                 self.join = JoinState(self.join.initial_peers, False, attempt, errors[-1] if errors else None)
                 await asyncio.sleep(backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s))
 
+    async def _maintain_storage(self) -> None:
+        """Retention and WAL checkpoints of the home's SQLite stores, every maintenance_interval_s,
+        on a worker thread (a pass over a large store takes seconds)."""
+        assert self.gossip is not None and self.training is not None
+        cfg = self.config.storage
+        while True:
+            await asyncio.sleep(cfg.maintenance_interval_s)
+            try:
+                self.last_maintenance = await asyncio.to_thread(
+                    maintain_stores, self.gossip.store, self.training.metrics, cfg, time.time())
+            except Exception as e:  # noqa: BLE001 - a failed pass (disk full, locked) is retried next interval
+                log.warning("storage maintenance failed (%s: %s); retrying in %gs", type(e).__name__, e,
+                            cfg.maintenance_interval_s)
+
     # -- status --------------------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
@@ -242,7 +269,22 @@ class Node:
             model_fingerprint=self.model_fingerprint,
             training=self.training.snapshot() if self.training is not None else None,
             rollouts=self.gossip.snapshot() if self.gossip is not None else None,
+            storage=storage_status(self.gossip.store if self.gossip is not None else None,
+                                   self.training.metrics if self.training is not None else None,
+                                   self.training.checkpoints if self.training is not None else None,
+                                   self.last_maintenance),
+            limits=self._limits_snapshot(),
         )
+
+    def _limits_snapshot(self) -> dict[str, int]:
+        """Per-peer state held and how often each bound was hit (docs/security.md)."""
+        counts = {"peers": len(self.table), "peers_evicted": self.table.evicted,
+                  "values_over_key_cap": self.intake.values_over_key_cap,
+                  "rejection_senders_evicted": self.stats.senders_evicted,
+                  "serve_refused": 0, "accept_deferred": 0, "fetch_waits": 0, "tracked_senders": 0, "senders_evicted": 0}
+        if self.gossip is not None:
+            counts.update(self.gossip.limits_snapshot())
+        return counts
 
     def _sender_quality(self) -> dict[str, float]:
         if self.gossip is None:

@@ -6,7 +6,12 @@ with this node's peer id as subkey. Fetch: every fetch interval the node reads t
 previous windows' announcements, asks each peer for the batches it has not seen over a direct
 libp2p request, verifies them and hands them to the training service (re-scored there, in a
 worker thread). Every rejection is counted by reason and sender and written to SQLite; a peer
-past the strike limit is ignored for a while.
+past the strike limit is ignored for a while, and its standing is saved so a restart keeps it.
+
+What a peer may cost this node is bounded (config `limits`, docs/security.md): requests it may
+make of this node and batches taken from it per second (token buckets per verified peer id),
+peers fetched from at once, and per-peer state (LRU). A batch's cursor moves before anything
+that can fail, so a failing store can neither replay a batch nor un-count it.
 """
 from __future__ import annotations
 
@@ -25,13 +30,16 @@ from swarmnode.node.training import TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.rollouts import CheckedAnnouncement, build_announcement, open_rollout_batch, seal_rollout_batch
 from swarmnode.store.rollouts import RolloutStore
+from swarmnode.store.standing import StandingRow, StandingStore
 from swarmnode.swarm.peers import MessageStats, RecordIntake
+from swarmnode.swarm.ratelimit import PeerRateLimiter
 from swarmnode.swarm.rollouts import ROLLOUT_PROTOCOL, RolloutOutbox, SenderLedger, fetch_request, parse_fetch_response
 from swarmnode.swarm.transport import RequestFailed, Transport
 from swarmnode.swarm.windows import rollouts_key, window_index, windows_to_read
 
 log = logging.getLogger("swarmnode.gossip")
 LATENCY_SAMPLES = 2048
+EMPTY_FETCH_RESPONSE = b""  # an empty RolloutFetchResponse
 
 
 def _process_cpu_s(pid: int) -> float:
@@ -61,10 +69,18 @@ class RolloutGossip:
         self.records = records
         self.stats = stats
         self.store = RolloutStore(home_root / "rollouts.sqlite")
-        cfg = config.rollouts
+        cfg, limits = config.rollouts, config.limits
         # Batch ids grow across restarts (milliseconds at start), so peers' cursors stay valid.
         self.outbox = RolloutOutbox(first_batch_id=int(time.time() * 1000), capacity=cfg.keep_batches)
-        self.ledger = SenderLedger(cfg.strike_limit, cfg.strike_window_s, cfg.ignore_s, cfg.backlog_batches)
+        self.ledger = SenderLedger(cfg.strike_limit, cfg.strike_window_s, cfg.ignore_s, cfg.backlog_batches,
+                                   max_peers=limits.max_tracked_senders)
+        # Standings of up to 16x as many peers as memory holds: a restart pardons no recent offender.
+        self.standings = StandingStore(home_root / "rollouts.sqlite", max_rows=16 * limits.max_tracked_senders)
+        for row in self.standings.load(limits.max_tracked_senders):
+            self.ledger.restore(row.peer, row.accepted, row.rejected, row.ignored_until, row.cursor)
+        self.serve_limiter = PeerRateLimiter(limits.serve_requests_per_s, limits.serve_burst, limits.max_tracked_senders)
+        self.accept_limiter = PeerRateLimiter(limits.accept_batches_per_s, limits.accept_burst, limits.max_tracked_senders)
+        self._fetch_slots = asyncio.Semaphore(limits.max_concurrent_fetches)
         self._new_batch = asyncio.Event()
         self.started = time.monotonic()
         self.busy_s = 0.0  # wall time spent on gossip work (network waits included), not sleeping
@@ -72,7 +88,7 @@ class RolloutGossip:
         self._loop_cpu_start = 0.0
         self.counters = dict(batches_published=0, groups_published=0, bytes_published=0, announcements=0,
                              batches_fetched=0, bytes_fetched=0, groups_accepted=0, groups_rejected=0,
-                             fetch_failures=0, peers_ignored=0)
+                             fetch_failures=0, peers_ignored=0, store_errors=0, fetch_waits=0)
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # publish -> accepted here, seconds
 
     async def start(self) -> None:
@@ -80,10 +96,14 @@ class RolloutGossip:
         await self.transport.serve(ROLLOUT_PROTOCOL, self._answer)
 
     async def _answer(self, request: bytes, remote: str) -> bytes:
+        # `remote` is the libp2p-authenticated peer id: a peer over its rate gets an empty answer.
+        if not self.serve_limiter.allow(remote, time.monotonic()):
+            return EMPTY_FETCH_RESPONSE
         return self.outbox.answer(request)
 
     def close(self) -> None:
         self.store.close()
+        self.standings.close()
 
     # -- publish -------------------------------------------------------------------------------
 
@@ -175,7 +195,7 @@ class RolloutGossip:
                     last_read = time.monotonic()
                 now = self.transport.dht_time()
                 live = [a for a in known.values() if a.announcement.expires_at > now and not self.ledger.ignored(a.peer_id, now)]
-                await asyncio.gather(*(self._fetch_from(a) for a in live))
+                await asyncio.gather(*(self._fetch_slot(a) for a in live))
             except Exception as e:  # noqa: BLE001 - one bad round must not stop gossip
                 log.warning("fetching rollouts failed (%s)", e)
             self.busy_s += time.perf_counter() - start
@@ -190,6 +210,13 @@ class RolloutGossip:
                 if held is None or a.announcement.last_batch_id > held.announcement.last_batch_id:
                     newest[a.peer_id] = a
         return list(newest.values())
+
+    async def _fetch_slot(self, a: CheckedAnnouncement) -> None:
+        """Fetch from one peer once one of limits.max_concurrent_fetches slots is free."""
+        if self._fetch_slots.locked():
+            self.counters["fetch_waits"] += 1
+        async with self._fetch_slots:
+            await self._fetch_from(a)
 
     async def _fetch_from(self, a: CheckedAnnouncement) -> None:
         peer = a.peer_id
@@ -209,42 +236,85 @@ class RolloutGossip:
         if envelopes is None:
             await self._reject(peer, None, [(RejectReason.MALFORMED, "fetch response does not decode")])
             return
-        newest = after
         for envelope in envelopes:
-            self.counters["batches_fetched"] += 1
-            self.counters["bytes_fetched"] += len(envelope)
+            # Over its rate, the rest waits for the next fetch: the cursor stays where it is.
+            if not self.accept_limiter.allow(peer, time.monotonic()):
+                break
+            after = await self._take_batch(peer, a.public_key, envelope, after)
+        await self._save_standing(peer)
+
+    async def _take_batch(self, peer: str, public_key: bytes, envelope: bytes, after: int) -> int:
+        """Check one fetched envelope and hand its groups to training; returns the new cursor."""
+        self.counters["batches_fetched"] += 1
+        self.counters["bytes_fetched"] += len(envelope)
+        now = self.transport.dht_time()
+        try:
+            batch, _ = open_rollout_batch(envelope, served_by=peer, public_key=public_key, now=now,
+                                          max_age_s=self.config.limits.max_batch_age_s)
+        except Rejected as r:
+            await self._reject(peer, None, [(r.reason, r.detail)])
+            return after
+        if batch.batch_id <= after:  # a peer may not serve old batches as new
+            await self._reject(peer, batch.batch_id, [(RejectReason.REPLAYED, f"batch {batch.batch_id} <= {after}")])
+            return after
+        # The cursor moves first: whatever fails below, this batch is never taken again.
+        self.ledger.advance(peer, batch.batch_id)
+        result = await asyncio.to_thread(self._receive, batch, peer)
+        self.latencies.append(max(0.0, self.transport.dht_time() - batch.created_at))
+        if result.groups:
+            self.counters["groups_accepted"] += len(result.groups)
+            for _ in result.groups:
+                self.stats.accept("rollout_group")
             try:
-                batch, _ = open_rollout_batch(envelope, served_by=peer, public_key=a.public_key)
-            except Rejected as r:
-                await self._reject(peer, None, [(r.reason, r.detail)])
-                continue
-            newest = max(newest, batch.batch_id)
-            if batch.batch_id <= after:
-                continue  # already seen: a peer may not replay old batches as new
-            result = await asyncio.to_thread(self._receive, batch, peer)
-            now = self.transport.dht_time()
-            self.latencies.append(max(0.0, now - batch.created_at))
-            if result.groups:
-                self.counters["groups_accepted"] += len(result.groups)
-                for _ in result.groups:
-                    self.stats.accept("rollout_group")
                 await asyncio.to_thread(self.store.accepted, peer, batch.batch_id, result.groups, result.same_model)
-            self.ledger.record(peer, len(result.groups), 0, now)
-            if result.rejected:
-                await self._reject(peer, batch.batch_id, result.rejected)
-        if newest > after:
-            self.ledger.advance(peer, newest)
+            except Exception as e:  # noqa: BLE001 - a full disk must not replay or un-count the batch
+                self.counters["store_errors"] += 1
+                log.warning("storing groups of batch %d from %s failed (%s)", batch.batch_id, peer, e)
+        self.ledger.record(peer, len(result.groups), 0, now)
+        if result.rejected:
+            await self._reject(peer, batch.batch_id, result.rejected)
+        return batch.batch_id
 
     async def _reject(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]]) -> None:
+        await asyncio.to_thread(self.blame, peer, batch_id, reasons)
+
+    def blame(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]], strike: bool = True) -> None:
+        """Count rejections against `peer` (a verified id), strike it, and write them down.
+
+        Thread-safe and blocking (SQLite): called from worker threads, and from the trainer
+        thread for samples it finds implausible."""
         for reason, _ in reasons:
             self.stats.reject(reason, peer)
         self.counters["groups_rejected"] += len(reasons)
-        # SQLite off the event loop, like the accepted groups.
-        await asyncio.to_thread(self.store.rejected, peer, batch_id, [(reason.value, detail) for reason, detail in reasons])
-        if self.ledger.record(peer, 0, len(reasons), self.transport.dht_time()):
+        try:
+            self.store.rejected(peer, batch_id, [(reason.value, detail) for reason, detail in reasons])
+        except Exception as e:  # noqa: BLE001 - the counts above stand; the log says why the row is missing
+            self.counters["store_errors"] += 1
+            log.warning("storing rejections of %s failed (%s)", peer, e)
+        if strike and self.ledger.record(peer, 0, len(reasons), self.transport.dht_time()):
             self.counters["peers_ignored"] += 1
             log.warning("ignoring peer %s for %gs: %d rejected groups within %gs", peer, self.config.rollouts.ignore_s,
                         self.config.rollouts.strike_limit + 1, self.config.rollouts.strike_window_s)
+            self._save_standing_now(peer)
+
+    def blame_implausible(self, senders: dict[str, int]) -> None:
+        """The trainer's verdict on peers' samples whose log-probs inflate their weight.
+
+        Counted, not a strike: the trainer already dropped them, and truncated weights leave a
+        liar nothing to gain, while an honest peer's policy may on rare samples drift that far."""
+        for peer, samples in senders.items():
+            self.blame(peer, None, [(RejectReason.IMPLAUSIBLE_LOGPROBS, f"{samples} samples")], strike=False)
+
+    async def _save_standing(self, peer: str) -> None:
+        await asyncio.to_thread(self._save_standing_now, peer)
+
+    def _save_standing_now(self, peer: str) -> None:
+        s = self.ledger.standing(peer)
+        try:
+            self.standings.save([StandingRow(peer, s.accepted, s.rejected, s.ignored_until, s.cursor)])
+        except Exception as e:  # noqa: BLE001 - memory still holds the standing
+            self.counters["store_errors"] += 1
+            log.warning("saving the standing of %s failed (%s)", peer, e)
 
     # -- status --------------------------------------------------------------------------------
 
@@ -269,4 +339,14 @@ class RolloutGossip:
             "uptime_s": round(uptime, 1),
             "gossip_time_share": round(swarm_cpu / uptime, 5),
             "senders": self.ledger.snapshot(self.transport.dht_time()),
+        }
+
+    def limits_snapshot(self) -> dict[str, int]:
+        """How often each per-peer bound was hit, and how much per-peer state is held."""
+        return {
+            "serve_refused": self.serve_limiter.refused,
+            "accept_deferred": self.accept_limiter.refused,
+            "fetch_waits": self.counters["fetch_waits"],
+            "tracked_senders": len(self.ledger),
+            "senders_evicted": self.ledger.evicted,
         }

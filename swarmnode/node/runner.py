@@ -43,4 +43,7 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO") -> i
     except TransportStartError as e:
         log.error("%s", e)
         return 1
+    if node.fatal is not None:
+        log.error("exiting: %s", node.fatal)  # the last line a user sees: why the node stopped
+        return 1
     return 0

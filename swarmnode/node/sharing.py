@@ -7,6 +7,12 @@ completion with its own verifier. A peer with the same model fingerprint (and sa
 temperature) shares token ids, so its per-token log-probs serve as behaviour log-probs; for
 any other model only the text counts: it is re-tokenised here and re-scored under this node's
 policy by the trainer (behaviour log-probs None).
+
+Lengths are this node's own: a completion longer than it would generate itself (its
+max_new_tokens; for another model's text, that times a re-tokenisation allowance) is rejected,
+never truncated into training. Versions too: a peer's policy version counter means nothing
+here, so every received group is stamped with this node's version at receipt, and staleness
+bounds count this node's steps since then.
 """
 from __future__ import annotations
 
@@ -19,7 +25,6 @@ from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.tasks import Task, TaskRef, extract_answer, get_task
 from swarmnode.trainer.experience import ScoredGroup
 
-MAX_FOREIGN_COMPLETION_TOKENS = 512
 
 
 def groups_to_batch(groups: list[ScoredGroup], *, window: int, batch_id: int, model_fingerprint: str,
@@ -54,11 +59,17 @@ class IntakeResult:
 class RolloutIntake:
     """Turns a verified peer batch into external ScoredGroups for this node (see module doc)."""
 
-    def __init__(self, tokenizer, *, model_fingerprint: str, tasks: list[str], temperature: float):
+    def __init__(self, tokenizer, *, model_fingerprint: str, tasks: list[str], temperature: float,
+                 max_completion_tokens: int, max_foreign_completion_tokens: int):
         self.tokenizer = tokenizer
         self.model_fingerprint = model_fingerprint
         self.temperature = temperature
+        self.max_completion_tokens = max_completion_tokens
+        self.max_foreign_completion_tokens = max_foreign_completion_tokens
         self.vocab_size = len(tokenizer)
+        # No token spans more characters than its longest vocabulary entry, so a text longer
+        # than max_foreign_completion_tokens times that is too long without tokenising it.
+        self._max_token_chars = max(1, max(len(token) for token in tokenizer.get_vocab()))
         eos = tokenizer.eos_token_id
         self.eos_ids = {eos} if isinstance(eos, int) else set(eos)
         self._tasks: dict[str, Task] = {name: get_task(name) for name in tasks}
@@ -93,19 +104,21 @@ class RolloutIntake:
             if item.question != wire.prompt:
                 result.rejected.append((RejectReason.PROMPT_MISMATCH, f"{wire.task.task} #{wire.task.index}"))
                 continue
-            group = self._group(wire, item, sender, result.same_model, batch.policy_version, current_version)
+            group = self._group(wire, item, sender, result.same_model, current_version)
             if isinstance(group, tuple):
                 result.rejected.append(group)
             else:
                 result.groups.append(group)
         return result
 
-    def _group(self, wire, item, sender: str, same_model: bool, sender_version: int, current_version: int):
+    def _group(self, wire, item, sender: str, same_model: bool, current_version: int):
         task = self._tasks[item.ref.task]
         completions, logprobs, texts = [], [], []
         for c in wire.completions:
             if same_model:
                 ids = list(c.token_ids)
+                if len(ids) > self.max_completion_tokens:
+                    return (RejectReason.TOO_LONG, f"{len(ids)} tokens > {self.max_completion_tokens}")
                 if not ids or len(c.logprobs) != len(ids) or max(ids) >= self.vocab_size:
                     return (RejectReason.MODEL_MISMATCH, "token ids or log-probs do not fit this model")
                 # Score what the tokens say, not the text field (the two could disagree).
@@ -113,9 +126,13 @@ class RolloutIntake:
                 logprobs.append(list(c.logprobs))
             else:
                 text = c.text
-                ids = self.tokenizer(text, add_special_tokens=False)["input_ids"][:MAX_FOREIGN_COMPLETION_TOKENS]
+                if len(text) > self.max_foreign_completion_tokens * self._max_token_chars:
+                    return (RejectReason.TOO_LONG, f"{len(text)} characters")
+                ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
                 if c.finish_reason == "stop":
                     ids.append(min(self.eos_ids))
+                if len(ids) > self.max_foreign_completion_tokens:
+                    return (RejectReason.TOO_LONG, f"{len(ids)} tokens here > {self.max_foreign_completion_tokens}")
                 if not ids:
                     return (RejectReason.INVALID_FIELD, "empty completion")
             completions.append(ids)
@@ -126,9 +143,9 @@ class RolloutIntake:
             completion_token_ids=completions,
             behavior_logprobs=logprobs if same_model else None,
             rewards=[task.score(item, extract_answer(t)) for t in texts],
-            # Another model's version numbers mean nothing here: its text is re-scored under the
-            # current policy, so it counts as fresh when received.
-            policy_version=sender_version if same_model else current_version,
+            # The receiver's clock: the sender's version counter is not comparable to ours (and a
+            # peer could claim a version from the future to look forever fresh).
+            policy_version=current_version,
             source=sender,
             texts=texts,
             prompt=item.question,

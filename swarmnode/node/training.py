@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import os
 import queue
 import threading
@@ -42,10 +43,19 @@ def rollout_config(config: NodeConfig) -> RolloutConfig:
     )
 
 
+def completion_limits(config: NodeConfig) -> dict[str, int]:
+    """The longest completion this node takes from a peer: what it would generate itself, and
+    for another model's re-tokenised text that times limits.foreign_completion_tokens_factor."""
+    limit = config.training.max_new_tokens
+    return {"max_completion_tokens": limit,
+            "max_foreign_completion_tokens": math.ceil(limit * config.limits.foreign_completion_tokens_factor)}
+
+
 def trainer_config(config: NodeConfig) -> TrainerConfig:
     t = config.training
     return TrainerConfig(lr=t.lr, max_grad_norm=t.max_grad_norm, eps_low=t.eps_low, eps_high=t.eps_high,
-                         temperature=t.temperature, kl_coef=t.kl_coef, external_positive_only=t.external_positive_only)
+                         temperature=t.temperature, kl_coef=t.kl_coef, external_positive_only=t.external_positive_only,
+                         external_max_logprob_gap=config.limits.external_max_logprob_gap)
 
 
 def make_generator(config: NodeConfig, trainer: Trainer, policy) -> Generator:
@@ -68,6 +78,10 @@ def make_generator(config: NodeConfig, trainer: Trainer, policy) -> Generator:
     return HFGenerator(copy.deepcopy(trainer.model), policy.tokenizer, policy_version=trainer.version)
 
 
+class CheckpointFailures(RuntimeError):
+    """Too many checkpoint writes failed in a row: training on without a save would lose the work."""
+
+
 OUTGOING_CAPACITY = 256  # generated batches waiting to be shared; the oldest go when full
 
 
@@ -80,6 +94,8 @@ class TrainingService:
         self.tokenizer_fingerprint = ""
         self.eos_ids: set[int] = set()
         self.quality = quality  # sender id -> quality, for the fresh_quality selection policy
+        # Called on the trainer thread with {sender: samples} the trainer dropped as implausible.
+        self.on_implausible: Callable[[dict[str, int]], None] = lambda senders: None
         # Groups generated here, waiting for the node's event loop to share them.
         self.outgoing: queue.Queue[list[ScoredGroup]] = queue.Queue(maxsize=OUTGOING_CAPACITY)
         self.intake: RolloutIntake | None = None
@@ -93,6 +109,9 @@ class TrainingService:
         self._rewards: deque[float] = deque(maxlen=RECENT_STEPS)
         self._local_rewards: deque[float] = deque(maxlen=RECENT_STEPS)
         self.error: str | None = None
+        # Called (from the trainer thread) with a one-line reason when the node must stop:
+        # storage.max_checkpoint_failures checkpoint writes failed in a row.
+        self.on_fatal: Callable[[str], None] | None = None
 
     # -- swarm sharing (called from the node's worker threads) ---------------------------------
 
@@ -144,6 +163,14 @@ class TrainingService:
     def _main(self) -> None:
         try:
             self._train()
+        except CheckpointFailures as e:
+            self.error = str(e)
+            with self._lock:
+                self._state.update(running=False, phase=f"failed: {self.error}")
+            if self.on_fatal is not None:
+                self.on_fatal(self.error)  # the daemon logs it and stops
+            else:
+                log.error("training stopped: %s", self.error)
         except Exception as e:  # noqa: BLE001 - shown in status; the node keeps serving the swarm
             self.error = f"{type(e).__name__}: {e}"
             log.exception("training stopped")
@@ -189,7 +216,8 @@ class TrainingService:
         self._runner = runner
         # Its own tokenizer copy: fast tokenizers are not safe to share across threads.
         self.intake = RolloutIntake(copy.deepcopy(policy.tokenizer), model_fingerprint=policy.fingerprint,
-                                    tasks=list(rollout.tasks), temperature=rollout.sampling.temperature)
+                                    tasks=list(rollout.tasks), temperature=rollout.sampling.temperature,
+                                    **completion_limits(self.config))
         self._buffer = buffer
         steps = state.steps
         train_seconds = 0.0
@@ -206,6 +234,8 @@ class TrainingService:
             nonlocal steps, train_seconds, trained_samples
             steps += 1
             self._version = result.version
+            if result.implausible:
+                self.on_implausible(result.implausible)
             if result.local_reward_mean is not None:
                 self._local_rewards.append(result.local_reward_mean)
             if result.trained:
@@ -235,6 +265,7 @@ class TrainingService:
                 evaluate()
             if result.trained and result.version % t.checkpoint_every == 0:
                 self.checkpoints.save(trainer.model, trainer.optimizer, TrainingState(result.version, steps, position, {}))
+            self._check_checkpoints()  # every step: a write that failed stops training at the next one
 
         with self._lock:
             self._state.update(running=True, phase="training", policy_version=trainer.version, steps=steps)
@@ -245,8 +276,19 @@ class TrainingService:
         if remaining is not None and not self._stopping.is_set():
             evaluate()
             self.checkpoints.save(trainer.model, trainer.optimizer, TrainingState(trainer.version, steps, start_index * len(rollout.tasks) + runner.items_generated, {}))
+            self.checkpoints.wait()
+            self._check_checkpoints()
         with self._lock:
             self._state.update(running=False, phase="done" if remaining is not None and not self._stopping.is_set() else "stopped")
+
+    def _check_checkpoints(self) -> None:
+        """Raise CheckpointFailures once storage.max_checkpoint_failures writes in a row failed."""
+        failures = self.checkpoints.consecutive_failures
+        if failures >= self.config.storage.max_checkpoint_failures:
+            root = self.checkpoints.root
+            raise CheckpointFailures(
+                f"checkpoint writes failed {failures} times in a row (last: {self.checkpoints.last_error}); "
+                f"make {root} a writable folder with free space, then restart")
 
     # -- status --------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 
 from swarmnode.identity import verify_ed25519
 from swarmnode.protocol.generated import envelope_pb2, gradient_summary_pb2, peer_record_pb2, rollout_batch_pb2
-from swarmnode.protocol.limits import check_structure
+from swarmnode.protocol.limits import check_ranges, check_structure
 
 PROTOCOL_VERSION = 1
 SIGNATURE_DOMAIN = b"swarmnode/v1/sig\x00"
@@ -73,10 +73,19 @@ class RejectReason(str, enum.Enum):
     UNKNOWN_TASK = "unknown_task"  # a rollout of a task this node does not have
     PROMPT_MISMATCH = "prompt_mismatch"  # the prompt is not the one the task ref regenerates
     MODEL_MISMATCH = "model_mismatch"  # token ids / log-probs that do not fit the claimed model
+    OUT_OF_RANGE = "out_of_range"  # an integer or float outside this node's bounds (e.g. >= 2^53)
+    TOO_LONG = "too_long"  # a completion longer than this node's own generation limit allows
+    LIFETIME = "lifetime"  # a record or announcement claiming a lifetime over limits.max_record_ttl_s
+    IMPLAUSIBLE_LOGPROBS = "implausible_logprobs"  # behaviour log-probs far below this policy's (weight inflation)
 
 
 class Rejected(Exception):
-    """A typed rejection of a peer message."""
+    """A typed rejection of a peer message.
+
+    `sender` is set only where the sender's identity is verified (its libp2p key vouched for
+    the signing key, or libp2p authenticated the stream): a claimed id is not an identity,
+    and counting a rejection against it would let anyone frame an honest peer.
+    """
 
     def __init__(self, reason: RejectReason, detail: str = "", sender: str | None = None):
         super().__init__(f"{reason.value}: {detail}" if detail else reason.value)
@@ -138,11 +147,11 @@ def seal(signer: Signer, kind: MessageKind, message: Message) -> bytes:
     return envelope.SerializeToString(deterministic=True)
 
 
-def _decode(message_type: type[Message], data: bytes, what: str, sender: str | None) -> Message:
+def _decode(message_type: type[Message], data: bytes, what: str) -> Message:
     try:
         return message_type.FromString(data)
     except Exception as e:  # noqa: BLE001 - any decoder failure (DecodeError, RecursionError, ...) is a rejection
-        raise Rejected(RejectReason.MALFORMED, f"{what} does not decode ({type(e).__name__})", sender) from None
+        raise Rejected(RejectReason.MALFORMED, f"{what} does not decode ({type(e).__name__})") from None
 
 
 def open_envelope(data: object, expected_kind: MessageKind) -> VerifiedMessage:
@@ -153,25 +162,27 @@ def open_envelope(data: object, expected_kind: MessageKind) -> VerifiedMessage:
     cap = max_envelope_bytes(expected_kind)
     if len(data) > cap:
         raise Rejected(RejectReason.OVERSIZED, f"{len(data)} bytes > {cap}")
-    envelope = _decode(envelope_pb2.SignedEnvelope, data, "envelope", None)
-    sender = envelope.sender_id if 0 < len(envelope.sender_id) <= 128 else None
+    envelope = _decode(envelope_pb2.SignedEnvelope, data, "envelope")
     if envelope.protocol_version != PROTOCOL_VERSION:
-        raise Rejected(RejectReason.UNSUPPORTED_VERSION, f"protocol version {envelope.protocol_version}", sender)
+        raise Rejected(RejectReason.UNSUPPORTED_VERSION, f"protocol version {envelope.protocol_version}")
     if envelope.kind != expected_kind:
-        raise Rejected(RejectReason.WRONG_KIND, f"kind {envelope.kind}, expected {expected_kind.name}", sender)
-    if sender is None:
+        raise Rejected(RejectReason.WRONG_KIND, f"kind {envelope.kind}, expected {expected_kind.name}")
+    if not 0 < len(envelope.sender_id) <= 128:
         raise Rejected(RejectReason.INVALID_FIELD, "sender_id missing or too long")
     if len(envelope.sender_public_key) != 32 or len(envelope.signature) != 64:
-        raise Rejected(RejectReason.MALFORMED, "sender_public_key must be 32 bytes, signature 64", sender)
+        raise Rejected(RejectReason.MALFORMED, "sender_public_key must be 32 bytes, signature 64")
     if len(envelope.body) > MAX_BODY_BYTES[expected_kind]:
-        raise Rejected(RejectReason.OVERSIZED, f"body {len(envelope.body)} bytes", sender)
+        raise Rejected(RejectReason.OVERSIZED, f"body {len(envelope.body)} bytes")
     signed = signing_bytes(envelope.protocol_version, envelope.kind, envelope.sender_id, envelope.body)
     if not verify_ed25519(envelope.sender_public_key, envelope.signature, signed):
-        raise Rejected(RejectReason.BAD_SIGNATURE, "signature does not verify", sender)
-    message = _decode(MESSAGE_TYPES[expected_kind], envelope.body, expected_kind.name, sender)
+        raise Rejected(RejectReason.BAD_SIGNATURE, "signature does not verify")
+    message = _decode(MESSAGE_TYPES[expected_kind], envelope.body, expected_kind.name)
     problem = check_structure(message)
     if problem is not None:
-        raise Rejected(RejectReason.INVALID_FIELD, problem, sender)
+        raise Rejected(RejectReason.INVALID_FIELD, problem)
+    problem = check_ranges(message)
+    if problem is not None:
+        raise Rejected(RejectReason.OUT_OF_RANGE, problem)
     return VerifiedMessage(
         kind=expected_kind,
         sender_id=envelope.sender_id,

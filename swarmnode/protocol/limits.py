@@ -1,8 +1,10 @@
-"""Structural limits of each wire message, checked after decoding and before any use.
+"""Structural limits and value ranges of each wire message, checked after decoding and before any use.
 
 Each check returns None when the message is within the schema's limits, or a short
-description of the first problem. No check needs context (time, swarm, peer table); those
-belong to the code that acts on a message (e.g. `peer_record.check_peer_record`).
+description of the first problem: `check_structure` (shapes, lengths, finite floats; a
+failure is INVALID_FIELD) and `check_ranges` (every integer and float against this node's
+own bounds; a failure is OUT_OF_RANGE). No check needs context (time, swarm, peer table);
+those belong to the code that acts on a message (e.g. `peer_record.check_peer_record`).
 """
 from __future__ import annotations
 
@@ -27,6 +29,16 @@ MAX_COMPLETION_TOKENS = 8_192
 
 MAX_TENSORS_PER_SUMMARY = 4_096
 MAX_TENSOR_DIMS = 8
+
+# Every wire integer (ids, versions, windows, task seeds and indices) must be below 2^53: it
+# then fits SQLite's signed 64-bit INTEGER, JSON and a float64 exactly. uint64 on the wire
+# would otherwise let a peer send 2^63 and fail the insert after the groups were taken.
+MAX_WIRE_INT = 2**53 - 1
+MAX_TIMESTAMP = 1e11  # seconds since the epoch (year 5138): larger "times" are garbage
+MIN_LOGPROB = -1e4  # a sampled token's log-prob below this is not a probability anyone sampled at
+MAX_ABS_REWARD = 1e6
+MAX_TEMPERATURE = 100.0
+MAX_CAPABILITY = 1e15  # GFLOP/s, tokens/s
 
 _VALUE_BYTES = {
     gradient_summary_pb2.VALUE_DTYPE_FLOAT32: 4,
@@ -143,6 +155,70 @@ def check_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str
         if not _finite(t.scale):
             return f"tensor {t.name}: scale not finite"
     return None
+
+
+def _ints_out_of_range(**values: int) -> str | None:
+    for name, value in values.items():
+        if not 0 <= value <= MAX_WIRE_INT:
+            return f"{name} {value} is outside 0..2^53-1"
+    return None
+
+
+def _times_out_of_range(**values: float) -> str | None:
+    for name, value in values.items():
+        if not 0 <= value <= MAX_TIMESTAMP:
+            return f"{name} {value:g} is not a time"
+    return None
+
+
+def ranges_of_peer_record(record: peer_record_pb2.PeerRecord) -> str | None:
+    c = record.capability
+    if any(x > MAX_CAPABILITY for x in (c.matmul_gflops, c.generate_tokens_per_s, c.train_tokens_per_s)):
+        return "a capability figure is beyond any device"
+    return (_times_out_of_range(timestamp=record.timestamp, expires_at=record.expires_at)
+            or _ints_out_of_range(memory_bytes=record.device.memory_bytes))
+
+
+def ranges_of_rollout_batch(batch: rollout_batch_pb2.RolloutBatch) -> str | None:
+    problem = (_ints_out_of_range(window=batch.window, policy_version=batch.policy_version, batch_id=batch.batch_id)
+               or _times_out_of_range(created_at=batch.created_at))
+    if problem:
+        return problem
+    if not (0 < batch.temperature <= MAX_TEMPERATURE and 0 < batch.top_p <= 1):
+        return f"temperature {batch.temperature:g} or top_p {batch.top_p:g} out of range"
+    for group in batch.groups:
+        problem = _ints_out_of_range(seed=group.task.seed, index=group.task.index)
+        if problem:
+            return problem
+        for c in group.completions:
+            if abs(c.reported_reward) > MAX_ABS_REWARD or any(lp < MIN_LOGPROB for lp in c.logprobs):
+                return "a reward or log-prob out of range"
+    return None
+
+
+def ranges_of_rollout_announcement(announcement: rollout_batch_pb2.RolloutAnnouncement) -> str | None:
+    return (_ints_out_of_range(window=announcement.window, first_batch_id=announcement.first_batch_id,
+                               last_batch_id=announcement.last_batch_id)
+            or _times_out_of_range(timestamp=announcement.timestamp, expires_at=announcement.expires_at))
+
+
+def ranges_of_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str | None:
+    return (_ints_out_of_range(base_version=summary.base_version, step_start=summary.step_start,
+                               step_end=summary.step_end, window=summary.window)
+            or _times_out_of_range(created_at=summary.created_at))
+
+
+_RANGES: dict[type[Message], Callable[[Message], str | None]] = {
+    peer_record_pb2.PeerRecord: ranges_of_peer_record,
+    rollout_batch_pb2.RolloutBatch: ranges_of_rollout_batch,
+    rollout_batch_pb2.RolloutAnnouncement: ranges_of_rollout_announcement,
+    gradient_summary_pb2.GradientSummary: ranges_of_gradient_summary,
+}
+
+
+def check_ranges(message: Message) -> str | None:
+    """Dispatch to the message type's range check (run after `check_structure` passed)."""
+    return _RANGES[type(message)](message)
 
 
 _CHECKS: dict[type[Message], Callable[[Message], str | None]] = {

@@ -17,6 +17,19 @@ from swarmnode.protocol.generated import peer_record_pb2
 
 # A record signed further than this ahead of our DHT time is refused (clock skew allowance).
 MAX_CLOCK_SKEW_S = 30.0
+# The longest life a record or announcement may claim unless the node's config says otherwise
+# (limits.max_record_ttl_s): a record claiming ten years would otherwise stay a ghost peer.
+DEFAULT_MAX_TTL_S = 120.0
+
+
+def check_lifetime(timestamp: float, expires_at: float, *, now: float, max_ttl_s: float, sender: str) -> None:
+    """Raise `Rejected` unless now < expires_at, timestamp <= now + skew and expires_at - timestamp <= max_ttl_s."""
+    if expires_at <= now:
+        raise Rejected(RejectReason.EXPIRED, f"expired {now - expires_at:.1f}s ago", sender)
+    if timestamp > now + MAX_CLOCK_SKEW_S:
+        raise Rejected(RejectReason.FROM_FUTURE, f"signed {timestamp - now:.1f}s ahead", sender)
+    if expires_at - timestamp > max_ttl_s:
+        raise Rejected(RejectReason.LIFETIME, f"claims {expires_at - timestamp:.0f}s of life, over {max_ttl_s:g}s", sender)
 
 
 @dataclass(frozen=True)
@@ -54,27 +67,26 @@ def build_peer_record(identity: NodeIdentity, fields: PeerRecordFields, now: flo
     return seal(identity, MessageKind.PEER_RECORD, record)
 
 
-def check_peer_record(data: object, *, subkey: object, swarm: str, now: float) -> peer_record_pb2.PeerRecord:
+def check_peer_record(data: object, *, subkey: object, swarm: str, now: float,
+                      max_ttl_s: float = DEFAULT_MAX_TTL_S) -> peer_record_pb2.PeerRecord:
     """Open a PeerRecord read from the DHT under `subkey` and check it in context.
 
-    Checks, in order: envelope (size, decode, signature, structure); the record's key is the
-    envelope's signing key and its peer id is the sender; the libp2p key behind the peer id
-    signed the node key (binding); it was stored under its own peer id; it belongs to this
-    swarm; it is neither expired nor from the future. Raises `Rejected`.
+    Checks, in order: envelope (size, decode, signature, structure, ranges); the record's key
+    is the envelope's signing key and its peer id is the sender; the libp2p key behind the
+    peer id signed the node key (binding); it was stored under its own peer id; it belongs to
+    this swarm; it is neither expired nor from the future, nor claims more than `max_ttl_s`
+    of life. Raises `Rejected`, naming the sender only once the binding proved the identity.
     """
     verified: VerifiedMessage = open_envelope(data, MessageKind.PEER_RECORD)
     record: peer_record_pb2.PeerRecord = verified.message  # type: ignore[assignment]
-    sender = verified.sender_id
-    if record.peer_id != sender or record.public_key != verified.sender_public_key:
-        raise Rejected(RejectReason.KEY_BINDING, "record's peer id or key differs from its envelope", sender)
+    if record.peer_id != verified.sender_id or record.public_key != verified.sender_public_key:
+        raise Rejected(RejectReason.KEY_BINDING, "record's peer id or key differs from its envelope")
     if not verify_binding(record.peer_id, record.public_key, record.peer_id_binding):
-        raise Rejected(RejectReason.KEY_BINDING, "signing key is not bound to the peer id", sender)
+        raise Rejected(RejectReason.KEY_BINDING, "signing key is not bound to the peer id")
+    sender = record.peer_id  # verified from here on
     if subkey != record.peer_id:
         raise Rejected(RejectReason.SUBKEY_MISMATCH, f"stored under subkey {str(subkey)[:64]!r}", sender)
     if record.swarm != swarm:
         raise Rejected(RejectReason.WRONG_SWARM, f"swarm {record.swarm!r}", sender)
-    if record.expires_at <= now:
-        raise Rejected(RejectReason.EXPIRED, f"expired {now - record.expires_at:.1f}s ago", sender)
-    if record.timestamp > now + MAX_CLOCK_SKEW_S:
-        raise Rejected(RejectReason.FROM_FUTURE, f"signed {record.timestamp - now:.1f}s ahead", sender)
+    check_lifetime(record.timestamp, record.expires_at, now=now, max_ttl_s=max_ttl_s, sender=sender)
     return record

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from swarmnode.identity import NodeIdentity, verify_binding
 from swarmnode.protocol.codec import MessageKind, Rejected, RejectReason, open_envelope, seal
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.protocol.peer_record import MAX_CLOCK_SKEW_S
+from swarmnode.protocol.peer_record import DEFAULT_MAX_TTL_S, MAX_CLOCK_SKEW_S, check_lifetime
 
 
 @dataclass(frozen=True)
@@ -35,26 +35,24 @@ def build_announcement(identity: NodeIdentity, *, window: int, first_batch_id: i
     return seal(identity, MessageKind.ROLLOUT_ANNOUNCEMENT, message)
 
 
-def check_announcement(data: object, *, subkey: object, now: float) -> CheckedAnnouncement:
+def check_announcement(data: object, *, subkey: object, now: float,
+                       max_ttl_s: float = DEFAULT_MAX_TTL_S) -> CheckedAnnouncement:
     """Open an announcement read from the DHT under `subkey`. Raises `Rejected`.
 
     Envelope checks, then: its peer id is the sender, the libp2p key behind the peer id signed
     the envelope's key, it is stored under its own peer id, and it is neither expired nor from
-    the future.
+    the future, nor claims more than `max_ttl_s` of life.
     """
     verified = open_envelope(data, MessageKind.ROLLOUT_ANNOUNCEMENT)
     message: rollout_batch_pb2.RolloutAnnouncement = verified.message  # type: ignore[assignment]
-    sender = verified.sender_id
-    if message.peer_id != sender:
-        raise Rejected(RejectReason.KEY_BINDING, "announcement's peer id differs from its envelope", sender)
+    if message.peer_id != verified.sender_id:
+        raise Rejected(RejectReason.KEY_BINDING, "announcement's peer id differs from its envelope")
     if not verify_binding(message.peer_id, verified.sender_public_key, message.peer_id_binding):
-        raise Rejected(RejectReason.KEY_BINDING, "signing key is not bound to the peer id", sender)
+        raise Rejected(RejectReason.KEY_BINDING, "signing key is not bound to the peer id")
+    sender = message.peer_id  # verified from here on
     if subkey != message.peer_id:
         raise Rejected(RejectReason.SUBKEY_MISMATCH, f"stored under subkey {str(subkey)[:64]!r}", sender)
-    if message.expires_at <= now:
-        raise Rejected(RejectReason.EXPIRED, f"expired {now - message.expires_at:.1f}s ago", sender)
-    if message.timestamp > now + MAX_CLOCK_SKEW_S:
-        raise Rejected(RejectReason.FROM_FUTURE, f"signed {message.timestamp - now:.1f}s ahead", sender)
+    check_lifetime(message.timestamp, message.expires_at, now=now, max_ttl_s=max_ttl_s, sender=sender)
     return CheckedAnnouncement(message, verified.sender_public_key)
 
 
@@ -62,15 +60,26 @@ def seal_rollout_batch(identity: NodeIdentity, batch: rollout_batch_pb2.RolloutB
     return seal(identity, MessageKind.ROLLOUT_BATCH, batch)
 
 
-def open_rollout_batch(data: object, *, served_by: str, public_key: bytes) -> tuple[rollout_batch_pb2.RolloutBatch, int]:
+def open_rollout_batch(data: object, *, served_by: str, public_key: bytes, now: float,
+                       max_age_s: float) -> tuple[rollout_batch_pb2.RolloutBatch, int]:
     """Open a batch fetched from peer `served_by` (whose announced key is `public_key`).
 
-    Returns (batch, size in bytes). Raises `Rejected`: a peer may relay nothing but its own
-    batches, signed with the key its announcement bound to its peer id.
+    Returns (batch, size in bytes). Raises `Rejected` (always naming `served_by`: libp2p
+    authenticated the stream it came over): a peer may relay nothing but its own batches,
+    signed with the key its announcement bound to its peer id, made no later than now (plus
+    clock skew) and no earlier than `max_age_s` ago.
     """
-    verified = open_envelope(data, MessageKind.ROLLOUT_BATCH)
+    try:
+        verified = open_envelope(data, MessageKind.ROLLOUT_BATCH)
+    except Rejected as r:
+        raise Rejected(r.reason, r.detail, served_by) from None
     if verified.sender_id != served_by:
         raise Rejected(RejectReason.SENDER_MISMATCH, f"served by {served_by[:16]}, signed as {verified.sender_id[:16]}", served_by)
     if verified.sender_public_key != public_key:
         raise Rejected(RejectReason.KEY_BINDING, "batch signed with another key than the announced one", served_by)
-    return verified.message, verified.size  # type: ignore[return-value]
+    batch: rollout_batch_pb2.RolloutBatch = verified.message  # type: ignore[assignment]
+    if batch.created_at > now + MAX_CLOCK_SKEW_S:
+        raise Rejected(RejectReason.FROM_FUTURE, f"made {batch.created_at - now:.0f}s ahead", served_by)
+    if batch.created_at < now - max_age_s:
+        raise Rejected(RejectReason.EXPIRED, f"made {now - batch.created_at:.0f}s ago, over {max_age_s:g}s", served_by)
+    return batch, verified.size

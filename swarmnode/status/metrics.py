@@ -36,6 +36,10 @@ class StatusCollector(Collector):
         for key, help_text in TRAINING_GAUGES.items():
             if training.get(key) is not None:
                 yield GaugeMetricFamily(f"swarmnode_training_{key}", help_text, value=training[key])
+        storage = s.get("storage") or {}
+        for key, help_text in STORAGE_GAUGES.items():
+            if storage.get(key) is not None:
+                yield GaugeMetricFamily(f"swarmnode_storage_{key}", help_text, value=storage[key])
 
 
 TRAINING_GAUGES = {
@@ -46,6 +50,12 @@ TRAINING_GAUGES = {
     "generate_tokens_per_s": "Tokens generated per second of generation",
     "train_samples_per_s": "Samples trained per second of training",
     "dropped_stale": "Rollout groups dropped for exceeding the staleness bound",
+}
+
+STORAGE_GAUGES = {
+    "rollouts_bytes": "Bytes on disk of rollouts.sqlite (with its WAL)",
+    "metrics_bytes": "Bytes on disk of metrics.sqlite (with its WAL)",
+    "checkpoint_failures": "Checkpoint writes that failed in a row",
 }
 
 

@@ -33,6 +33,17 @@ TRAINING_NOT_RUNNING: dict[str, Any] = {
 }
 
 
+# A node without a model keeps no stores and writes no checkpoints.
+STORAGE_NONE: dict[str, Any] = {
+    "rollouts_bytes": 0,
+    "metrics_bytes": 0,
+    "checkpoint_failures": 0,
+    "last_checkpoint_error": None,
+    "last_checkpoint": None,
+    "last_maintenance": None,
+}
+
+
 @dataclass(frozen=True)
 class JoinState:
     initial_peers: tuple[str, ...]
@@ -103,6 +114,8 @@ def build_status(
     model_fingerprint: str,
     training: dict[str, Any] | None = None,
     rollouts: dict[str, Any] | None = None,
+    storage: dict[str, Any] | None = None,
+    limits: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     return {
         "schema": STATUS_SCHEMA,
@@ -136,4 +149,6 @@ def build_status(
         "model_fingerprint": model_fingerprint,
         "training": dict(training if training is not None else TRAINING_NOT_RUNNING),
         "rollouts": rollouts,
+        "storage": dict(storage if storage is not None else STORAGE_NONE),
+        "limits": dict(limits or {}),
     }

@@ -7,6 +7,7 @@ is replaced atomically: a crash at any moment leaves the previous checkpoint int
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import shutil
@@ -18,6 +19,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+log = logging.getLogger("swarmnode.checkpoints")
 LATEST = "latest"
 KEEP = 2  # complete checkpoints kept on disk
 
@@ -69,22 +71,26 @@ def save_checkpoint(root: Path, model_state: dict[str, torch.Tensor], optimizer_
     tmp = root / f".tmp-{final.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    weights = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
-    save_file(weights, str(tmp / "model.safetensors"))
-    opt_tensors, opt_meta = flatten_optimizer(optimizer_state)
-    save_file(opt_tensors, str(tmp / "optimizer.safetensors"))
-    meta = {
-        "version": state.version,
-        "steps": state.steps,
-        "stream_position": state.stream_position,
-        "extra": state.extra,
-        "optimizer": opt_meta,
-        "rng": {"torch": torch.get_rng_state().tolist(), "python": _python_rng_state()},
-    }
-    (tmp / "state.json").write_text(json.dumps(meta), encoding="utf-8")
-    for f in tmp.iterdir():
-        with open(f, "rb") as fh:
-            os.fsync(fh.fileno())
+    try:
+        weights = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
+        save_file(weights, str(tmp / "model.safetensors"))
+        opt_tensors, opt_meta = flatten_optimizer(optimizer_state)
+        save_file(opt_tensors, str(tmp / "optimizer.safetensors"))
+        meta = {
+            "version": state.version,
+            "steps": state.steps,
+            "stream_position": state.stream_position,
+            "extra": state.extra,
+            "optimizer": opt_meta,
+            "rng": {"torch": torch.get_rng_state().tolist(), "python": _python_rng_state()},
+        }
+        (tmp / "state.json").write_text(json.dumps(meta), encoding="utf-8")
+        for f in tmp.iterdir():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a full disk must not keep the half-written copy too
+        raise
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     pointer = root / f".{LATEST}.tmp"
@@ -135,6 +141,10 @@ class BackgroundCheckpointer:
     The snapshot (a copy of weights and optimizer state) is cheap for the models a CPU node
     trains; the disk writes happen off the training path. One write at a time: a request made
     while one is running waits for it.
+
+    A failed write is logged and counted: `consecutive_failures` (reset by a write that succeeds),
+    `last_error` ("ExceptionType: message", None after a success) and `error` (the exception).
+    The owner decides when too many failures in a row are fatal.
     """
 
     def __init__(self, root: Path):
@@ -142,6 +152,8 @@ class BackgroundCheckpointer:
         self._thread: threading.Thread | None = None
         self.last_path: Path | None = None
         self.error: BaseException | None = None
+        self.last_error: str | None = None
+        self.consecutive_failures = 0
 
     def save(self, model, optimizer, state: TrainingState) -> None:
         model_state = _clone_tree(dict(model.state_dict()))
@@ -150,12 +162,21 @@ class BackgroundCheckpointer:
 
         def write() -> None:
             try:
-                self.last_path = save_checkpoint(self.root, model_state, optimizer_state, state)
-            except BaseException as e:  # noqa: BLE001 - reported by the owner
-                self.error = e
+                path = save_checkpoint(self.root, model_state, optimizer_state, state)
+            except BaseException as e:  # noqa: BLE001 - counted here, judged by the owner
+                self._failed(e, state.version)
+            else:
+                self.last_path, self.error, self.last_error, self.consecutive_failures = path, None, None, 0
 
         self._thread = threading.Thread(target=write, name="swarmnode-checkpoint", daemon=False)
         self._thread.start()
+
+    def _failed(self, error: BaseException, version: int) -> None:
+        self.error = error
+        self.last_error = f"{type(error).__name__}: {error}"
+        self.consecutive_failures += 1
+        log.error("checkpoint write of version %d to %s failed (%d in a row): %s",
+                  version, self.root / f"v{version:08d}", self.consecutive_failures, self.last_error)
 
     def wait(self) -> None:
         if self._thread is not None:

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, OrderedDict, defaultdict
-from dataclasses import dataclass, field
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from swarmnode.protocol import PeerRecord, Rejected, RejectReason, check_peer_record
+from swarmnode.protocol.peer_record import DEFAULT_MAX_TTL_S
 from swarmnode.protocol.rollouts import CheckedAnnouncement, check_announcement
+from swarmnode.swarm.bounded import LRUMap
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, window_index
 
@@ -24,11 +26,17 @@ class PeerEntry:
 
 
 class PeerTable:
-    """Peers known from accepted records; a peer leaves when its newest record expires."""
+    """Peers known from accepted records; a peer leaves when its newest record expires, or
+    when the table holds `capacity` peers and a new one arrives (the least recently refreshed
+    goes: a flood of fresh identities costs bounded memory)."""
 
-    def __init__(self, self_peer_id: str):
+    def __init__(self, self_peer_id: str, capacity: int = 1024):
         self.self_peer_id = self_peer_id
-        self._entries: dict[str, PeerEntry] = {}
+        self._entries: LRUMap[str, PeerEntry] = LRUMap(capacity)
+
+    @property
+    def evicted(self) -> int:
+        return self._entries.evicted
 
     def offer(self, record: PeerRecord, now: float) -> bool:
         """Add or refresh a checked record. Returns True if the table changed.
@@ -50,7 +58,7 @@ class PeerTable:
     def expire(self, now: float) -> list[str]:
         gone = [pid for pid, e in self._entries.items() if e.record.expires_at <= now]
         for pid in gone:
-            del self._entries[pid]
+            self._entries.pop(pid)
         return gone
 
     def entries(self) -> list[PeerEntry]:
@@ -63,20 +71,36 @@ class PeerTable:
         return len(self._entries)
 
 
-@dataclass
-class MessageStats:
-    """Accepted messages by kind, rejected by reason and by sender (stable names for status)."""
+UNVERIFIED = "unverified"  # rejections whose sender's identity was never proven
 
-    accepted: Counter = field(default_factory=Counter)
-    rejected: Counter = field(default_factory=Counter)
-    rejected_by_sender: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+
+class MessageStats:
+    """Accepted messages by kind, rejected by reason and by verified sender (stable names for status).
+
+    Per-sender counts are kept for the `max_senders` most recently rejected senders; a
+    rejection whose sender is unproven (None) is counted under UNVERIFIED, never under the id
+    the message claims.
+    """
+
+    def __init__(self, max_senders: int = 1024):
+        self.accepted: Counter = Counter()
+        self.rejected: Counter = Counter()
+        self._by_sender: LRUMap[str, Counter] = LRUMap(max_senders)
 
     def accept(self, kind: str) -> None:
         self.accepted[kind] += 1
 
     def reject(self, reason: RejectReason, sender: str | None) -> None:
         self.rejected[reason.value] += 1
-        self.rejected_by_sender[sender or "unknown"][reason.value] += 1
+        self._by_sender.setdefault(sender or UNVERIFIED, Counter)[reason.value] += 1
+
+    @property
+    def rejected_by_sender(self) -> dict[str, Counter]:
+        return dict(self._by_sender.items())
+
+    @property
+    def senders_evicted(self) -> int:
+        return self._by_sender.evicted
 
 
 class Verdicts:
@@ -114,12 +138,18 @@ class RecordIntake:
     of the peer named by its subkey.
     """
 
-    def __init__(self, table: PeerTable, stats: MessageStats, swarm: str, window_s: float):
+    def __init__(self, table: PeerTable, stats: MessageStats, swarm: str, window_s: float, *,
+                 max_ttl_s: float = DEFAULT_MAX_TTL_S, max_values_per_key: int = 512):
         self.table = table
         self.stats = stats
         self.swarm = swarm
         self.window_s = window_s
-        self._verdicts = Verdicts()
+        self.max_ttl_s = max_ttl_s
+        self.max_values_per_key = max_values_per_key
+        self._verdicts = Verdicts(capacity=max(8192, 16 * max_values_per_key))
+        # Subkeys (peers) admitted under each current key: at most max_values_per_key each.
+        self._subkeys: dict[str, set] = {}
+        self.values_over_key_cap = 0
 
     def _judged(self, digest: bytes, check: Callable[[], Any]) -> Any:
         """check()'s result, or None when it raises Rejected (counted once per distinct value)."""
@@ -138,7 +168,7 @@ class RecordIntake:
         """The checked peer record, or None (the rejection is counted once per distinct value)."""
 
         def check() -> PeerRecord:
-            record = check_peer_record(value, subkey=subkey, swarm=self.swarm, now=now)
+            record = check_peer_record(value, subkey=subkey, swarm=self.swarm, now=now, max_ttl_s=self.max_ttl_s)
             if expiration > record.expires_at + DHT_EXPIRATION_SLACK_S:
                 raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the record's expires_at", record.peer_id)
             return record
@@ -149,7 +179,7 @@ class RecordIntake:
         """The checked rollout announcement, or None (rejections counted once per distinct value)."""
 
         def check() -> CheckedAnnouncement:
-            checked = check_announcement(value, subkey=subkey, now=now)
+            checked = check_announcement(value, subkey=subkey, now=now, max_ttl_s=self.max_ttl_s)
             if expiration > checked.announcement.expires_at + DHT_EXPIRATION_SLACK_S:
                 raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the announcement's expires_at", checked.peer_id)
             return checked
@@ -184,9 +214,27 @@ class RecordIntake:
         return [peer_records_key(self.swarm, w) for w in windows] + [rollouts_key(self.swarm, w) for w in windows]
 
     def admit(self, key: str, subkey: object, value: object, expiration: float, now: float) -> bool:
+        """Admit a valid value of a peer already held under `key`, or of a new peer while the
+        key holds fewer than max_values_per_key peers (first come: see docs/security.md)."""
+        held = self._subkeys_of(key, now)
+        if subkey not in held and len(held) >= self.max_values_per_key:
+            self.values_over_key_cap += 1
+            return False
         if key.startswith(f"swarmnode/{self.swarm}/rollouts/"):
-            return self.judge_announcement(subkey, value, expiration, now) is not None
-        return self.judge(subkey, value, expiration, now) is not None
+            ok = self.judge_announcement(subkey, value, expiration, now) is not None
+        else:
+            ok = self.judge(subkey, value, expiration, now) is not None
+        if ok:
+            held.add(subkey)
+        return ok
+
+    def _subkeys_of(self, key: str, now: float) -> set:
+        if key not in self._subkeys:
+            live = set(self.known_keys(now))
+            for old in [k for k in self._subkeys if k not in live]:
+                del self._subkeys[old]
+            self._subkeys[key] = set()
+        return self._subkeys[key]
 
     def refuse_unknown_key(self, key_id: bytes, value: object) -> None:
         digest = Verdicts.digest(key_id, value)

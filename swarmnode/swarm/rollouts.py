@@ -12,6 +12,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from swarmnode.protocol.generated import rollout_batch_pb2
+from swarmnode.swarm.bounded import LRUMap
 
 ROLLOUT_PROTOCOL = "swarmnode/v1/rollouts"
 MAX_BATCHES_PER_FETCH = 16
@@ -112,20 +113,35 @@ class SenderLedger:
     """Who sent what: fetch cursors, and a time-out for peers that keep sending bad data.
 
     A peer with more than `strike_limit` rejections within `strike_window_s` is ignored (not
-    fetched from, its batches dropped) for `ignore_s`.
+    fetched from, its batches dropped) for `ignore_s`. At most `max_peers` standings are held
+    (least recently used go first, ignored peers last); `restore` brings back the standings a
+    previous run saved, so a restart does not pardon anyone.
     """
 
-    def __init__(self, strike_limit: int, strike_window_s: float, ignore_s: float, backlog: int):
+    def __init__(self, strike_limit: int, strike_window_s: float, ignore_s: float, backlog: int, max_peers: int = 1024):
         self.strike_limit = strike_limit
         self.strike_window_s = strike_window_s
         self.ignore_s = ignore_s
         self.backlog = backlog
-        self._peers: dict[str, PeerStanding] = {}
+        self._now = 0.0  # the latest time seen, for deciding which standings are protected
+        self._peers: LRUMap[str, PeerStanding] = LRUMap(max_peers, protect=lambda s: s.ignored_until > self._now)
         self._lock = threading.Lock()
 
     def standing(self, peer_id: str) -> PeerStanding:
         with self._lock:
-            return self._peers.setdefault(peer_id, PeerStanding())
+            return self._peers.setdefault(peer_id, PeerStanding)
+
+    def restore(self, peer_id: str, accepted: int, rejected: int, ignored_until: float, cursor: int | None) -> None:
+        with self._lock:
+            self._peers[peer_id] = PeerStanding(cursor=cursor, accepted=accepted, rejected=rejected,
+                                                ignored_until=ignored_until)
+
+    @property
+    def evicted(self) -> int:
+        return self._peers.evicted
+
+    def __len__(self) -> int:
+        return len(self._peers)
 
     def ignored(self, peer_id: str, now: float) -> bool:
         return self.standing(peer_id).ignored_until > now
@@ -147,6 +163,7 @@ class SenderLedger:
         """Count a verdict; returns True if this pushes the peer into the ignored state."""
         s = self.standing(peer_id)
         with self._lock:
+            self._now = max(self._now, now)
             s.accepted += accepted
             s.rejected += rejected
             for _ in range(rejected):

@@ -65,7 +65,8 @@ class ExperienceBuffer:
 
     @staticmethod
     def _drop_stale(queue: deque[ScoredGroup], version: int, bound: int) -> int:
-        kept = [g for g in queue if version - g.policy_version <= bound]
+        # 0 <= n - v <= bound (objectives.staleness_mask): a version from the future is never kept.
+        kept = [g for g in queue if 0 <= version - g.policy_version <= bound]
         dropped = len(queue) - len(kept)
         queue.clear()
         queue.extend(kept)

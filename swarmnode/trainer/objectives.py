@@ -215,3 +215,31 @@ def external_sample_mask(advantages: Tensor, external: Tensor) -> Tensor:
     above-baseline samples is the fix it motivates.
     """
     return (~(external & (advantages < 0))).to(advantages.dtype)
+
+
+def mean_logprob_gap(logp: Tensor, behavior_logp: Tensor, mask: Tensor) -> Tensor:
+    """Per sample, how much likelier this policy finds it than its sampler said, in nats per token:
+
+        gap_b = sum_t mask_bt * (logp_bt - behavior_logp_bt) / max(1, sum_t mask_bt)
+
+    exp(gap) is the geometric mean of the behaviour weights w_t = exp(logp_t - behavior_t).
+    A peer of the same base model samples from a policy close to this one, so |gap| stays
+    small; a peer that understates its log-probs to inflate the weight of its samples (to the
+    cap on every token: gap = log cap) stands out. Shapes [B, T] -> [B].
+    """
+    weights = mask.to(logp.dtype)
+    diff = torch.where(mask.bool(), logp - behavior_logp, 0.0)
+    return (diff * weights).sum(-1) / weights.sum(-1).clamp(min=1.0)
+
+
+def truncate_behavior_logp(behavior_logp: Tensor, proximal_logp: Tensor, rows: Tensor) -> Tensor:
+    """Behaviour log-probs whose off-policy weight is at most 1 on `rows` (bool [B]):
+
+        behavior'_bt = max(behavior_bt, proximal_bt)  on rows,   behavior_bt elsewhere
+        => w'_bt = exp(proximal_bt - behavior'_bt) = min(1, w_bt)
+
+    Truncated importance weights (as V-trace's rho-bar = 1): a peer's sample can be
+    down-weighted where this policy finds it unlikely, but never counts more than a sample
+    this node drew itself, whatever log-probs its sender claims.
+    """
+    return torch.where(rows[:, None], torch.maximum(behavior_logp, proximal_logp), behavior_logp)

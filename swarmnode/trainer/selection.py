@@ -19,20 +19,16 @@ import random
 from typing import Mapping, Sequence
 
 from swarmnode.trainer.experience import ScoredGroup
+from swarmnode.trainer.objectives import staleness_weight
 
 POLICIES = ("uniform", "nonzero_advantage", "fresh_quality")
-
-
-def staleness_weight(staleness: int, alpha: float = 1.0) -> float:
-    """(1 + tau)^(-alpha) for tau = max(0, staleness)."""
-    return (1.0 + max(0, staleness)) ** (-alpha)
 
 
 def fresh_quality_weights(groups: Sequence[ScoredGroup], version: int, quality: Mapping[str, float],
                           alpha: float = 1.0) -> list[float]:
     """w_i = 1[spread_i > 0] * (1 + tau_i)^(-alpha) * q_i (q of an unknown sender: 0.5)."""
     return [
-        (1.0 if g.reward_spread > 0 else 0.0) * staleness_weight(version - g.policy_version, alpha) * quality.get(g.source, 0.5)
+        (1.0 if g.reward_spread > 0 else 0.0) * staleness_weight(max(0, version - g.policy_version), alpha) * quality.get(g.source, 0.5)
         for g in groups
     ]
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -13,7 +13,9 @@ from swarmnode.trainer.objectives import (
     decoupled_ppo_loss,
     external_sample_mask,
     group_advantages,
+    mean_logprob_gap,
     nonzero_advantage_groups,
+    truncate_behavior_logp,
 )
 
 
@@ -31,6 +33,9 @@ class TrainerConfig:
     # Learn from peers' successes only: a peer's samples with negative advantage leave the
     # objective (their group still sets the baseline). See external_sample_mask.
     external_positive_only: bool = False
+    # A peer's sample whose log-probs sit more than this (nats/token) below this policy's is
+    # dropped as implausible (a weight-inflation attack) and reported against its sender.
+    external_max_logprob_gap: float = 1.5
 
 
 @dataclass
@@ -47,6 +52,7 @@ class StepResult:
     local_reward_mean: float | None = None  # mean reward of this node's own groups (SAPO's measure)
     local_groups: int = 0
     external_groups: int = 0
+    implausible: dict[str, int] = field(default_factory=dict)  # sender -> samples dropped as implausible
 
 
 class Trainer:
@@ -77,7 +83,8 @@ class Trainer:
         )
         batch = collate(groups, self.pad_id)
         keep = nonzero_advantage_groups(batch.rewards, batch.group_ids)
-        used = len(set(batch.group_ids[keep].tolist()))
+        kept_groups = torch.unique(batch.group_ids[keep])  # select() renumbers groups 0.. in this order
+        used = len(kept_groups)
         if not bool(keep.any()):
             return StepResult(self.version, False, 0.0, reward_mean, len(groups), 0, 0, time.perf_counter() - start, {}, **mix)
         # Groups whose rewards are all equal have zero advantage: they add nothing to the loss
@@ -98,6 +105,9 @@ class Trainer:
         # Text sampled by another model has no behaviour log-probs under this policy: it is
         # re-scored here, the current policy standing in as behaviour (weight 1, no correction).
         behavior_logp = torch.where(batch.behavior_known[:, None], batch.behavior_logp, logp.detach())
+        implausible = batch.external & (mean_logprob_gap(logp.detach(), behavior_logp, mask) > self.config.external_max_logprob_gap)
+        mask = mask * (~implausible).to(mask.dtype)[:, None]
+        behavior_logp = truncate_behavior_logp(behavior_logp, logp.detach(), batch.external)
         # One update per batch: the proximal policy is the current one before the step.
         loss, stats = decoupled_ppo_loss(
             logp, logp.detach(), behavior_logp, advantages, mask,
@@ -109,9 +119,13 @@ class Trainer:
         stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm))
         self.optimizer.step()
         self.version += 1
+        senders: dict[str, int] = {}
+        for row in implausible.nonzero().flatten().tolist():
+            source = groups[int(kept_groups[batch.group_ids[row]])].source
+            senders[source] = senders.get(source, 0) + 1
         return StepResult(
             self.version, True, float(loss.detach()), reward_mean, len(groups), used,
-            batch.num_completion_tokens, time.perf_counter() - start, stats, **mix,
+            batch.num_completion_tokens, time.perf_counter() - start, stats, **mix, implausible=senders,
         )
 
     def weights(self) -> dict[str, torch.Tensor]:

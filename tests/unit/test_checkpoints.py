@@ -73,3 +73,38 @@ def test_loading_keeps_the_running_optimizers_fused_flag(tmp_path):
     assert all(torch.equal(s1[i]["exp_avg_sq"], s2[i]["exp_avg_sq"]) for i in s1)
     fresh(torch.randn(5, 4)).sum().backward()
     fused.step()  # the fused kernel accepts the loaded state
+
+
+def test_background_checkpointer_counts_failures_in_a_row_and_resets_on_success(tmp_path, caplog):
+    model, optimizer = model_and_optimizer(0)
+    blocker = tmp_path / "in-the-way"
+    blocker.write_text("a file where the checkpoints folder should be")
+    writer = BackgroundCheckpointer(blocker)
+    for version in (1, 2):
+        writer.save(model, optimizer, TrainingState(version, version, 0, {}))
+        writer.wait()
+        assert writer.consecutive_failures == version
+    assert writer.last_path is None and writer.last_error.startswith("FileExistsError: ")
+    failures = [r.getMessage() for r in caplog.records if r.name == "swarmnode.checkpoints"]
+    assert len(failures) == 2 and f"{blocker / 'v00000002'} failed (2 in a row): FileExistsError" in failures[1]
+    assert "\n" not in failures[1]
+
+    blocker.unlink()
+    writer.save(model, optimizer, TrainingState(3, 3, 0, {}))
+    writer.wait()
+    assert (writer.consecutive_failures, writer.last_error, writer.error) == (0, None, None)
+    assert writer.last_path == latest_checkpoint(blocker) == blocker / "v00000003"
+
+
+def test_a_failed_write_leaves_no_half_written_folder(tmp_path, monkeypatch):
+    model, optimizer = model_and_optimizer(0)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("swarmnode.store.checkpoints.save_file", disk_full)
+    writer = BackgroundCheckpointer(tmp_path)
+    writer.save(model, optimizer, TrainingState(1, 1, 0, {}))
+    writer.wait()
+    assert writer.last_error == "OSError: [Errno 28] No space left on device"
+    assert list(tmp_path.iterdir()) == []

@@ -58,7 +58,7 @@ def test_intake_counts_each_bad_value_once_and_skips_own(make_identity):
     assert peer.peer_id in intake.table and me.peer_id not in intake.table
     assert stats.accepted == {"peer_record": 1}
     assert stats.rejected == {"malformed": 2}
-    assert stats.rejected_by_sender["unknown"]["malformed"] == 2
+    assert stats.rejected_by_sender["unverified"]["malformed"] == 2
 
 
 def test_policy_admits_only_valid_records_under_known_keys(make_identity):

@@ -3,7 +3,7 @@ that turns a peer's batch into external groups (all pure, no network)."""
 import pytest
 
 from swarmnode.identity import NodeIdentity, SigningKey
-from swarmnode.node.sharing import MAX_FOREIGN_COMPLETION_TOKENS, RolloutIntake, groups_to_batch
+from swarmnode.node.sharing import RolloutIntake, groups_to_batch
 from swarmnode.protocol import build_peer_record
 from swarmnode.protocol.codec import MessageKind, Rejected, RejectReason, seal
 from swarmnode.protocol.generated import rollout_batch_pb2
@@ -118,7 +118,9 @@ def test_intake_admits_announcements_on_rollouts_keys(make_identity):
     assert not intake.admit(peer_records_key("s", 100), peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
     assert intake.admit(peer_records_key("s", 100), peer.peer_id, record, expiration=NOW + TTL, now=NOW + 1)
     assert stats.rejected == {"key_binding": 1, "subkey_mismatch": 1, "dht_expiration": 1, "wrong_kind": 2}
-    assert stats.rejected_by_sender[peer.peer_id]["key_binding"] == 1
+    # A forged binding proves no identity: counted as unverified, never against the peer it names.
+    assert stats.rejected_by_sender["unverified"]["key_binding"] == 1
+    assert "key_binding" not in stats.rejected_by_sender[peer.peer_id]
 
 
 def test_intake_announcements_keeps_valid_ones_of_others(make_identity):
@@ -140,8 +142,9 @@ def test_intake_announcements_keeps_valid_ones_of_others(make_identity):
 # -- sealed batches -----------------------------------------------------------------------------
 
 
-def small_batch():
-    batch = rollout_batch_pb2.RolloutBatch(window=1, policy_version=2, model_fingerprint="fp", batch_id=5)
+def small_batch(created_at=NOW):
+    batch = rollout_batch_pb2.RolloutBatch(window=1, policy_version=2, model_fingerprint="fp", batch_id=5,
+                                           created_at=created_at, temperature=1.0, top_p=1.0)
     wire = batch.groups.add(prompt="1+2=")
     wire.task.task = "sum2"
     wire.completions.add(text="3", token_ids=[51], logprobs=[-0.5], reported_reward=1.0, finish_reason="length")
@@ -151,18 +154,24 @@ def small_batch():
 def test_open_rollout_batch_round_trip_and_rejections(make_identity):
     a, b = make_identity(), make_identity()
     data = seal_rollout_batch(a, small_batch())
-    batch, size = open_rollout_batch(data, served_by=a.peer_id, public_key=a.public_key)
+    batch, size = open_rollout_batch(data, served_by=a.peer_id, public_key=a.public_key, now=NOW, max_age_s=300)
     assert batch == small_batch() and size == len(data)
-    r = rejection(open_rollout_batch, data, served_by=b.peer_id, public_key=b.public_key)
+    r = rejection(open_rollout_batch, data, served_by=b.peer_id, public_key=b.public_key, now=NOW, max_age_s=300)
     assert r.reason == RejectReason.SENDER_MISMATCH and r.sender == b.peer_id
     # Same peer id (libp2p key), but signed with a node key other than the announced one.
     other_key = NodeIdentity(SigningKey.generate(), a.p2p_key, a.p2p_identity_path)
     assert other_key.peer_id == a.peer_id
     r = rejection(open_rollout_batch, seal_rollout_batch(other_key, small_batch()), served_by=a.peer_id,
-                  public_key=a.public_key)
+                  public_key=a.public_key, now=NOW, max_age_s=300)
     assert r.reason == RejectReason.KEY_BINDING
-    assert rejection(open_rollout_batch, b"garbage", served_by=a.peer_id, public_key=a.public_key).reason == RejectReason.MALFORMED
-    assert rejection(open_rollout_batch, announce(a), served_by=a.peer_id, public_key=a.public_key).reason == RejectReason.WRONG_KIND
+    opened = dict(served_by=a.peer_id, public_key=a.public_key, now=NOW, max_age_s=300)
+    r = rejection(open_rollout_batch, b"garbage", **opened)
+    assert r.reason == RejectReason.MALFORMED and r.sender == a.peer_id  # libp2p authenticated the server
+    assert rejection(open_rollout_batch, announce(a), **opened).reason == RejectReason.WRONG_KIND
+    # Made too long ago, or in the future (beyond the clock-skew allowance).
+    for created_at, reason in ((NOW - 301, RejectReason.EXPIRED), (NOW + 31, RejectReason.FROM_FUTURE)):
+        assert rejection(open_rollout_batch, seal_rollout_batch(a, small_batch(created_at)), **opened).reason == reason
+    assert open_rollout_batch(seal_rollout_batch(a, small_batch(NOW - 299)), **opened)[0].batch_id == 5
 
 
 # -- outbox ------------------------------------------------------------------------------------
@@ -286,9 +295,15 @@ def policy():
     return load_policy("bundled:tiny-policy")
 
 
+def make_intake(policy, tasks=("sum2", "sum3"), temperature=1.0, foreign_tokens=64):
+    """An intake for a node generating at most 8 tokens (`foreign_tokens` for another model's re-tokenised text)."""
+    return RolloutIntake(policy.tokenizer, model_fingerprint=policy.fingerprint, tasks=list(tasks), temperature=temperature,
+                         max_completion_tokens=8, max_foreign_completion_tokens=foreign_tokens)
+
+
 @pytest.fixture
 def intake(policy):
-    return RolloutIntake(policy.tokenizer, model_fingerprint=policy.fingerprint, tasks=["sum2", "sum3"], temperature=1.0)
+    return make_intake(policy)
 
 
 def byte_ids(text):
@@ -344,7 +359,7 @@ def test_same_model_batch_keeps_tokens_and_rescores(intake, policy, make_identit
     g = scored(item, [right, wrong], texts=["74", "74"], logprobs=[[-0.5, -0.25, -1.0], [-0.125, -2.0, -0.75]],
                reported=[1.0, 1.0], version=5)
     data = seal_rollout_batch(a, to_batch([g], policy.fingerprint))
-    batch, _ = open_rollout_batch(data, served_by=a.peer_id, public_key=a.public_key)
+    batch, _ = open_rollout_batch(data, served_by=a.peer_id, public_key=a.public_key, now=NOW, max_age_s=300)
     result = intake.accept(batch, sender=a.peer_id, current_version=12)
     assert result.same_model and result.rejected == []
     (got,) = result.groups
@@ -352,7 +367,8 @@ def test_same_model_batch_keeps_tokens_and_rescores(intake, policy, make_identit
     assert got.behavior_logprobs == [[-0.5, -0.25, -1.0], [-0.125, -2.0, -0.75]]
     assert got.rewards == [1.0, 0.0]  # the tokens say "75": the node's verifier gives 0
     assert got.texts == ["74", "75"]
-    assert got.policy_version == 5 and got.source == a.peer_id and not got.is_local
+    # Stamped with this node's version at receipt: the sender's counter (5) means nothing here.
+    assert got.policy_version == 12 and got.source == a.peer_id and not got.is_local
     assert got.ref == TaskRef("sum2", 7, 0) and got.prompt == "28+46="
     assert got.prompt_token_ids == byte_ids("28+46=")  # the bundled chat template is verbatim
 
@@ -376,14 +392,25 @@ def test_foreign_model_batch_is_retokenised_from_text(intake):
     assert got.source == "peerB"
 
 
-def test_foreign_completion_is_truncated_and_empty_one_refused(intake):
+def test_completions_longer_than_this_node_generates_are_rejected_not_truncated(policy):
+    intake = make_intake(policy, foreign_tokens=16)
     item = get_task("sum2").item(7, 0)
-    long_text = "74\n" + "x" * 600
-    g = scored(item, [[1], [2]], texts=[long_text, "nope"])
-    (got,) = intake.accept(to_batch([g], "other"), sender="p", current_version=0).groups
-    assert len(got.completion_token_ids[0]) == MAX_FOREIGN_COMPLETION_TOKENS
-    assert got.completion_token_ids[0] == byte_ids(long_text)[:MAX_FOREIGN_COMPLETION_TOKENS]
-    assert got.rewards == [1.0, 0.0]
+    # Another model: 16 tokens here (the allowance) pass, 17 do not.
+    fits = scored(item, [[1], [2]], texts=["74\n" + "x" * 13, "nope"])
+    (got,) = intake.accept(to_batch([fits], "other"), sender="p", current_version=0).groups
+    assert got.completion_token_ids[0] == byte_ids("74\n" + "x" * 13) and got.rewards == [1.0, 0.0]
+    too_long = scored(item, [[1], [2]], texts=["74\n" + "x" * 14, "nope"])
+    result = intake.accept(to_batch([too_long], "other"), sender="p", current_version=0)
+    assert result.groups == [] and result.rejected == [(RejectReason.TOO_LONG, "17 tokens here > 16")]
+    # A text no tokenisation could fit is refused before it is tokenised (16,384 characters cost nothing).
+    huge = scored(item, [[1]], texts=["7" * 16_384])
+    assert intake.accept(to_batch([huge], "other"), sender="p", current_version=0).rejected == [
+        (RejectReason.TOO_LONG, "16384 characters")]
+    # The same model: at most max_new_tokens (8) token ids, EOS included.
+    eight, nine = byte_ids("74xxxxx") + [EOS], byte_ids("74xxxxxx") + [EOS]
+    assert intake.accept(to_batch([scored(item, [eight])], policy.fingerprint), "p", 0).groups
+    result = intake.accept(to_batch([scored(item, [eight, nine])], policy.fingerprint), "p", 0)
+    assert result.groups == [] and result.rejected == [(RejectReason.TOO_LONG, "9 tokens > 8")]
     empty = scored(item, [[1]], texts=[""])
     result = intake.accept(to_batch([empty], "other"), sender="p", current_version=0)
     assert result.groups == [] and [r for r, _ in result.rejected] == [RejectReason.INVALID_FIELD]
@@ -412,7 +439,7 @@ def test_intake_rejects_bad_groups_one_by_one(intake, policy):
 
 
 def test_task_outside_the_nodes_tasks_is_unknown(policy):
-    only_sum2 = RolloutIntake(policy.tokenizer, model_fingerprint=policy.fingerprint, tasks=["sum2"], temperature=1.0)
+    only_sum2 = make_intake(policy, tasks=["sum2"])
     item = get_task("sum3").item(7, 0)
     result = only_sum2.accept(to_batch([scored(item, [byte_ids(item.answer)])], policy.fingerprint), "p", 0)
     assert result.groups == [] and result.rejected == [(RejectReason.UNKNOWN_TASK, "sum3")]
@@ -420,14 +447,14 @@ def test_task_outside_the_nodes_tasks_is_unknown(policy):
 
 # The wire carries temperature as a float32: 0.7 arrives as 0.699999988...
 def test_same_model_at_a_temperature_not_exact_in_float32(policy):
-    intake = RolloutIntake(policy.tokenizer, model_fingerprint=policy.fingerprint, tasks=["sum2"], temperature=0.7)
+    intake = make_intake(policy, tasks=["sum2"], temperature=0.7)
     item = get_task("sum2").item(7, 0)
     batch = to_batch([scored(item, [byte_ids("74") + [EOS]])], policy.fingerprint, temperature=0.7)
     assert intake.same_model(batch)
 
 
 def test_different_temperature_is_not_the_same_model(policy):
-    intake = RolloutIntake(policy.tokenizer, model_fingerprint=policy.fingerprint, tasks=["sum2"], temperature=1.0)
+    intake = make_intake(policy, tasks=["sum2"])
     item = get_task("sum2").item(7, 0)
     assert intake.same_model(to_batch([scored(item, [[55]])], policy.fingerprint, temperature=1.0))
     assert not intake.same_model(to_batch([scored(item, [[55]])], policy.fingerprint, temperature=0.5))

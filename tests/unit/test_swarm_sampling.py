@@ -14,7 +14,6 @@ from swarmnode.trainer.selection import (
     POLICIES,
     fresh_quality_weights,
     select_external,
-    staleness_weight,
     weighted_sample,
 )
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
@@ -34,17 +33,6 @@ def group(version=0, source="local", rewards=(1.0, 0.0), completions=None, promp
 
 
 # -- selection.py ----------------------------------------------------------------------------
-
-
-def test_staleness_weight_by_hand():
-    assert staleness_weight(0) == 1.0
-    assert staleness_weight(1) == 0.5
-    assert staleness_weight(3) == 0.25
-    assert staleness_weight(3, alpha=2.0) == 1 / 16
-    assert staleness_weight(1, alpha=0.5) == pytest.approx(1 / math.sqrt(2))
-    assert staleness_weight(5, alpha=0.0) == 1.0
-    # A group from a "future" version counts as fresh (tau = max(0, n - v)).
-    assert staleness_weight(-4) == 1.0
 
 
 def test_fresh_quality_weights_by_hand():

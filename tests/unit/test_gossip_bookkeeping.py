@@ -1,0 +1,116 @@
+"""RolloutGossip's bookkeeping for fetched batches: cursors, replays, failing storage and the
+per-peer rate limits. The network and the trainer are stand-ins here (the integration tests in
+tests/integration/test_hostile_peer.py drive the same code with real peers)."""
+import asyncio
+
+from swarmnode.config import NodeConfig
+from swarmnode.node.gossip import RolloutGossip
+from swarmnode.node.sharing import IntakeResult
+from swarmnode.protocol.generated import rollout_batch_pb2
+from swarmnode.protocol.rollouts import CheckedAnnouncement, seal_rollout_batch
+from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
+from swarmnode.swarm.rollouts import fetch_request
+
+NOW = 1_000_000.0
+
+
+class Transport:
+    def __init__(self):
+        self.response = b""
+
+    def dht_time(self):
+        return NOW
+
+    async def request(self, peer, protocol, payload, timeout):
+        return self.response
+
+    def child_processes(self):
+        return []
+
+
+class Training:
+    fingerprint = tokenizer_fingerprint = "fp"
+    eos_ids = {0}
+
+    def __init__(self):
+        self.received = []
+
+    def receive(self, batch, sender):
+        self.received.append(batch.batch_id)
+        return IntakeResult(groups=["group"] * len(batch.groups), same_model=True)
+
+
+def sealed(identity, batch_id):
+    batch = rollout_batch_pb2.RolloutBatch(window=1, policy_version=1, model_fingerprint="fp", batch_id=batch_id,
+                                           created_at=NOW, temperature=1.0, top_p=1.0)
+    group = batch.groups.add(prompt="1+2=")
+    group.task.task = "sum2"
+    group.completions.add(text="3", token_ids=[51], logprobs=[-0.5])
+    return seal_rollout_batch(identity, batch)
+
+
+def response(*envelopes):
+    return rollout_batch_pb2.RolloutFetchResponse(envelopes=list(envelopes)).SerializeToString()
+
+
+def make_gossip(tmp_path, make_identity, **limits):
+    config = NodeConfig.model_validate({"limits": limits})
+    me, peer = make_identity(), make_identity()
+    stats = MessageStats()
+    records = RecordIntake(PeerTable(me.peer_id), stats, "s", 10.0)
+    gossip = RolloutGossip(config, me, Transport(), Training(), records, stats, tmp_path)
+    announcement = rollout_batch_pb2.RolloutAnnouncement(peer_id=peer.peer_id, first_batch_id=1, last_batch_id=9)
+    return gossip, peer, CheckedAnnouncement(announcement, peer.public_key)
+
+
+def test_failing_storage_neither_replays_nor_uncounts_a_batch(tmp_path, make_identity):
+    gossip, peer, announced = make_gossip(tmp_path, make_identity)
+
+    def disk_full(*args):
+        raise OSError(28, "No space left on device")
+
+    gossip.store.accepted = disk_full
+    gossip.ledger.advance(peer.peer_id, 4)
+    gossip.transport.response = response(sealed(peer, 5))
+    asyncio.run(gossip._fetch_from(announced))
+    assert gossip.training.received == [5] and gossip.counters["groups_accepted"] == 1
+    assert gossip.counters["store_errors"] == 1 and gossip.ledger.standing(peer.peer_id).cursor == 5
+    # The peer serves batch 5 again: a replay, counted against it, never trained twice.
+    asyncio.run(gossip._fetch_from(announced))
+    assert gossip.training.received == [5] and gossip.counters["groups_accepted"] == 1
+    assert gossip.stats.rejected_by_sender[peer.peer_id] == {"replayed": 1}
+    gossip.close()
+
+
+def test_batches_over_the_accept_rate_wait_for_the_next_fetch(tmp_path, make_identity):
+    gossip, peer, announced = make_gossip(tmp_path, make_identity, accept_batches_per_s=0.001, accept_burst=2)
+    gossip.ledger.advance(peer.peer_id, 0)
+    gossip.transport.response = response(*(sealed(peer, i) for i in range(1, 6)))
+    asyncio.run(gossip._fetch_from(announced))
+    assert gossip.training.received == [1, 2] and gossip.ledger.standing(peer.peer_id).cursor == 2
+    assert gossip.limits_snapshot()["accept_deferred"] == 1 and not gossip.stats.rejected
+    gossip.close()
+
+
+def test_requests_over_a_peers_serve_rate_get_an_empty_answer(tmp_path, make_identity):
+    gossip, peer, _ = make_gossip(tmp_path, make_identity, serve_requests_per_s=0.001, serve_burst=2)
+    gossip.outbox.add(gossip.outbox.next_batch_id(), b"envelope")
+    answers = [asyncio.run(gossip._answer(fetch_request(0), "flooder")) for _ in range(3)]
+    assert [len(rollout_batch_pb2.RolloutFetchResponse.FromString(a).envelopes) for a in answers] == [1, 1, 0]
+    assert asyncio.run(gossip._answer(fetch_request(0), "honest")) == answers[0]  # others are still served
+    assert gossip.limits_snapshot()["serve_refused"] == 1
+    gossip.close()
+
+
+def test_strikes_and_ignores_survive_a_restart(tmp_path, make_identity):
+    gossip, peer, announced = make_gossip(tmp_path, make_identity)
+    gossip.transport.response = b"\xff not a response"
+    gossip.ledger.advance(peer.peer_id, 0)
+    for _ in range(gossip.config.rollouts.strike_limit + 1):
+        asyncio.run(gossip._fetch_from(announced))
+    assert gossip.ledger.ignored(peer.peer_id, NOW)
+    gossip.close()
+    restarted, _, _ = make_gossip(tmp_path, make_identity)
+    assert restarted.ledger.ignored(peer.peer_id, NOW + 1)
+    assert restarted.ledger.standing(peer.peer_id).rejected == gossip.config.rollouts.strike_limit + 1
+    restarted.close()
