@@ -132,7 +132,7 @@ class LimitsConfig(_Section):
     accept_burst: int = Field(32, ge=1, description="batches one peer may deliver at once above its rate")
     max_concurrent_fetches: int = Field(8, ge=1, description="peers fetched from at the same time")
     foreign_completion_tokens_factor: float = Field(
-        2.0, ge=1.0, description="another model's completion may re-tokenise to this x training.max_new_tokens"
+        4.0, ge=1.0, description="another model's completion may re-tokenise to this x training.max_new_tokens"
     )
     external_max_logprob_gap: float = Field(
         1.5, gt=0, description="a peer sample whose log-probs sit more than this (nats/token, mean) below this "

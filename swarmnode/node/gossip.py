@@ -40,6 +40,10 @@ from swarmnode.swarm.windows import rollouts_key, window_index, windows_to_read
 log = logging.getLogger("swarmnode.gossip")
 LATENCY_SAMPLES = 2048
 EMPTY_FETCH_RESPONSE = b""  # an empty RolloutFetchResponse
+# Counted, dropped, but not strikes: an honest peer may differ this way (another tokenizer makes
+# longer completions here; its policy may drift from ours on the odd sample), and a liar gains
+# nothing from either (the samples never reach the loss).
+NOT_STRIKES = frozenset({RejectReason.TOO_LONG, RejectReason.IMPLAUSIBLE_LOGPROBS})
 
 
 def _process_cpu_s(pid: int) -> float:
@@ -278,8 +282,8 @@ class RolloutGossip:
     async def _reject(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]]) -> None:
         await asyncio.to_thread(self.blame, peer, batch_id, reasons)
 
-    def blame(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]], strike: bool = True) -> None:
-        """Count rejections against `peer` (a verified id), strike it, and write them down.
+    def blame(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]]) -> None:
+        """Count rejections against `peer` (a verified id), strike it (see NOT_STRIKES), and write them down.
 
         Thread-safe and blocking (SQLite): called from worker threads, and from the trainer
         thread for samples it finds implausible."""
@@ -291,19 +295,17 @@ class RolloutGossip:
         except Exception as e:  # noqa: BLE001 - the counts above stand; the log says why the row is missing
             self.counters["store_errors"] += 1
             log.warning("storing rejections of %s failed (%s)", peer, e)
-        if strike and self.ledger.record(peer, 0, len(reasons), self.transport.dht_time()):
+        strikes = sum(1 for reason, _ in reasons if reason not in NOT_STRIKES)
+        if strikes and self.ledger.record(peer, 0, strikes, self.transport.dht_time()):
             self.counters["peers_ignored"] += 1
             log.warning("ignoring peer %s for %gs: %d rejected groups within %gs", peer, self.config.rollouts.ignore_s,
                         self.config.rollouts.strike_limit + 1, self.config.rollouts.strike_window_s)
             self._save_standing_now(peer)
 
     def blame_implausible(self, senders: dict[str, int]) -> None:
-        """The trainer's verdict on peers' samples whose log-probs inflate their weight.
-
-        Counted, not a strike: the trainer already dropped them, and truncated weights leave a
-        liar nothing to gain, while an honest peer's policy may on rare samples drift that far."""
+        """The trainer's verdict on peers' samples whose log-probs inflate their weight."""
         for peer, samples in senders.items():
-            self.blame(peer, None, [(RejectReason.IMPLAUSIBLE_LOGPROBS, f"{samples} samples")], strike=False)
+            self.blame(peer, None, [(RejectReason.IMPLAUSIBLE_LOGPROBS, f"{samples} samples")])
 
     async def _save_standing(self, peer: str) -> None:
         await asyncio.to_thread(self._save_standing_now, peer)

@@ -114,3 +114,17 @@ def test_strikes_and_ignores_survive_a_restart(tmp_path, make_identity):
     assert restarted.ledger.ignored(peer.peer_id, NOW + 1)
     assert restarted.ledger.standing(peer.peer_id).rejected == gossip.config.rollouts.strike_limit + 1
     restarted.close()
+
+
+def test_honest_differences_are_counted_but_not_strikes(tmp_path, make_identity):
+    from swarmnode.protocol import RejectReason
+
+    gossip, peer, _ = make_gossip(tmp_path, make_identity)
+    limit = gossip.config.rollouts.strike_limit
+    gossip.blame(peer.peer_id, 1, [(RejectReason.TOO_LONG, "x")] * (limit + 5))
+    gossip.blame(peer.peer_id, None, [(RejectReason.IMPLAUSIBLE_LOGPROBS, "x")] * (limit + 5))
+    assert not gossip.ledger.ignored(peer.peer_id, NOW)
+    assert gossip.stats.rejected_by_sender[peer.peer_id] == {"too_long": limit + 5, "implausible_logprobs": limit + 5}
+    gossip.blame(peer.peer_id, 1, [(RejectReason.PROMPT_MISMATCH, "x")] * (limit + 1))
+    assert gossip.ledger.ignored(peer.peer_id, NOW)
+    gossip.close()
