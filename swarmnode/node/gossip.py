@@ -184,25 +184,38 @@ class RolloutGossip:
     async def fetch_loop(self) -> None:
         """Ask known peers for new batches every fetch interval; re-read the DHT's announcements
         (to find peers and key changes) only every announce interval: a direct request to a
-        peer costs far less than a DHT lookup."""
+        peer costs far less than a DHT lookup.
+
+        Each peer is fetched by a task of its own, and a peer whose last fetch is still running
+        is skipped: a peer that stalls its answers slows only itself, never the fetches from
+        the others. This loop owns those tasks and cancels them when it stops."""
         cfg = self.config.rollouts
         known: dict[str, CheckedAnnouncement] = {}
         last_read = -float("inf")
-        while True:
-            await asyncio.sleep(cfg.fetch_interval_s)
-            if not self.training.ready or self.config.training.external_rollouts == 0:
-                continue
-            start = time.perf_counter()
-            try:
-                if time.monotonic() - last_read >= cfg.announce_interval_s:
-                    known = {a.peer_id: a for a in await self._read_announcements()}
-                    last_read = time.monotonic()
+        inflight: dict[str, asyncio.Task] = {}
+        try:
+            while True:
+                await asyncio.sleep(cfg.fetch_interval_s)
+                if not self.training.ready or self.config.training.external_rollouts == 0:
+                    continue
+                start = time.perf_counter()
+                try:
+                    if time.monotonic() - last_read >= cfg.announce_interval_s:
+                        known = {a.peer_id: a for a in await self._read_announcements()}
+                        last_read = time.monotonic()
+                except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
+                    log.warning("reading rollout announcements failed (%s)", e)
                 now = self.transport.dht_time()
-                live = [a for a in known.values() if a.announcement.expires_at > now and not self.ledger.ignored(a.peer_id, now)]
-                await asyncio.gather(*(self._fetch_slot(a) for a in live))
-            except Exception as e:  # noqa: BLE001 - one bad round must not stop gossip
-                log.warning("fetching rollouts failed (%s)", e)
-            self.busy_s += time.perf_counter() - start
+                for a in known.values():
+                    if a.peer_id in inflight or a.announcement.expires_at <= now or self.ledger.ignored(a.peer_id, now):
+                        continue
+                    task = asyncio.create_task(self._fetch_slot(a))
+                    inflight[a.peer_id] = task
+                    task.add_done_callback(lambda _, peer=a.peer_id: inflight.pop(peer, None))
+                self.busy_s += time.perf_counter() - start
+        finally:
+            for task in list(inflight.values()):
+                task.cancel()
 
     async def _read_announcements(self) -> list[CheckedAnnouncement]:
         """The newest valid announcement of every other peer in the current and previous windows."""
@@ -219,8 +232,13 @@ class RolloutGossip:
         """Fetch from one peer once one of limits.max_concurrent_fetches slots is free."""
         if self._fetch_slots.locked():
             self.counters["fetch_waits"] += 1
-        async with self._fetch_slots:
-            await self._fetch_from(a)
+        start = time.perf_counter()
+        try:
+            async with self._fetch_slots:
+                await self._fetch_from(a)
+        except Exception as e:  # noqa: BLE001 - one peer's bad round must not stop the others
+            log.warning("fetching rollouts from %s failed (%s: %s)", a.peer_id, type(e).__name__, e)
+        self.busy_s += time.perf_counter() - start
 
     async def _fetch_from(self, a: CheckedAnnouncement) -> None:
         peer = a.peer_id

@@ -112,7 +112,14 @@ class Verdicts:
 
     @staticmethod
     def digest(*parts: object) -> bytes:
-        return hashlib.sha256(repr(parts).encode("utf-8", "replace")).digest()
+        """sha256 over the parts, bytes hashed as they are (repr of a large hostile value would
+        cost four times its size in memory), anything else by its repr, each length-prefixed."""
+        h = hashlib.sha256()
+        for part in parts:
+            data = bytes(part) if isinstance(part, (bytes, bytearray, memoryview)) else repr(part).encode("utf-8", "replace")
+            h.update(len(data).to_bytes(8, "big") + (b"b" if isinstance(part, (bytes, bytearray, memoryview)) else b"r"))
+            h.update(data)
+        return h.digest()
 
     def get(self, digest: bytes) -> tuple[bool, object]:
         if digest in self._verdicts:

@@ -128,3 +128,36 @@ def test_honest_differences_are_counted_but_not_strikes(tmp_path, make_identity)
     gossip.blame(peer.peer_id, 1, [(RejectReason.PROMPT_MISMATCH, "x")] * (limit + 1))
     assert gossip.ledger.ignored(peer.peer_id, NOW)
     gossip.close()
+
+
+def test_a_stalling_peer_slows_only_itself(tmp_path, make_identity):
+    gossip, fast, fast_announced = make_gossip(tmp_path, make_identity)
+    gossip.config.rollouts.fetch_interval_s = 0.05
+    gossip.config.training.external_rollouts = 4
+    gossip.training.ready = True
+    _, slow, slow_announced = make_gossip(tmp_path / "other", make_identity)
+    asked = {fast.peer_id: 0, slow.peer_id: 0}
+
+    async def request(peer, protocol, payload, timeout):
+        asked[peer] += 1
+        if peer == slow.peer_id:
+            await asyncio.sleep(30)  # answers nothing, holds the stream open
+        return response()
+
+    async def announcements():
+        return [slow_announced, fast_announced]
+
+    gossip.transport.request = request
+    gossip._read_announcements = announcements
+    for announced in (fast_announced, slow_announced):
+        announced.announcement.expires_at = NOW + 60
+
+    async def run_for(seconds):
+        loop = asyncio.create_task(gossip.fetch_loop())
+        await asyncio.sleep(seconds)
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+    asyncio.run(run_for(1.0))
+    assert asked[slow.peer_id] == 1 and asked[fast.peer_id] >= 10
+    gossip.close()
