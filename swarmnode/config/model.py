@@ -135,8 +135,8 @@ class LimitsConfig(_Section):
         4.0, ge=1.0, description="another model's completion may re-tokenise to this x training.max_new_tokens"
     )
     external_max_logprob_gap: float = Field(
-        1.5, gt=0, description="a peer sample whose log-probs sit more than this (nats/token, mean) below this "
-                               "policy's is implausible: dropped and counted against the sender"
+        1.0, gt=0, description="a peer whose samples' log-probs sit, pooled per step, more than this (nats/token) "
+                               "below this policy's is implausible: its samples are dropped and counted"
     )
 
 

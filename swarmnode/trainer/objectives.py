@@ -232,6 +232,24 @@ def mean_logprob_gap(logp: Tensor, behavior_logp: Tensor, mask: Tensor) -> Tenso
     return (diff * weights).sum(-1) / weights.sum(-1).clamp(min=1.0)
 
 
+def sender_mean(values: Tensor, weights: Tensor, sender_ids: Tensor) -> Tensor:
+    """Each row's sender-wide weighted mean: for row b of sender s = sender_ids[b],
+
+        M_b = sum_{c: s_c = s} weights_c * values_c / sum_{c: s_c = s} weights_c   (0 if no weight)
+
+    Used on `mean_logprob_gap` with the rows' token counts as weights: samples drawn from the
+    sender's own policy have E[gap] = -KL(sender || this policy) <= 0, so honest senders sit at
+    or below 0 once their samples are pooled, while one sample alone can stray far either way;
+    a sender understating its log-probs by c nats per token sits near +c. Shapes [B] -> [B].
+    """
+    _, sender_of = torch.unique(sender_ids, return_inverse=True)
+    count = int(sender_of.max()) + 1 if sender_of.numel() else 0
+    weights = weights.to(values.dtype)
+    total = torch.zeros(count, dtype=values.dtype, device=values.device).index_add(0, sender_of, weights * values)
+    mass = torch.zeros(count, dtype=values.dtype, device=values.device).index_add(0, sender_of, weights)
+    return torch.where(mass > 0, total / mass.clamp(min=1e-12), 0.0)[sender_of]
+
+
 def truncate_behavior_logp(behavior_logp: Tensor, proximal_logp: Tensor, rows: Tensor) -> Tensor:
     """Behaviour log-probs whose off-policy weight is at most 1 on `rows` (bool [B]):
 

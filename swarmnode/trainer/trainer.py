@@ -15,6 +15,7 @@ from swarmnode.trainer.objectives import (
     group_advantages,
     mean_logprob_gap,
     nonzero_advantage_groups,
+    sender_mean,
     truncate_behavior_logp,
 )
 
@@ -33,9 +34,10 @@ class TrainerConfig:
     # Learn from peers' successes only: a peer's samples with negative advantage leave the
     # objective (their group still sets the baseline). See external_sample_mask.
     external_positive_only: bool = False
-    # A peer's sample whose log-probs sit more than this (nats/token) below this policy's is
-    # dropped as implausible (a weight-inflation attack) and reported against its sender.
-    external_max_logprob_gap: float = 1.5
+    # A peer whose samples' log-probs sit, pooled over this step, more than this (nats/token)
+    # below this policy's has its samples dropped as implausible (a weight-inflation attack)
+    # and is reported.
+    external_max_logprob_gap: float = 1.0
 
 
 @dataclass
@@ -105,7 +107,7 @@ class Trainer:
         # Text sampled by another model has no behaviour log-probs under this policy: it is
         # re-scored here, the current policy standing in as behaviour (weight 1, no correction).
         behavior_logp = torch.where(batch.behavior_known[:, None], batch.behavior_logp, logp.detach())
-        implausible = batch.external & (mean_logprob_gap(logp.detach(), behavior_logp, mask) > self.config.external_max_logprob_gap)
+        implausible = self._implausible_rows(groups, kept_groups, batch, logp.detach(), behavior_logp, mask)
         mask = mask * (~implausible).to(mask.dtype)[:, None]
         behavior_logp = truncate_behavior_logp(behavior_logp, logp.detach(), batch.external)
         # One update per batch: the proximal policy is the current one before the step.
@@ -127,6 +129,17 @@ class Trainer:
             self.version, True, float(loss.detach()), reward_mean, len(groups), used,
             batch.num_completion_tokens, time.perf_counter() - start, stats, **mix, implausible=senders,
         )
+
+    def _implausible_rows(self, groups, kept_groups, batch, logp, behavior_logp, mask) -> torch.Tensor:
+        """Bool [B]: peers' rows whose sender's pooled log-prob gap is over the config's bound."""
+        if not bool(batch.external.any()):
+            return batch.external
+        senders: dict[str, int] = {}
+        sender_ids = torch.tensor([senders.setdefault(groups[int(kept_groups[g])].source, len(senders))
+                                   for g in batch.group_ids.tolist()], device=logp.device)
+        gap = mean_logprob_gap(logp, behavior_logp, mask)
+        pooled = sender_mean(gap, mask.sum(-1), sender_ids)
+        return batch.external & (pooled > self.config.external_max_logprob_gap)
 
     def weights(self) -> dict[str, torch.Tensor]:
         """A detached copy of the weights, for the generator (weight sync)."""

@@ -233,3 +233,31 @@ def test_trainer_drops_and_reports_samples_with_understated_logprobs(tiny_model)
     assert clean.step([local, peer_group("honest", 0.0)]).implausible == {}
     for (name, got), want in zip(trainer.model.named_parameters(), clean.model.parameters()):
         assert torch.allclose(got, want, atol=1e-6), name
+
+
+def test_sender_mean_by_hand():
+    from swarmnode.trainer.objectives import sender_mean
+
+    values = torch.tensor([2.0, -1.0, 4.0, 0.5])
+    weights = torch.tensor([1.0, 3.0, 2.0, 0.0])
+    senders = torch.tensor([7, 7, 9, 3])
+    # sender 7: (1*2 + 3*-1) / 4 = -0.25; sender 9: 4; sender 3 has no weight: 0.
+    assert sender_mean(values, weights, senders).tolist() == [-0.25, -0.25, 4.0, 0.0]
+
+
+def test_one_stray_honest_sample_is_not_implausible(tiny_model):
+    """A sample far off this policy is fine when the sender's samples as a whole are not."""
+    from swarmnode.tasks import TaskRef
+    from swarmnode.trainer.experience import ScoredGroup
+    from swarmnode.trainer.trainer import Trainer, TrainerConfig
+    from tests.helpers import teacher_forced_logprobs
+
+    prompt, completions = [1, 2, 3], [[5, 6], [7, 8], [9, 10], [11, 12]]
+    with torch.no_grad():
+        true = [teacher_forced_logprobs(tiny_model, prompt, c).tolist() for c in completions]
+    shifts = [2.0, -1.0, -0.5, -0.6]  # one sample 2 nats/token "too unlikely", the rest the other way
+    group = ScoredGroup(ref=TaskRef("sum2", 0, 0), prompt_token_ids=prompt, completion_token_ids=completions,
+                        behavior_logprobs=[[x - d for x in lp] for lp, d in zip(true, shifts)],
+                        rewards=[1.0, 0.0, 1.0, 0.0], policy_version=0, source="honest")
+    result = Trainer(tiny_model, pad_id=0, config=TrainerConfig()).step([group])
+    assert result.trained and result.implausible == {}
