@@ -114,7 +114,7 @@ class SenderLedger:
 
     A peer with more than `strike_limit` rejections within `strike_window_s` is ignored (not
     fetched from, its batches dropped) for `ignore_s`. At most `max_peers` standings are held
-    (least recently used go first, ignored peers last); `restore` brings back the standings a
+    (least recently used go first; ignored peers and peers that have contributed last); `restore` brings back the standings a
     previous run saved, so a restart does not pardon anyone.
     """
 
@@ -124,7 +124,10 @@ class SenderLedger:
         self.ignore_s = ignore_s
         self.backlog = backlog
         self._now = 0.0  # the latest time seen, for deciding which standings are protected
-        self._peers: LRUMap[str, PeerStanding] = LRUMap(max_peers, protect=lambda s: s.ignored_until > self._now)
+        # Evicted last: peers being ignored (a flood of identities must not pardon them) and
+        # peers that have contributed (it must not reset an honest peer's record either).
+        self._peers: LRUMap[str, PeerStanding] = LRUMap(
+            max_peers, protect=lambda s: s.ignored_until > self._now or s.accepted > 0)
         self._lock = threading.Lock()
 
     def standing(self, peer_id: str) -> PeerStanding:
@@ -144,7 +147,9 @@ class SenderLedger:
         return len(self._peers)
 
     def ignored(self, peer_id: str, now: float) -> bool:
-        return self.standing(peer_id).ignored_until > now
+        with self._lock:
+            s = self._peers.get(peer_id)  # asking makes no entry: every announcing stranger would
+        return s is not None and s.ignored_until > now
 
     def start_after(self, peer_id: str, first: int, last: int) -> int | None:
         """The batch id to fetch after, or None if nothing new. A new peer: only its recent backlog."""

@@ -121,7 +121,7 @@ def test_sender_ledger_is_bounded_and_keeps_ignored_peers():
     ledger = SenderLedger(strike_limit=1, strike_window_s=60, ignore_s=100, backlog=4, max_peers=2)
     assert ledger.record("bad", 0, 2, NOW)  # over the strike limit: ignored
     for i in range(5):  # a flood of fresh identities
-        ledger.record(f"sybil{i}", 1, 0, NOW + 1)
+        ledger.record(f"sybil{i}", 0, 0, NOW + 1)
     assert len(ledger) == 2 and ledger.ignored("bad", NOW + 2) and ledger.evicted == 4
 
 
@@ -261,3 +261,14 @@ def test_one_stray_honest_sample_is_not_implausible(tiny_model):
                         rewards=[1.0, 0.0, 1.0, 0.0], policy_version=0, source="honest")
     result = Trainer(tiny_model, pad_id=0, config=TrainerConfig()).step([group])
     assert result.trained and result.implausible == {}
+
+
+def test_a_flood_of_strangers_keeps_contributors_standing():
+    ledger = SenderLedger(strike_limit=20, strike_window_s=60, ignore_s=100, backlog=4, max_peers=3)
+    ledger.record("honest", 2516, 0, NOW)
+    ledger.advance("honest", 77)
+    for i in range(50):  # announcing identities this node fetched from, that never delivered
+        assert not ledger.ignored(f"sybil{i}", NOW)  # asking makes no entry
+        ledger.standing(f"sybil{i}")
+    assert ledger.standing("honest").accepted == 2516 and ledger.standing("honest").cursor == 77
+    assert len(ledger) == 3
