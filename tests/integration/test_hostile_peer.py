@@ -1,0 +1,192 @@
+"""A hostile peer process attacks a node of an honest two-node swarm; the node keeps training,
+stays within its bounds, names every rejection, and keeps hearing its honest peer.
+
+node0 (the victim) and node1 (honest) train the bundled policy and share rollouts (SAPO 4/4);
+`python -m tests.hostile.peer` joins through node0 with real identities and real p2pd and runs
+every attack class of tests/hostile/attacks.py against it: first the payload attacks and the
+cheap floods, one fresh identity each, then a flood of 2000 fresh identities. Throughout:
+
+- node0 stays alive, its training phase stays "training" and its steps grow during every attack;
+- groups from node1 keep being accepted during every attack (node1's standing is never lost,
+  never ignored, and no rejection is ever counted against it);
+- each attack's rejection reasons are counted (messages.rejected) and attributed to the hostile
+  identities of that attack (or "unverified" for DHT values whose binding was never checked);
+- per-peer state stays under the configured bounds (limits: max_peers 64, max_tracked_senders 64)
+  and the daemon's RSS (with p2pd) grows by less than RSS_GROWTH_BOUND_MIB.
+
+RSS_GROWTH_BOUND_MIB: measured on this 2-core machine, node0 (daemon + p2pd) sits at ~550 MiB once
+it trains, and grows by itself: +19 MiB over 145 s of a clean run (allocator warm-up, SQLite
+caches, the experience buffer filling). Under this test's attacks it grew by 28-35 MiB over its
+~100 s; under scripts/hostile_harness.py (every attack, 20000 identities) by 26 MiB over 6 min
+(peak +40). Everything a hostile peer can make it hold is capped by config: 64 peers, 64 sender
+standings, 64 values per DHT key over the 8 keys in reach, 8192 cached verdicts (a digest and a
+checked record, < 2 KiB each: < 16 MiB), fetch responses of at most 2 MiB (8 at once: 16 MiB).
+So +64 MiB over the pre-attack RSS leaves room for the trend and the caps, and is below what
+unbounded tables would take by the end of a longer flood (a peer entry, a standing and two
+cached values per identity, an estimated 5-10 KiB: 100-200 MiB at the harness's 20000).
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from swarmnode.node.local_swarm import LocalSwarm
+from tests.hostile.attacks import ALL, EXPECTED
+from tests.hostile.victim import Monitor, hostile_command, rates, read_result, sample, start_hostile, write_honest_config
+from tests.integration.conftest import status_json, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
+
+RSS_GROWTH_BOUND_MIB = 64.0
+BASELINE_S = 8.0
+ATTACK_SECONDS = 4.0  # each attack's most time (floods take all of it)
+FLOOD_IDENTITIES = 2000
+# Payload attacks and cheap floods first, the identity flood after (it evicts per-sender state by
+# design, so attribution is checked before it). `stall` (fetch answers that never come) is here
+# too: a slow peer must not hold up fetches from honest ones.
+PHASE1 = [a for a in ALL if a != "identity_flood"] + ["stall"]
+PHASE2 = ["identity_flood"]
+HOSTILE_TIMEOUT_S = 240
+# Honest throughput during any attack: at least this share of what it was before the attacks.
+# The hostile process itself takes CPU on the test machine (the request flood alone costs node0
+# ~25% of its steps on 2 cores), so this asks for "still heard and still training", not for
+# "unaffected": that comparison is scripts/hostile_harness.py's (table and --reward-curve).
+MIN_THROUGHPUT_SHARE = 0.25
+
+
+def run_hostile(tmp_path, name: str, maddr: str, attacks: list[str]) -> dict:
+    out = tmp_path / f"{name}.json"
+    proc = start_hostile(hostile_command(maddr, ",".join(attacks), out, seconds=ATTACK_SECONDS,
+                                         identities=FLOOD_IDENTITIES), tmp_path / f"{name}.log")
+    try:
+        rc = proc.wait(timeout=HOSTILE_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    result = read_result(out)
+    log_tail = (tmp_path / f"{name}.log").read_text(errors="replace")[-3000:]
+    assert rc == 0 and not result["errors"], f"the hostile peer failed (rc {rc}): {result['errors']}\n{log_tail}"
+    assert set(result["attacks"]) == set(attacks), log_tail
+    return result
+
+
+def check_attack_windows(monitor: Monitor, result: dict, baseline: dict, problems: list[str]) -> None:
+    """During every attack: node0 alive and training, node1's standing kept, and node0's steps and
+    the groups it accepts from node1 at no less than MIN_THROUGHPUT_SHARE of the baseline rate."""
+    for name, attack in result["attacks"].items():
+        window = monitor.between(attack["started_at"], attack["ended_at"] + 1.0)
+        if len(window) < 2:
+            problems.append(f"{name}: too few status samples ({len(window)})")
+            continue
+        if not all(s.alive and s.phase == "training" for s in window):
+            problems.append(f"{name}: node0 stopped training: {[(s.alive, s.phase) for s in window]}")
+        if window[-1].steps <= window[0].steps:
+            problems.append(f"{name}: node0 took no training step during the attack")
+        accepted = [s.honest_accepted for s in window]
+        if accepted != sorted(accepted):
+            problems.append(f"{name}: node1's standing on node0 was reset (groups accepted, by its standing: {accepted})")
+        hit = rates(window)
+        for key, what in (("honest_groups_per_s", "groups accepted from node1"), ("steps_per_s", "node0's steps")):
+            if not hit[key] or hit[key] < MIN_THROUGHPUT_SHARE * baseline[key]:
+                problems.append(f"{name}: {what} per second fell from {baseline[key]} before the attacks to {hit[key]}")
+
+
+def check_attribution(status: dict, results: list[dict], honest_id: str, problems: list[str]) -> None:
+    rejected, by_sender = status["messages"]["rejected"], status["messages"]["rejected_by_sender"]
+    if honest_id in by_sender:
+        problems.append(f"rejections counted against the honest node1: {by_sender[honest_id]}")
+    hostile = {pid for r in results for a in r["attacks"].values() for pid in a["peer_ids"]} | {"unverified"}
+    blamed = set(by_sender) - hostile - {honest_id}
+    if blamed:
+        problems.append(f"rejections counted against peers that are not hostile: { {b: by_sender[b] for b in blamed} }")
+    for result in results:
+        for name, attack in result["attacks"].items():
+            expect = EXPECTED[name.split("#")[0]]
+            mine: dict[str, int] = {}
+            for pid in attack["peer_ids"] + ["unverified"]:
+                for reason, n in by_sender.get(pid, {}).items():
+                    mine[reason] = mine.get(reason, 0) + n
+            missing = [r for r in expect.all_of if not mine.get(r)]
+            if missing:
+                problems.append(f"{name}: node0 counted no {missing} against it (it counted {mine}; all: {rejected})")
+            if expect.any_of and not any(mine.get(r) for r in expect.any_of):
+                problems.append(f"{name}: node0 counted none of {expect.any_of} against it (it counted {mine})")
+
+
+def test_hostile_peer_cannot_stop_training_or_silence_honest_peers(tmp_path):
+    config = write_honest_config(tmp_path / "honest.yaml")
+    swarm = LocalSwarm(tmp_path / "swarm", 2, config,
+                       node_env=lambda i: {"SWARMNODE__TRAINING__DATA_SEED": str(1000 + 1000 * i)})
+    with swarm:
+        swarm.start()
+        victim, honest = swarm.nodes
+        honest_id = status_json(honest.home)["peer_id"]
+        maddr = status_json(victim.home)["multiaddrs"][0]
+        wait_until(lambda: (s := sample(victim.home, honest_id)).honest_accepted > 0 and s.steps > 0, timeout=120,
+                   interval=1.0, what="node0 to train and to accept node1's groups")
+
+        with Monitor(victim.home, honest_id, victim.process, interval=0.5) as monitor:
+            time.sleep(BASELINE_S)
+            baseline = rates(monitor.samples)
+            rss_before = max(s.rss_mib for s in monitor.samples if s.rss_mib is not None)
+            started = time.time()
+
+            phase1 = run_hostile(tmp_path, "phase1", maddr, PHASE1)
+            time.sleep(2.0)
+            status1 = status_json(victim.home)
+            phase2 = run_hostile(tmp_path, "phase2", maddr, PHASE2)
+            # The flood's values live on (100 s): node1 must still be heard after it, not only during it.
+            time.sleep(6.0)
+            after_flood = time.time()
+            time.sleep(6.0)
+            status2 = status_json(victim.home)
+            during = rates(monitor.between(started, time.time()))
+        exit_code = victim.process.poll()
+        (tmp_path / "samples.json").write_text(json.dumps([s.__dict__ for s in monitor.samples]))
+
+    problems: list[str] = []
+    # -- the node kept working -------------------------------------------------------------------
+    if exit_code is not None:
+        problems.append(f"node0 died (exit code {exit_code})")
+    if status2["training"]["phase"] != "training":
+        problems.append(f"node0's training is {status2['training']['phase']!r}")
+    check_attack_windows(monitor, phase1, baseline, problems)
+    check_attack_windows(monitor, phase2, baseline, problems)
+    tail = monitor.between(after_flood, time.time())
+    after = rates(tail)
+    if not after["honest_groups_per_s"] or after["honest_groups_per_s"] < MIN_THROUGHPUT_SHARE * baseline["honest_groups_per_s"]:
+        problems.append(f"after the identity flood node0 hears node1 at {after['honest_groups_per_s']} groups/s "
+                        f"(before the attacks: {baseline['honest_groups_per_s']}; standing's count "
+                        f"{[s.honest_accepted for s in tail]})")
+    for key in ("honest_groups_per_s", "steps_per_s"):
+        if during[key] < MIN_THROUGHPUT_SHARE * baseline[key]:
+            problems.append(f"{key} fell from {baseline[key]} before the attacks to {during[key]} during them")
+    standing = status2["rollouts"]["senders"].get(honest_id, {})
+    if not (standing.get("accepted", 0) > 0 and not standing.get("ignored") and standing.get("rejected", 0) == 0):
+        problems.append(f"node1's standing on node0 at the end: {standing}")
+
+    # -- it said why it refused what it refused, and whom it blamed --------------------------------
+    check_attribution(status1, [phase1], honest_id, problems)
+    if honest_id in status2["messages"]["rejected_by_sender"]:
+        problems.append(f"after the identity flood, rejections against node1: {status2['messages']['rejected_by_sender'][honest_id]}")
+
+    # -- its memory stayed bounded --------------------------------------------------------------------
+    limits1, limits2 = status1.get("limits"), status2.get("limits")
+    if limits1 is None or limits2 is None:
+        problems.append("the status document has no `limits` object")
+    else:
+        if not (limits2.get("peers", 1e9) <= 64 and limits2.get("tracked_senders", 1e9) <= 64):
+            problems.append(f"per-peer state over its bounds after the identity flood: {limits2}")
+        if not limits1.get("serve_refused"):
+            problems.append(f"the request flood was not refused: {limits1}")
+    rss_after = max(s.rss_mib for s in monitor.samples if s.rss_mib is not None and s.t >= started)
+    if rss_after - rss_before >= RSS_GROWTH_BOUND_MIB:
+        problems.append(f"node0's RSS grew from {rss_before:.0f} to {rss_after:.0f} MiB (bound +{RSS_GROWTH_BOUND_MIB:.0f})")
+    flood = phase2["attacks"]["identity_flood"]
+    if flood["details"]["identities"] != FLOOD_IDENTITIES:
+        problems.append(f"the identity flood stored {flood['details']['identities']} identities, not {FLOOD_IDENTITIES}")
+
+    assert not problems, "\n".join(problems) + f"\n(status samples: {tmp_path / 'samples.json'})"
