@@ -26,7 +26,6 @@ from swarmnode.tasks import Task, TaskRef, extract_answer, get_task
 from swarmnode.trainer.experience import ScoredGroup
 
 
-
 def groups_to_batch(groups: list[ScoredGroup], *, window: int, batch_id: int, model_fingerprint: str,
                     tokenizer_fingerprint: str, now: float, temperature: float, top_p: float,
                     eos_ids: set[int]) -> rollout_batch_pb2.RolloutBatch:

@@ -208,27 +208,21 @@ def ranges_of_gradient_summary(summary: gradient_summary_pb2.GradientSummary) ->
             or _times_out_of_range(created_at=summary.created_at))
 
 
-_RANGES: dict[type[Message], Callable[[Message], str | None]] = {
-    peer_record_pb2.PeerRecord: ranges_of_peer_record,
-    rollout_batch_pb2.RolloutBatch: ranges_of_rollout_batch,
-    rollout_batch_pb2.RolloutAnnouncement: ranges_of_rollout_announcement,
-    gradient_summary_pb2.GradientSummary: ranges_of_gradient_summary,
-}
-
-
-def check_ranges(message: Message) -> str | None:
-    """Dispatch to the message type's range check (run after `check_structure` passed)."""
-    return _RANGES[type(message)](message)
-
-
-_CHECKS: dict[type[Message], Callable[[Message], str | None]] = {
-    peer_record_pb2.PeerRecord: check_peer_record,
-    rollout_batch_pb2.RolloutBatch: check_rollout_batch,
-    rollout_batch_pb2.RolloutAnnouncement: check_rollout_announcement,
-    gradient_summary_pb2.GradientSummary: check_gradient_summary,
+Check = Callable[[Message], "str | None"]
+# Per message type: (structural check, range check).
+_CHECKS: dict[type[Message], tuple[Check, Check]] = {
+    peer_record_pb2.PeerRecord: (check_peer_record, ranges_of_peer_record),
+    rollout_batch_pb2.RolloutBatch: (check_rollout_batch, ranges_of_rollout_batch),
+    rollout_batch_pb2.RolloutAnnouncement: (check_rollout_announcement, ranges_of_rollout_announcement),
+    gradient_summary_pb2.GradientSummary: (check_gradient_summary, ranges_of_gradient_summary),
 }
 
 
 def check_structure(message: Message) -> str | None:
     """Dispatch to the message type's structural check."""
-    return _CHECKS[type(message)](message)
+    return _CHECKS[type(message)][0](message)
+
+
+def check_ranges(message: Message) -> str | None:
+    """Dispatch to the message type's range check (run after `check_structure` passed)."""
+    return _CHECKS[type(message)][1](message)

@@ -114,8 +114,8 @@ class SenderLedger:
 
     A peer with more than `strike_limit` rejections within `strike_window_s` is ignored (not
     fetched from, its batches dropped) for `ignore_s`. At most `max_peers` standings are held
-    (least recently used go first; ignored peers and peers that have contributed last); `restore` brings back the standings a
-    previous run saved, so a restart does not pardon anyone.
+    (least recently used go first; ignored peers and peers that have contributed last);
+    `restore` brings back the standings a previous run saved, so a restart pardons no one.
     """
 
     def __init__(self, strike_limit: int, strike_window_s: float, ignore_s: float, backlog: int, max_peers: int = 1024):
