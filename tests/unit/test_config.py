@@ -36,6 +36,10 @@ def test_precedence_file_env_overrides(tmp_path):
         ("- a\n- b\n", "top level must be a mapping"),
         ("training:\n  generator: fork\n", "training.generator:"),
         ("model:\n  backend: vllm\ntraining:\n  generator: process\n", "set training.generator: thread"),
+        ("records:\n  ttl_s: 600\n", "records.ttl_s (600s) is over limits.max_record_ttl_s (120s)"),
+        ("rollouts:\n  announce_ttl_s: 30\nlimits:\n  max_record_ttl_s: 20\n", "rollouts.announce_ttl_s (30s) is over"),
+        ("limits:\n  serve_requests_per_s: 0\n", "limits.serve_requests_per_s:"),
+        ("storage:\n  max_checkpoint_failures: 0\n", "storage.max_checkpoint_failures:"),
     ],
 )
 def test_errors_are_one_line_naming_the_field(tmp_path, text, expected):
