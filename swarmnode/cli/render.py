@@ -67,6 +67,7 @@ def status_view(s: dict[str, Any]) -> Group:
         ("multiaddrs", "\n".join(s["multiaddrs"])),
         ("messages accepted", _counts(s["messages"]["accepted"])),
         ("messages rejected", _counts(s["messages"]["rejected"])),
+        ("limits hit", limits_line(s.get("limits") or {})),
     ]
     for k, v in rows:
         info.add_row(k, v)
@@ -94,6 +95,16 @@ def status_view(s: dict[str, Any]) -> Group:
     if s.get("storage") and training.get("model"):  # a node without a model keeps no stores
         parts += [Text(""), Text("storage", style="bold underline"), storage_grid(s["storage"], s.get("dht_time"))]
     return Group(*parts, Text(""), peers_table(s["peers"]))
+
+
+LIMIT_HITS = ("serve_refused", "accept_deferred", "fetch_waits", "values_over_key_cap", "peers_evicted", "senders_evicted")
+
+
+def limits_line(limits: dict[str, int]) -> str:
+    """Per-peer state held, and each limit that was hit (docs/security.md), on one line."""
+    held = f"{limits.get('peers', 0)} peers, {limits.get('tracked_senders', 0)} senders held"
+    hits = {k.replace("_", " "): limits[k] for k in LIMIT_HITS if limits.get(k)}
+    return f"{held}; {_counts(hits)}" if hits else f"{held}; none"
 
 
 def storage_grid(storage: dict[str, Any], now: float | None) -> Table:

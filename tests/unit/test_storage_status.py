@@ -83,3 +83,18 @@ def test_checkpoint_failures_stop_training_through_on_fatal(tmp_path):
     with pytest.raises(CheckpointFailures):
         service._check_checkpoints()
     service.metrics.close()
+
+
+def test_status_view_shows_limits_hit_in_80_columns():
+    limits = {"peers": 64, "tracked_senders": 64, "serve_refused": 17643, "accept_deferred": 0, "fetch_waits": 3083,
+              "values_over_key_cap": 39903, "peers_evicted": 1264, "senders_evicted": 3275}
+    console = Console(width=80, record=True, color_system=None)
+    console.print(status_view(status(limits=limits)))
+    text = console.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    flat = " ".join(text.split())
+    assert "64 peers, 64 senders held; fetch waits 3083, peers evicted 1264, senders evicted 3275," in flat
+    assert "serve refused 17643, values over key cap 39903" in flat and "accept deferred" not in flat
+    console = Console(width=80, record=True, color_system=None)
+    console.print(status_view(status()))
+    assert "0 peers, 0 senders held; none" in console.export_text()
