@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -262,6 +263,7 @@ def run_attack(name: str, args: argparse.Namespace, swarm: LocalSwarm, honest_id
 def table_mode(args: argparse.Namespace, console: Console) -> int:
     names = expand(args.attacks)
     console.print(f"[bold]hostile harness[/bold]: {len(names)} attacks against node0 of a 2-node swarm under {args.root}")
+    shutil.rmtree(args.root / "swarm-table", ignore_errors=True)  # fresh homes, as in reward_run
     swarm, honest_id, maddr = start_swarm(args.root / "swarm-table", console, overrides=parse_overrides(args.overrides))
     rows: list[dict[str, Any]] = []
     started = time.time()
@@ -312,6 +314,8 @@ def local_rewards(metrics_path: Path) -> list[tuple[float, float]]:
 def reward_run(args: argparse.Namespace, console: Console, seed: int, attacked: bool) -> dict[str, Any]:
     name = f"seed{seed}-{'attacked' if attacked else 'clean'}"
     root = args.root / "reward" / name
+    # Fresh homes: a home left by an earlier run would resume from its checkpoint and metrics.
+    shutil.rmtree(root, ignore_errors=True)
     console.print(f"[bold]{name}[/bold]: {args.steps} steps")
     swarm, honest_id, maddr = start_swarm(root, console, seed=seed, max_steps=args.steps,
                                           overrides=parse_overrides(args.overrides))

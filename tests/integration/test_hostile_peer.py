@@ -7,6 +7,7 @@ every attack class of tests/hostile/attacks.py against it: first the payload att
 cheap floods, one fresh identity each, then a flood of 2000 fresh identities. Throughout:
 
 - node0 stays alive, its training phase stays "training" and its steps grow during every attack;
+- node0 keeps serving node1 (node1 accepts node0's groups through the attacks, request flood included);
 - groups from node1 keep being accepted during every attack (node1's standing is never lost,
   never ignored, and no rejection is ever counted against it);
 - each attack's rejection reasons are counted (messages.rejected) and attributed to the hostile
@@ -124,7 +125,13 @@ def test_hostile_peer_cannot_stop_training_or_silence_honest_peers(tmp_path):
         swarm.start()
         victim, honest = swarm.nodes
         honest_id = status_json(honest.home)["peer_id"]
+        victim_id = status_json(victim.home)["peer_id"]
         maddr = status_json(victim.home)["multiaddrs"][0]
+
+        def served_to_honest() -> int:
+            """Groups node1 has accepted from node0: node0 keeps serving its honest peer."""
+            return status_json(honest.home)["rollouts"]["senders"].get(victim_id, {}).get("accepted", 0)
+
         wait_until(lambda: (s := sample(victim.home, honest_id)).honest_accepted > 0 and s.steps > 0, timeout=120,
                    interval=1.0, what="node0 to train and to accept node1's groups")
 
@@ -133,10 +140,12 @@ def test_hostile_peer_cannot_stop_training_or_silence_honest_peers(tmp_path):
             baseline = rates(monitor.samples)
             rss_before = max(s.rss_mib for s in monitor.samples if s.rss_mib is not None)
             started = time.time()
+            served_before = served_to_honest()
 
             phase1 = run_hostile(tmp_path, "phase1", maddr, PHASE1)
             time.sleep(2.0)
             status1 = status_json(victim.home)
+            served_during = served_to_honest() - served_before
             phase2 = run_hostile(tmp_path, "phase2", maddr, PHASE2)
             # The flood's values live on (100 s): node1 must still be heard after it, not only during it.
             time.sleep(6.0)
@@ -154,6 +163,8 @@ def test_hostile_peer_cannot_stop_training_or_silence_honest_peers(tmp_path):
     if status2["training"]["phase"] != "training":
         problems.append(f"node0's training is {status2['training']['phase']!r}")
     check_attack_windows(monitor, phase1, baseline, problems)
+    if served_during <= 0:
+        problems.append("node1 accepted no groups from node0 while node0 was attacked (request flood included)")
     check_attack_windows(monitor, phase2, baseline, problems)
     tail = monitor.between(after_flood, time.time())
     after = rates(tail)
