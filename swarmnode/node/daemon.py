@@ -280,10 +280,11 @@ class Node:
         """Per-peer state held and how often each bound was hit (docs/security.md)."""
         counts = {"peers": len(self.table), "peers_evicted": self.table.evicted,
                   "values_over_key_cap": self.intake.values_over_key_cap,
-                  "rejection_senders_evicted": self.stats.senders_evicted,
-                  "serve_refused": 0, "accept_deferred": 0, "fetch_waits": 0, "tracked_senders": 0, "senders_evicted": 0}
+                  "rejection_senders_evicted": self.stats.senders_evicted}
         if self.gossip is not None:
             counts.update(self.gossip.limits_snapshot())
+        else:  # a node without a model gossips no rollouts: the same keys, nothing counted
+            counts.update(dict.fromkeys(RolloutGossip.LIMIT_KEYS, 0))
         return counts
 
     def _sender_quality(self) -> dict[str, float]:

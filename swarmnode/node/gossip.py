@@ -28,9 +28,16 @@ from swarmnode.identity import NodeIdentity
 from swarmnode.node.sharing import groups_to_batch
 from swarmnode.node.training import TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason
-from swarmnode.protocol.rollouts import CheckedAnnouncement, build_announcement, open_rollout_batch, seal_rollout_batch
+from swarmnode.protocol.rollouts import (
+    CheckedAnnouncement,
+    batch_age_problem,
+    build_announcement,
+    open_rollout_batch,
+    seal_rollout_batch,
+)
 from swarmnode.store.rollouts import RolloutStore
 from swarmnode.store.standing import StandingRow, StandingStore
+from swarmnode.swarm.bounded import LRUMap
 from swarmnode.swarm.peers import MessageStats, RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter
 from swarmnode.swarm.rollouts import ROLLOUT_PROTOCOL, RolloutOutbox, SenderLedger, fetch_request, parse_fetch_response
@@ -43,7 +50,10 @@ EMPTY_FETCH_RESPONSE = b""  # an empty RolloutFetchResponse
 # Counted, dropped, but not strikes: an honest peer may differ this way (another tokenizer makes
 # longer completions here; its policy may drift from ours on the odd sample), and a liar gains
 # nothing from either (the samples never reach the loss).
-NOT_STRIKES = frozenset({RejectReason.TOO_LONG, RejectReason.IMPLAUSIBLE_LOGPROBS})
+# The same goes for a batch too old (a slow peer's, or one kept since before our restart) or
+# too new (a peer with a skewed clock): its cursor moves past it, so it costs nothing twice.
+NOT_STRIKES = frozenset({RejectReason.TOO_LONG, RejectReason.IMPLAUSIBLE_LOGPROBS, RejectReason.EXPIRED,
+                         RejectReason.FROM_FUTURE})
 
 
 def _process_cpu_s(pid: int) -> float:
@@ -85,6 +95,9 @@ class RolloutGossip:
         self.serve_limiter = PeerRateLimiter(limits.serve_requests_per_s, limits.serve_burst, limits.max_tracked_senders)
         self.accept_limiter = PeerRateLimiter(limits.accept_batches_per_s, limits.accept_burst, limits.max_tracked_senders)
         self._fetch_slots = asyncio.Semaphore(limits.max_concurrent_fetches)
+        # Consecutive failed fetches per peer: a peer that times out (or stalls on purpose) is
+        # asked again only after 2^failures fetch intervals, so stallers cannot hold every slot.
+        self._failing: LRUMap[str, int] = LRUMap(limits.max_tracked_senders)
         self._new_batch = asyncio.Event()
         self.started = time.monotonic()
         self.busy_s = 0.0  # wall time spent on gossip work (network waits included), not sleeping
@@ -193,15 +206,21 @@ class RolloutGossip:
         known: dict[str, CheckedAnnouncement] = {}
         last_read = -float("inf")
         inflight: dict[str, asyncio.Task] = {}
+        rounds = 0
         try:
             while True:
+                rounds += 1
                 await asyncio.sleep(cfg.fetch_interval_s)
                 if not self.training.ready or self.config.training.external_rollouts == 0:
                     continue
                 start = time.perf_counter()
                 try:
                     if time.monotonic() - last_read >= cfg.announce_interval_s:
-                        known = {a.peer_id: a for a in await self._read_announcements()}
+                        # Merged, not replaced: a read that came back short (a DHT answer refused
+                        # whole) must not forget peers whose announcements are still valid.
+                        now = self.transport.dht_time()
+                        known = {p: a for p, a in known.items() if a.announcement.expires_at > now}
+                        known.update((a.peer_id, a) for a in await self._read_announcements())
                         last_read = time.monotonic()
                 except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
                     log.warning("reading rollout announcements failed (%s)", e)
@@ -209,13 +228,18 @@ class RolloutGossip:
                 for a in known.values():
                     if a.peer_id in inflight or a.announcement.expires_at <= now or self.ledger.ignored(a.peer_id, now):
                         continue
+                    failures = self._failing.get(a.peer_id) or 0
+                    if failures and rounds % (2 ** min(failures, 6)):
+                        continue  # backing off a peer whose fetches keep failing
                     task = asyncio.create_task(self._fetch_slot(a))
                     inflight[a.peer_id] = task
                     task.add_done_callback(lambda _, peer=a.peer_id: inflight.pop(peer, None))
                 self.busy_s += time.perf_counter() - start
         finally:
-            for task in list(inflight.values()):
+            tasks = list(inflight.values())
+            for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _read_announcements(self) -> list[CheckedAnnouncement]:
         """The newest valid announcement of every other peer in the current and previous windows."""
@@ -252,15 +276,17 @@ class RolloutGossip:
             response = await self.transport.request(peer, ROLLOUT_PROTOCOL, fetch_request(after), self.config.rollouts.fetch_timeout_s)
         except RequestFailed as e:
             self.counters["fetch_failures"] += 1
+            self._failing[peer] = (self._failing.get(peer) or 0) + 1
             log.debug("%s", e)
             return
+        self._failing.pop(peer)
         envelopes = parse_fetch_response(response)
         if envelopes is None:
             await self._reject(peer, None, [(RejectReason.MALFORMED, "fetch response does not decode")])
             return
         for envelope in envelopes:
             # Over its rate, the rest waits for the next fetch: the cursor stays where it is.
-            if not self.accept_limiter.allow(peer, time.monotonic()):
+            if self.ledger.ignored(peer, self.transport.dht_time()) or not self.accept_limiter.allow(peer, time.monotonic()):
                 break
             after = await self._take_batch(peer, a.public_key, envelope, after)
         await self._save_standing(peer)
@@ -271,8 +297,7 @@ class RolloutGossip:
         self.counters["bytes_fetched"] += len(envelope)
         now = self.transport.dht_time()
         try:
-            batch, _ = open_rollout_batch(envelope, served_by=peer, public_key=public_key, now=now,
-                                          max_age_s=self.config.limits.max_batch_age_s)
+            batch, _ = open_rollout_batch(envelope, served_by=peer, public_key=public_key)
         except Rejected as r:
             await self._reject(peer, None, [(r.reason, r.detail)])
             return after
@@ -281,6 +306,10 @@ class RolloutGossip:
             return after
         # The cursor moves first: whatever fails below, this batch is never taken again.
         self.ledger.advance(peer, batch.batch_id)
+        problem = batch_age_problem(batch, now=now, max_age_s=self.config.limits.max_batch_age_s)
+        if problem is not None:
+            await self._reject(peer, batch.batch_id, [problem])
+            return batch.batch_id
         result = await asyncio.to_thread(self._receive, batch, peer)
         self.latencies.append(max(0.0, self.transport.dht_time() - batch.created_at))
         if result.groups:
@@ -330,6 +359,8 @@ class RolloutGossip:
 
     def _save_standing_now(self, peer: str) -> None:
         s = self.ledger.standing(peer)
+        if not (s.accepted or s.rejected):
+            return  # a stranger that never delivered anything: nothing worth keeping
         try:
             self.standings.save([StandingRow(peer, s.accepted, s.rejected, s.ignored_until, s.cursor)])
         except Exception as e:  # noqa: BLE001 - memory still holds the standing
@@ -361,8 +392,10 @@ class RolloutGossip:
             "senders": self.ledger.snapshot(self.transport.dht_time()),
         }
 
+    LIMIT_KEYS = ("serve_refused", "accept_deferred", "fetch_waits", "tracked_senders", "senders_evicted")
+
     def limits_snapshot(self) -> dict[str, int]:
-        """How often each per-peer bound was hit, and how much per-peer state is held."""
+        """How often each per-peer bound was hit, and how much per-peer state is held (LIMIT_KEYS)."""
         return {
             "serve_refused": self.serve_limiter.refused,
             "accept_deferred": self.accept_limiter.refused,

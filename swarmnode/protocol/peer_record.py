@@ -23,9 +23,13 @@ DEFAULT_MAX_TTL_S = 120.0
 
 
 def check_lifetime(timestamp: float, expires_at: float, *, now: float, max_ttl_s: float, sender: str) -> None:
-    """Raise `Rejected` unless now < expires_at, timestamp <= now + skew and expires_at - timestamp <= max_ttl_s."""
+    """Raise `Rejected` unless now < expires_at, timestamp <= now + skew and expires_at - timestamp <= max_ttl_s.
+
+    A lifetime or a timestamp ahead is what `sender` signed: counted against it. An expired
+    value is not: anyone can store a peer's old record again.
+    """
     if expires_at <= now:
-        raise Rejected(RejectReason.EXPIRED, f"expired {now - expires_at:.1f}s ago", sender)
+        raise Rejected(RejectReason.EXPIRED, f"expired {now - expires_at:.1f}s ago")
     if timestamp > now + MAX_CLOCK_SKEW_S:
         raise Rejected(RejectReason.FROM_FUTURE, f"signed {timestamp - now:.1f}s ahead", sender)
     if expires_at - timestamp > max_ttl_s:
@@ -83,10 +87,10 @@ def check_peer_record(data: object, *, subkey: object, swarm: str, now: float,
         raise Rejected(RejectReason.KEY_BINDING, "record's peer id or key differs from its envelope")
     if not verify_binding(record.peer_id, record.public_key, record.peer_id_binding):
         raise Rejected(RejectReason.KEY_BINDING, "signing key is not bound to the peer id")
-    sender = record.peer_id  # verified from here on
-    if subkey != record.peer_id:
-        raise Rejected(RejectReason.SUBKEY_MISMATCH, f"stored under subkey {str(subkey)[:64]!r}", sender)
+    sender = record.peer_id  # verified from here on, but where and when a value is stored is anyone's doing:
+    if subkey != record.peer_id:  # ...so a misplaced value is not held against the peer that signed it
+        raise Rejected(RejectReason.SUBKEY_MISMATCH, f"stored under subkey {str(subkey)[:64]!r}")
     if record.swarm != swarm:
-        raise Rejected(RejectReason.WRONG_SWARM, f"swarm {record.swarm!r}", sender)
+        raise Rejected(RejectReason.WRONG_SWARM, f"swarm {record.swarm!r}")
     check_lifetime(record.timestamp, record.expires_at, now=now, max_ttl_s=max_ttl_s, sender=sender)
     return record

@@ -49,9 +49,9 @@ def check_announcement(data: object, *, subkey: object, now: float,
         raise Rejected(RejectReason.KEY_BINDING, "announcement's peer id differs from its envelope")
     if not verify_binding(message.peer_id, verified.sender_public_key, message.peer_id_binding):
         raise Rejected(RejectReason.KEY_BINDING, "signing key is not bound to the peer id")
-    sender = message.peer_id  # verified from here on
+    sender = message.peer_id  # verified from here on; a misplaced value is anyone's doing, not the sender's
     if subkey != message.peer_id:
-        raise Rejected(RejectReason.SUBKEY_MISMATCH, f"stored under subkey {str(subkey)[:64]!r}", sender)
+        raise Rejected(RejectReason.SUBKEY_MISMATCH, f"stored under subkey {str(subkey)[:64]!r}")
     check_lifetime(message.timestamp, message.expires_at, now=now, max_ttl_s=max_ttl_s, sender=sender)
     return CheckedAnnouncement(message, verified.sender_public_key)
 
@@ -60,14 +60,12 @@ def seal_rollout_batch(identity: NodeIdentity, batch: rollout_batch_pb2.RolloutB
     return seal(identity, MessageKind.ROLLOUT_BATCH, batch)
 
 
-def open_rollout_batch(data: object, *, served_by: str, public_key: bytes, now: float,
-                       max_age_s: float) -> tuple[rollout_batch_pb2.RolloutBatch, int]:
+def open_rollout_batch(data: object, *, served_by: str, public_key: bytes) -> tuple[rollout_batch_pb2.RolloutBatch, int]:
     """Open a batch fetched from peer `served_by` (whose announced key is `public_key`).
 
     Returns (batch, size in bytes). Raises `Rejected` (always naming `served_by`: libp2p
     authenticated the stream it came over): a peer may relay nothing but its own batches,
-    signed with the key its announcement bound to its peer id, made no later than now (plus
-    clock skew) and no earlier than `max_age_s` ago.
+    signed with the key its announcement bound to its peer id.
     """
     try:
         verified = open_envelope(data, MessageKind.ROLLOUT_BATCH)
@@ -77,9 +75,14 @@ def open_rollout_batch(data: object, *, served_by: str, public_key: bytes, now: 
         raise Rejected(RejectReason.SENDER_MISMATCH, f"served by {served_by[:16]}, signed as {verified.sender_id[:16]}", served_by)
     if verified.sender_public_key != public_key:
         raise Rejected(RejectReason.KEY_BINDING, "batch signed with another key than the announced one", served_by)
-    batch: rollout_batch_pb2.RolloutBatch = verified.message  # type: ignore[assignment]
+    return verified.message, verified.size  # type: ignore[return-value]
+
+
+def batch_age_problem(batch: rollout_batch_pb2.RolloutBatch, *, now: float, max_age_s: float) -> tuple[RejectReason, str] | None:
+    """Why an opened batch is too new or too old to take, or None: made no later than now plus
+    clock skew, and no earlier than `max_age_s` ago."""
     if batch.created_at > now + MAX_CLOCK_SKEW_S:
-        raise Rejected(RejectReason.FROM_FUTURE, f"made {batch.created_at - now:.0f}s ahead", served_by)
+        return RejectReason.FROM_FUTURE, f"made {batch.created_at - now:.0f}s ahead"
     if batch.created_at < now - max_age_s:
-        raise Rejected(RejectReason.EXPIRED, f"made {now - batch.created_at:.0f}s ago, over {max_age_s:g}s", served_by)
-    return batch, verified.size
+        return RejectReason.EXPIRED, f"made {now - batch.created_at:.0f}s ago, over {max_age_s:g}s"
+    return None

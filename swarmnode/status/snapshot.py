@@ -139,11 +139,7 @@ def build_status(
             "last_error": join.last_error,
         },
         "peers": [peer_to_dict(e, now) for e in peers],
-        "messages": {
-            "accepted": dict(stats.accepted),
-            "rejected": dict(stats.rejected),
-            "rejected_by_sender": {s: dict(c) for s, c in stats.rejected_by_sender.items()},
-        },
+        "messages": stats.counts(),
         "device": device_to_dict(device),
         "capability": capability_to_dict(capability),
         "model_fingerprint": model_fingerprint,

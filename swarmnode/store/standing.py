@@ -58,14 +58,17 @@ class StandingStore:
     def _prune(self) -> None:
         self._conn.execute(
             "DELETE FROM peer_standing WHERE peer NOT IN "
-            "(SELECT peer FROM peer_standing ORDER BY updated DESC LIMIT ?)", (self.max_rows,))
+            "(SELECT peer FROM peer_standing ORDER BY ignored_until > ? DESC, updated DESC LIMIT ?)",
+            (time.time(), self.max_rows))
 
-    def load(self, limit: int) -> list[StandingRow]:
-        """The `limit` most recently updated standings, newest last (so an LRU keeps the newest)."""
+    def load(self, limit: int, now: float | None = None) -> list[StandingRow]:
+        """`limit` standings, peers still ignored at `now` first, then the most recently updated;
+        newest last (so an LRU keeps the newest). A flood of newer strangers cannot pardon anyone."""
+        now = time.time() if now is None else now
         with self._lock:
             rows = self._conn.execute(
                 "SELECT peer, accepted, rejected, ignored_until, cursor FROM peer_standing "
-                "ORDER BY updated DESC LIMIT ?", (limit,)).fetchall()
+                "ORDER BY ignored_until > ? DESC, updated DESC LIMIT ?", (now, limit)).fetchall()
         return [StandingRow(*row) for row in reversed(rows)]
 
     def close(self) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -86,17 +87,29 @@ class MessageStats:
         self.accepted: Counter = Counter()
         self.rejected: Counter = Counter()
         self._by_sender: LRUMap[str, Counter] = LRUMap(max_senders)
+        # The event loop, gossip worker threads and the trainer thread all count here.
+        self._lock = threading.Lock()
 
     def accept(self, kind: str) -> None:
-        self.accepted[kind] += 1
+        with self._lock:
+            self.accepted[kind] += 1
 
     def reject(self, reason: RejectReason, sender: str | None) -> None:
-        self.rejected[reason.value] += 1
-        self._by_sender.setdefault(sender or UNVERIFIED, Counter)[reason.value] += 1
+        with self._lock:
+            self.rejected[reason.value] += 1
+            self._by_sender.setdefault(sender or UNVERIFIED, Counter)[reason.value] += 1
+
+    def counts(self) -> dict[str, dict]:
+        """Copies of the counters, for status: accepted, rejected, rejected_by_sender."""
+        with self._lock:
+            return {"accepted": dict(self.accepted), "rejected": dict(self.rejected),
+                    "rejected_by_sender": {s: dict(c) for s, c in self._by_sender.items()}}
 
     @property
     def rejected_by_sender(self) -> dict[str, Counter]:
-        return dict(self._by_sender.items())
+        """A copy: per verified sender, its rejections by reason."""
+        with self._lock:
+            return {sender: Counter(counts) for sender, counts in self._by_sender.items()}
 
     @property
     def senders_evicted(self) -> int:
@@ -177,7 +190,7 @@ class RecordIntake:
         def check() -> PeerRecord:
             record = check_peer_record(value, subkey=subkey, swarm=self.swarm, now=now, max_ttl_s=self.max_ttl_s)
             if expiration > record.expires_at + DHT_EXPIRATION_SLACK_S:
-                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the record's expires_at", record.peer_id)
+                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the record's expires_at")  # anyone's doing
             return record
 
         return self._judged(Verdicts.digest(subkey, value, expiration), check)
@@ -188,7 +201,7 @@ class RecordIntake:
         def check() -> CheckedAnnouncement:
             checked = check_announcement(value, subkey=subkey, now=now, max_ttl_s=self.max_ttl_s)
             if expiration > checked.announcement.expires_at + DHT_EXPIRATION_SLACK_S:
-                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the announcement's expires_at", checked.peer_id)
+                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the announcement's expires_at")
             return checked
 
         return self._judged(Verdicts.digest("announcement", subkey, value, expiration), check)

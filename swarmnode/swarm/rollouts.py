@@ -155,19 +155,20 @@ class SenderLedger:
         """The batch id to fetch after, or None if nothing new. A new peer: only its recent backlog."""
         s = self.standing(peer_id)
         if s.cursor is None:
-            return max(first, last - self.backlog + 1) - 1
+            return max(0, max(first, last - self.backlog + 1) - 1)  # a wire id is >= 0
         if s.cursor >= last:
             return None
-        return max(s.cursor, first - 1)
+        return max(s.cursor, first - 1, 0)
 
     def advance(self, peer_id: str, batch_id: int) -> None:
-        s = self.standing(peer_id)
-        s.cursor = batch_id if s.cursor is None else max(s.cursor, batch_id)
+        with self._lock:  # looked up and updated under one lock: an eviction in between would orphan it
+            s = self._peers.setdefault(peer_id, PeerStanding)
+            s.cursor = batch_id if s.cursor is None else max(s.cursor, batch_id)
 
     def record(self, peer_id: str, accepted: int, rejected: int, now: float) -> bool:
         """Count a verdict; returns True if this pushes the peer into the ignored state."""
-        s = self.standing(peer_id)
         with self._lock:
+            s = self._peers.setdefault(peer_id, PeerStanding)
             self._now = max(self._now, now)
             s.accepted += accepted
             s.rejected += rejected

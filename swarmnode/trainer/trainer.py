@@ -107,7 +107,8 @@ class Trainer:
         # Text sampled by another model has no behaviour log-probs under this policy: it is
         # re-scored here, the current policy standing in as behaviour (weight 1, no correction).
         behavior_logp = torch.where(batch.behavior_known[:, None], batch.behavior_logp, logp.detach())
-        implausible = self._implausible_rows(groups, kept_groups, batch, logp.detach(), behavior_logp, mask)
+        row_sources = [groups[int(kept_groups[g])].source for g in batch.group_ids.tolist()]
+        implausible = self._implausible_rows(row_sources, batch.external, logp.detach(), behavior_logp, mask)
         mask = mask * (~implausible).to(mask.dtype)[:, None]
         behavior_logp = truncate_behavior_logp(behavior_logp, logp.detach(), batch.external)
         # One update per batch: the proximal policy is the current one before the step.
@@ -123,23 +124,20 @@ class Trainer:
         self.version += 1
         senders: dict[str, int] = {}
         for row in implausible.nonzero().flatten().tolist():
-            source = groups[int(kept_groups[batch.group_ids[row]])].source
-            senders[source] = senders.get(source, 0) + 1
+            senders[row_sources[row]] = senders.get(row_sources[row], 0) + 1
         return StepResult(
             self.version, True, float(loss.detach()), reward_mean, len(groups), used,
             batch.num_completion_tokens, time.perf_counter() - start, stats, **mix, implausible=senders,
         )
 
-    def _implausible_rows(self, groups, kept_groups, batch, logp, behavior_logp, mask) -> torch.Tensor:
+    def _implausible_rows(self, row_sources: list[str], external, logp, behavior_logp, mask) -> torch.Tensor:
         """Bool [B]: peers' rows whose sender's pooled log-prob gap is over the config's bound."""
-        if not bool(batch.external.any()):
-            return batch.external
-        senders: dict[str, int] = {}
-        sender_ids = torch.tensor([senders.setdefault(groups[int(kept_groups[g])].source, len(senders))
-                                   for g in batch.group_ids.tolist()], device=logp.device)
-        gap = mean_logprob_gap(logp, behavior_logp, mask)
-        pooled = sender_mean(gap, mask.sum(-1), sender_ids)
-        return batch.external & (pooled > self.config.external_max_logprob_gap)
+        if not bool(external.any()):
+            return external
+        index: dict[str, int] = {}
+        sender_ids = torch.tensor([index.setdefault(s, len(index)) for s in row_sources], device=logp.device)
+        pooled = sender_mean(mean_logprob_gap(logp, behavior_logp, mask), mask.sum(-1), sender_ids)
+        return external & (pooled > self.config.external_max_logprob_gap)
 
     def weights(self) -> dict[str, torch.Tensor]:
         """A detached copy of the weights, for the generator (weight sync)."""

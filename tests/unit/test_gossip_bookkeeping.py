@@ -99,6 +99,7 @@ def test_requests_over_a_peers_serve_rate_get_an_empty_answer(tmp_path, make_ide
     assert [len(rollout_batch_pb2.RolloutFetchResponse.FromString(a).envelopes) for a in answers] == [1, 1, 0]
     assert asyncio.run(gossip._answer(fetch_request(0), "honest")) == answers[0]  # others are still served
     assert gossip.limits_snapshot()["serve_refused"] == 1
+    assert tuple(gossip.limits_snapshot()) == RolloutGossip.LIMIT_KEYS  # what a model-less node reports as zeros
     gossip.close()
 
 
@@ -130,26 +131,31 @@ def test_honest_differences_are_counted_but_not_strikes(tmp_path, make_identity)
     gossip.close()
 
 
-def test_a_stalling_peer_slows_only_itself(tmp_path, make_identity):
+def test_a_stalling_peer_slows_only_itself_and_failing_peers_are_backed_off(tmp_path, make_identity):
+    from swarmnode.swarm.transport import RequestFailed
+
     gossip, fast, fast_announced = make_gossip(tmp_path, make_identity)
     gossip.config.rollouts.fetch_interval_s = 0.05
     gossip.config.training.external_rollouts = 4
     gossip.training.ready = True
-    _, slow, slow_announced = make_gossip(tmp_path / "other", make_identity)
-    asked = {fast.peer_id: 0, slow.peer_id: 0}
+    _, slow, slow_announced = make_gossip(tmp_path / "slow", make_identity)
+    _, dead, dead_announced = make_gossip(tmp_path / "dead", make_identity)
+    asked = {fast.peer_id: 0, slow.peer_id: 0, dead.peer_id: 0}
 
     async def request(peer, protocol, payload, timeout):
         asked[peer] += 1
         if peer == slow.peer_id:
             await asyncio.sleep(30)  # answers nothing, holds the stream open
+        if peer == dead.peer_id:
+            raise RequestFailed("unreachable")
         return response()
 
     async def announcements():
-        return [slow_announced, fast_announced]
+        return [slow_announced, fast_announced, dead_announced]
 
     gossip.transport.request = request
     gossip._read_announcements = announcements
-    for announced in (fast_announced, slow_announced):
+    for announced in (fast_announced, slow_announced, dead_announced):
         announced.announcement.expires_at = NOW + 60
 
     async def run_for(seconds):
@@ -158,6 +164,56 @@ def test_a_stalling_peer_slows_only_itself(tmp_path, make_identity):
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
 
-    asyncio.run(run_for(1.0))
-    assert asked[slow.peer_id] == 1 and asked[fast.peer_id] >= 10
+    asyncio.run(run_for(1.5))
+    assert asked[slow.peer_id] == 1 and asked[fast.peer_id] >= 15
+    # Failing fetches back off exponentially: asked after 1, 2, 4, 8, 16 rounds (about 5 of ~25).
+    assert 3 <= asked[dead.peer_id] <= 7, asked
     gossip.close()
+
+
+def test_a_batch_too_old_moves_the_cursor_and_is_not_a_strike(tmp_path, make_identity):
+    """A slow peer's old batches (or ones kept across our restart) are counted once, not struck."""
+    gossip, peer, announced = make_gossip(tmp_path, make_identity)
+    gossip.ledger.advance(peer.peer_id, 0)
+    stale = []
+    for batch_id in range(1, 2 + gossip.config.rollouts.strike_limit):  # more old batches than strikes allowed
+        batch = rollout_batch_pb2.RolloutBatch(window=1, policy_version=1, model_fingerprint="fp", batch_id=batch_id,
+                                               created_at=NOW - 10_000, temperature=1.0, top_p=1.0)
+        group = batch.groups.add(prompt="1+2=")
+        group.task.task = "sum2"
+        group.completions.add(text="3", token_ids=[51], logprobs=[-0.5])
+        stale.append(seal_rollout_batch(peer, batch))
+
+    async def honest_server(peer_id, protocol, payload, timeout):
+        after = rollout_batch_pb2.RolloutFetchRequest.FromString(payload).after_batch_id
+        return response(*stale[after:after + 16])
+
+    gossip.transport.request = honest_server
+    for _ in range(3):
+        asyncio.run(gossip._fetch_from(announced))
+    assert gossip.training.received == [] and gossip.ledger.standing(peer.peer_id).cursor == len(stale)
+    assert gossip.stats.rejected_by_sender[peer.peer_id] == {"expired": len(stale)}
+    assert not gossip.ledger.ignored(peer.peer_id, NOW)
+    gossip.close()
+
+
+def test_message_stats_count_exactly_from_many_threads():
+    import threading
+
+    from swarmnode.protocol import RejectReason
+    from swarmnode.swarm.peers import MessageStats
+
+    stats = MessageStats(max_senders=8)
+
+    def hammer(k):
+        for i in range(3000):
+            stats.reject(RejectReason.MALFORMED, f"p{(k * 7 + i) % 50}")
+            if i % 100 == 0:
+                stats.counts()
+
+    threads = [threading.Thread(target=hammer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert stats.counts()["rejected"] == {"malformed": 12_000} and len(stats.rejected_by_sender) == 8

@@ -272,3 +272,11 @@ def test_a_flood_of_strangers_keeps_contributors_standing():
         ledger.standing(f"sybil{i}")
     assert ledger.standing("honest").accepted == 2516 and ledger.standing("honest").cursor == 77
     assert len(ledger) == 3
+
+
+def test_standings_of_ignored_peers_outlast_a_flood_of_newer_ones(tmp_path):
+    store = StandingStore(tmp_path / "r.sqlite", max_rows=100)
+    store.save([StandingRow("offender", 0, 30, NOW + 500, None)])
+    store.save([StandingRow(f"stranger{i}", 1, 0, 0.0, None) for i in range(20)])
+    assert "offender" in [r.peer for r in store.load(5, now=NOW)]
+    assert "offender" not in [r.peer for r in store.load(5, now=NOW + 600)]  # no longer ignored: recency only

@@ -31,7 +31,7 @@ def _open_all_ways(data) -> None:
     except Rejected:
         pass
     try:
-        open_rollout_batch(data, served_by=IDENTITY.peer_id, public_key=IDENTITY.public_key, now=1001.0, max_age_s=300.0)
+        open_rollout_batch(data, served_by=IDENTITY.peer_id, public_key=IDENTITY.public_key)
     except Rejected:
         pass
     if isinstance(data, bytes):
