@@ -143,7 +143,7 @@ class BackgroundCheckpointer:
     while one is running waits for it.
 
     A failed write is logged and counted: `consecutive_failures` (reset by a write that succeeds),
-    `last_error` ("ExceptionType: message", None after a success) and `error` (the exception).
+    `last_error` ("ExceptionType: message", None after a success).
     The owner decides when too many failures in a row are fatal.
     """
 
@@ -151,7 +151,6 @@ class BackgroundCheckpointer:
         self.root = root
         self._thread: threading.Thread | None = None
         self.last_path: Path | None = None
-        self.error: BaseException | None = None
         self.last_error: str | None = None
         self.consecutive_failures = 0
 
@@ -166,13 +165,12 @@ class BackgroundCheckpointer:
             except BaseException as e:  # noqa: BLE001 - counted here, judged by the owner
                 self._failed(e, state.version)
             else:
-                self.last_path, self.error, self.last_error, self.consecutive_failures = path, None, None, 0
+                self.last_path, self.last_error, self.consecutive_failures = path, None, 0
 
         self._thread = threading.Thread(target=write, name="swarmnode-checkpoint", daemon=False)
         self._thread.start()
 
     def _failed(self, error: BaseException, version: int) -> None:
-        self.error = error
         self.last_error = f"{type(error).__name__}: {error}"
         self.consecutive_failures += 1
         log.error("checkpoint write of version %d to %s failed (%d in a row): %s",
