@@ -128,8 +128,10 @@ class LimitsConfig(_Section):
     max_batch_age_s: float = Field(300.0, gt=0, description="a fetched rollout batch older than this is rejected as expired")
     serve_requests_per_s: float = Field(4.0, gt=0, description="fetch requests one peer may make of this node, per second")
     serve_burst: int = Field(8, ge=1, description="requests one peer may make at once above its rate")
-    accept_batches_per_s: float = Field(8.0, gt=0, description="batches taken in from one peer, per second")
-    accept_burst: int = Field(32, ge=1, description="batches one peer may deliver at once above its rate")
+    # Above an honest peer's own rate: the tiny policy makes up to ~8 batches/s, and a deferred
+    # batch waits for the next fetch (a peer keeps rollouts.keep_batches of them).
+    accept_batches_per_s: float = Field(16.0, gt=0, description="batches taken in from one peer, per second")
+    accept_burst: int = Field(64, ge=1, description="batches one peer may deliver at once above its rate")
     max_concurrent_fetches: int = Field(8, ge=1, description="peers fetched from at the same time")
     foreign_completion_tokens_factor: float = Field(
         4.0, ge=1.0, description="another model's completion may re-tokenise to this x training.max_new_tokens"
