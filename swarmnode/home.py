@@ -4,6 +4,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,10 @@ class NodeHome:
     @property
     def lock_file(self) -> Path:
         return self.run_dir / "daemon.lock"
+
+    @property
+    def base_fingerprint_file(self) -> Path:
+        return self.root / BASE_FINGERPRINT_FILE
 
 
 @dataclass(frozen=True)
@@ -126,3 +133,50 @@ def read_runtime(home: NodeHome) -> dict[str, Any]:
 
 def remove_runtime(home: NodeHome) -> None:
     home.runtime_file.unlink(missing_ok=True)
+
+
+BASE_FINGERPRINT_FILE = "base_fingerprint.json"
+BASE_FINGERPRINT_KEEP = 16  # keys kept in the cache file (the newest)
+_FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+
+
+def _read_fingerprints(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str) and _FINGERPRINT.fullmatch(v)}
+
+
+def cached_base_fingerprint(home_root: Path, key: str, compute: Callable[[], str]) -> str:
+    """The base-weights fingerprint for `key` (policy.loading.base_weights_key), computed once per home.
+
+    `<home>/base_fingerprint.json` maps keys to fingerprints; a hit returns without calling
+    `compute`. A missing, unreadable or corrupt file (or entry) is recomputed and the file
+    rewritten atomically (a reader never sees half a file), keeping the newest keys.
+    Failing to write the cache is not an error: the fingerprint is returned all the same.
+    """
+    path = Path(home_root) / BASE_FINGERPRINT_FILE
+    cached = _read_fingerprints(path)
+    if key in cached:
+        return cached[key]
+    fingerprint = compute()
+    cached[key] = fingerprint
+    kept = dict(list(cached.items())[-BASE_FINGERPRINT_KEEP:])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".base_fingerprint-", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(kept, f, indent=2)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        pass
+    return fingerprint

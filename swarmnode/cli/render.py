@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -92,6 +93,8 @@ def status_view(s: dict[str, Any]) -> Group:
             value = rollouts.get(key)
             gossip.add_row(key.replace("_", " "), "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value)))
         parts += [Text(""), Text("rollout gossip", style="bold underline"), gossip]
+    if s.get("summaries") and training.get("model"):  # a node without a model has nothing to summarise
+        parts += [Text(""), Text("gradient summaries", style="bold underline"), summaries_grid(s["summaries"])]
     if s.get("storage") and training.get("model"):  # a node without a model keeps no stores
         parts += [Text(""), Text("storage", style="bold underline"), storage_grid(s["storage"], s.get("dht_time"))]
     return Group(*parts, Text(""), peers_table(s["peers"]))
@@ -129,34 +132,92 @@ def storage_grid(storage: dict[str, Any], now: float | None) -> Table:
     return grid
 
 
+def summaries_grid(summaries: dict[str, Any]) -> Table:
+    """Gradient summaries: on / merging, sent and merged, rejections, size against the dense
+    delta, outer steps and the last merge's age."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    base = summaries.get("base_fingerprint") or "-"
+    if not summaries.get("enabled"):
+        state = Text("off (summaries.enabled: false)", style="dim")
+    elif summaries.get("active"):
+        state = f"on, merging with same-base peers (base {base})"
+    else:
+        state = f"on, no same-base peer yet (base {base})"
+    grid.add_row("state", state)
+    grid.add_row("exchanged", f"{summaries.get('sent', 0)} sent, {summaries.get('fetched', 0)} fetched, "
+                              f"{summaries.get('merged', 0)} merged ({summaries.get('partners_last', 0)} last step)")
+    rejected = summaries.get("rejected") or {}
+    total = sum(rejected.values())
+    line = f"{total} ({_counts({k.replace('_', ' '): v for k, v in rejected.items()})})" if total else "0"
+    grid.add_row("rejected", Text(line, style="red") if total else line)
+    grid.add_row("not merged", f"{summaries.get('skipped_other_base', 0)} other base, "
+                               f"{summaries.get('stale_dropped', 0)} too stale")
+    per, dense, ratio = summaries.get("bytes_per_summary"), summaries.get("dense_bytes") or 0, summaries.get("compression_ratio")
+    if per is None:
+        size = f"none sent yet (dense delta {_bytes(dense)})"
+    else:
+        shown = "" if ratio is None else f" ({ratio:.0f}x)" if ratio >= 10 else f" ({ratio:.1f}x)"
+        size = f"{_bytes(per)} per summary vs {_bytes(dense)} dense{shown}"
+    grid.add_row("size", size)
+    age = summaries.get("last_merge_age_s")
+    merge = "no merge yet" if age is None else f"last merge {_age(max(0.0, age))} ago"
+    grid.add_row("outer steps", f"{summaries.get('outer_steps', 0)}, {merge}, "
+                                f"{summaries.get('merge_seconds', 0.0):.1f}s of summary work")
+    return grid
+
+
 def _fmt(value: Any, spec: str = "") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _count(n: int | None) -> str:
+    """A count in at most 5 characters: 9999, 12k, 999k, 1.2M."""
+    if n is None:
+        return "-"
+    if n < 10_000:
+        return str(n)
+    if n < 999_500:
+        return f"{n / 1000:.0f}k"
+    return f"{n / 1e6:.1f}M"
+
+
+SWARM_COLUMNS = ("node", "peer", "state", "peers", "ver", "reward", "acc", "sent", "recv", "rej", "gossip", "merges")
+
+
 def swarm_table(rows: list[dict[str, Any]], caption: str | None = None) -> Table:
-    table = Table(title="local swarm", title_justify="left", caption=caption, caption_justify="left")
-    columns = ("node", "peer id", "state", "peers", "version", "reward", "accuracy", "sent", "received", "rejected", "gossip")
-    for col in columns:
-        table.add_column(col, justify="left" if col in ("node", "peer id", "state") else "right")
+    """One line per node of a local swarm, 80 columns wide: policy version, own-groups reward,
+    held-out accuracy, rollout groups sent / received / rejected, gossip CPU share, and peers'
+    gradient summaries merged."""
+    table = Table(title="local swarm (sent/recv/rej: rollout groups; merges: peers' gradient summaries)",
+                  title_justify="left", caption=caption, caption_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0))
+    for col in SWARM_COLUMNS:
+        table.add_column(col, justify="left" if col in ("node", "peer", "state") else "right")
     for r in rows:
         if "error" in r:
-            table.add_row(r["name"], "", Text(r["error"], style="red"), *[""] * (len(columns) - 3))
+            table.add_row(r["name"], "", Text(r["error"], style="red"), *[""] * (len(SWARM_COLUMNS) - 3))
             continue
-        training = r.get("training", {})
+        training = r.get("training") or {}
         rollouts = r.get("rollouts") or {}
+        summaries = r.get("summaries") or {}
         running = training.get("running") or training.get("phase") == "done"
+        phase = training.get("phase")
         rejected = rollouts.get("groups_rejected")
+        share = rollouts.get("gossip_time_share")
         table.add_row(
             r["name"],
-            _short(r["peer_id"]),
-            training.get("phase") if training.get("phase") in ("done", "loading model") else r["state"],
+            f"…{r['peer_id'][-6:]}" if len(r["peer_id"]) > 7 else r["peer_id"],
+            "loading" if phase == "loading model" else "done" if phase == "done" else r["state"],
             str(len(r["peers"])),
             _fmt(training.get("policy_version")) if running else "-",
             _fmt(training.get("local_reward_mean"), ".3f") if running else "-",
             _fmt(training.get("heldout_accuracy"), ".3f"),
-            _fmt(rollouts.get("groups_published")),
-            _fmt(rollouts.get("groups_accepted")),
-            Text(str(rejected), style="red") if rejected else _fmt(rejected),
-            _fmt(None if rollouts.get("gossip_time_share") is None else 100 * rollouts["gossip_time_share"], ".2f") + ("%" if rollouts.get("gossip_time_share") is not None else ""),
+            _count(rollouts.get("groups_published")),
+            _count(rollouts.get("groups_accepted")),
+            Text(_count(rejected), style="red") if rejected else _count(rejected),
+            "-" if share is None else f"{100 * share:.2f}%",
+            _count(summaries.get("merged")),
         )
     return table

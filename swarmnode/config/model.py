@@ -117,6 +117,44 @@ class RolloutGossipConfig(_Section):
     ignore_s: float = Field(120.0, gt=0, description="how long a peer that sent bad data is ignored")
 
 
+class SummariesConfig(_Section):
+    """Gradient summaries: compressed pseudo-gradients exchanged every `every_steps` local steps
+    between nodes that started from the same weights, merged with an outer optimizer (NoLoCo style)."""
+
+    enabled: bool = Field(
+        True, description="publish and merge gradient summaries while a peer with the same base weights is in the swarm "
+                          "(alone, a node trains as if off)"
+    )
+    every_steps: int = Field(20, ge=1, description="H: local training steps between outer steps")
+    density: float = Field(0.02, gt=0, le=0.5, description="share of each chunk's entries sent (top-k)")
+    bits: Literal[2, 4, 8] = Field(2, description="bits per sent value")
+    chunk_size: int = Field(4096, ge=64, le=65536, description="entries per chunk; top-k and scales are per chunk")
+    outer_lr: float = Field(1.0, gt=0, le=10, description="outer optimizer learning rate")
+    outer_momentum: float = Field(0.5, ge=0, lt=1, description="outer optimizer momentum")
+    nesterov: bool = Field(True, description="Nesterov momentum in the outer optimizer")
+    partners_per_step: int = Field(
+        2, ge=1, le=64, description="peers' summaries merged per outer step (pseudo-random among the freshest)"
+    )
+    staleness_exponent: float = Field(1.0, ge=0, description="a in the staleness weight (1 + tau)^-a")
+    max_staleness: int = Field(
+        4, ge=0, description="a summary older than this many of this node's own outer steps is dropped unmerged"
+    )
+    announce_interval_s: float = Field(2.0, gt=0, description="how often the summary announcement is republished")
+    announce_ttl_s: float = Field(20.0, gt=0, description="how long a summary announcement stays valid")
+    fetch_interval_s: float = Field(1.0, gt=0, description="how often peers' summary announcements are read and new summaries fetched")
+    fetch_timeout_s: float = Field(10.0, gt=0, description="a summary fetch from one peer gives up after this long")
+    keep_summaries: int = Field(4, ge=1, description="own summaries this node keeps for peers to fetch")
+
+    @model_validator(mode="after")
+    def _at_least_one_entry_per_chunk(self) -> SummariesConfig:
+        if int(self.density * self.chunk_size) < 1:
+            raise ValueError(
+                f"summaries.density ({self.density:g}) x summaries.chunk_size ({self.chunk_size}) sends no entry of a chunk; "
+                f"raise summaries.density to at least {1 / self.chunk_size:.6g} or summaries.chunk_size"
+            )
+        return self
+
+
 class LimitsConfig(_Section):
     """What one peer may cost this node: every bound on state, lifetimes, rates and sizes that
     a stranger's messages can reach (docs/security.md lists each with its rejection reason)."""
@@ -139,6 +177,13 @@ class LimitsConfig(_Section):
     external_max_logprob_gap: float = Field(
         1.0, gt=0, description="a peer whose samples' log-probs sit, pooled per step, more than this (nats/token) "
                                "below this policy's is implausible: its samples are dropped and counted"
+    )
+    summary_max_norm_ratio: float = Field(
+        10.0, gt=1, description="a peer's summary whose L2 norm is over this x the largest of this node's own recent "
+                                "summaries is rejected as norm_too_large"
+    )
+    max_summary_bytes: int = Field(
+        4 * 2**20, ge=1024, description="a summary announced or served larger than this is not fetched / rejected"
     )
 
 
@@ -163,6 +208,7 @@ class NodeConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     rollouts: RolloutGossipConfig = Field(default_factory=RolloutGossipConfig)
+    summaries: SummariesConfig = Field(default_factory=SummariesConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
 
@@ -170,7 +216,11 @@ class NodeConfig(_Section):
     def _own_lifetimes_within_the_cap(self) -> "NodeConfig":
         # Peers apply the same cap: a node whose own records outlive it would be rejected.
         cap = self.limits.max_record_ttl_s
-        for name, ttl in (("records.ttl_s", self.records.ttl_s), ("rollouts.announce_ttl_s", self.rollouts.announce_ttl_s)):
+        for name, ttl in (
+            ("records.ttl_s", self.records.ttl_s),
+            ("rollouts.announce_ttl_s", self.rollouts.announce_ttl_s),
+            ("summaries.announce_ttl_s", self.summaries.announce_ttl_s),
+        ):
             if ttl > cap:
                 raise ValueError(f"{name} ({ttl:g}s) is over limits.max_record_ttl_s ({cap:g}s); lower it or raise the cap")
         return self

@@ -16,6 +16,7 @@ from swarmnode.node.capability import detect_device, matmul_gflops
 from swarmnode.node.gossip import RolloutGossip
 from swarmnode.node.leftovers import describe_children, kill_leftover_children
 from swarmnode.node.storage import maintain_stores, storage_status
+from swarmnode.node.summary_gossip import SummaryGossip
 from swarmnode.node.training import TrainingService
 from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, build_peer_record
 from swarmnode.protocol.generated import peer_record_pb2
@@ -51,10 +52,13 @@ class Node:
         self.transport = make_transport(self.intake)
         self.training: TrainingService | None = None
         self.gossip: RolloutGossip | None = None
+        self.summaries: SummaryGossip | None = None
         if config.model.name_or_path:
             self.training = TrainingService(config, home.root, quality=self._sender_quality)
             self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.stats, home.root)
             self.training.on_implausible = self.gossip.blame_implausible
+            if config.summaries.enabled:
+                self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.intake, self.gossip)
         self.state = peer_record_pb2.NODE_STATE_STARTING
         self.started_at = time.time()
         self.multiaddrs: list[str] = []
@@ -113,6 +117,8 @@ class Node:
             self.device = detect_device()
             if self.gossip is not None:
                 await self.gossip.start()
+            if self.summaries is not None:
+                await self.summaries.start()
             if self.training is not None:
                 self.training.on_fatal = lambda reason: loop.call_soon_threadsafe(self.request_stop, reason)
                 self.training.start()
@@ -127,6 +133,10 @@ class Node:
                     tasks.create_task(self.gossip.share_loop())
                     tasks.create_task(self.gossip.announce_loop())
                     tasks.create_task(self.gossip.fetch_loop())
+                if self.summaries is not None:
+                    tasks.create_task(self.summaries.publish_loop())
+                    tasks.create_task(self.summaries.announce_loop())
+                    tasks.create_task(self.summaries.fetch_loop())
                 if self.gossip is not None and self.training is not None:
                     tasks.create_task(self._maintain_storage())
                 await self._stop.wait()
@@ -167,6 +177,7 @@ class Node:
             swarm=self.config.swarm.name,
             multiaddrs=tuple(self.multiaddrs),
             model_fingerprint=self.model_fingerprint,
+            base_fingerprint=self.training.base_fingerprint if self.training is not None else "",
             device=self.device,
             capability=self.capability,
             state=self.state,
@@ -199,6 +210,9 @@ class Node:
                 self.intake.ingest(values, self.transport.dht_time())
             for peer_id in self.table.expire(self.transport.dht_time()):
                 log.info("peer %s left (record expired)", peer_id)
+            if self.training is not None and self.training.base_fingerprint:
+                # Read by the trainer thread: summaries go out only while someone can merge them.
+                self.training.same_base_peers = len(self.table.with_base(self.training.base_fingerprint, self.transport.dht_time()))
             await asyncio.sleep(cfg.poll_interval_s)
 
     async def _join_loop(self) -> None:
@@ -274,6 +288,7 @@ class Node:
                                    self.training.checkpoints if self.training is not None else None,
                                    self.last_maintenance),
             limits=self._limits_snapshot(),
+            summaries=self.summaries.snapshot() if self.summaries is not None else None,
         )
 
     def _limits_snapshot(self) -> dict[str, int]:

@@ -11,7 +11,9 @@ import math
 import os
 import queue
 import threading
+import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -19,9 +21,22 @@ from swarmnode.config import NodeConfig
 from swarmnode.node.sharing import IntakeResult, RolloutIntake
 from swarmnode.policy import Generator, SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
-from swarmnode.policy.loading import tokenizer_fingerprint
+from swarmnode.policy.loading import (
+    base_fingerprint,
+    base_weights_key,
+    cached_base_fingerprint,
+    resolve_model_path,
+    tokenizer_fingerprint,
+)
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.store.checkpoints import BackgroundCheckpointer, TrainingState, latest_checkpoint, load_checkpoint
+from swarmnode.store.checkpoints import (
+    BackgroundCheckpointer,
+    TrainingState,
+    latest_checkpoint,
+    load_checkpoint,
+    load_outer_state,
+)
+from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, OuterResult
 from swarmnode.store.metrics import MetricsStore
 from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
 from swarmnode.trainer.experience import ScoredGroup
@@ -56,6 +71,25 @@ def trainer_config(config: NodeConfig) -> TrainerConfig:
     return TrainerConfig(lr=t.lr, max_grad_norm=t.max_grad_norm, eps_low=t.eps_low, eps_high=t.eps_high,
                          temperature=t.temperature, kl_coef=t.kl_coef, external_positive_only=t.external_positive_only,
                          external_max_logprob_gap=config.limits.external_max_logprob_gap)
+
+
+def outer_config(config: NodeConfig) -> OuterConfig:
+    s = config.summaries
+    return OuterConfig(every_steps=s.every_steps, outer_lr=s.outer_lr, outer_momentum=s.outer_momentum,
+                       nesterov=s.nesterov, partners_per_step=s.partners_per_step,
+                       staleness_exponent=s.staleness_exponent, max_staleness=s.max_staleness,
+                       compression=CompressionConfig(s.density, s.bits, s.chunk_size))
+
+
+@dataclass(frozen=True)
+class OutgoingSummary:
+    """A summary made on the trainer thread, for the event loop to seal and publish."""
+
+    tensors: list
+    step_start: int
+    step_end: int
+    base_version: int
+    num_samples: int
 
 
 def make_generator(config: NodeConfig, trainer: Trainer, policy) -> Generator:
@@ -99,6 +133,16 @@ class TrainingService:
         # Groups generated here, waiting for the node's event loop to share them.
         self.outgoing: queue.Queue[list[ScoredGroup]] = queue.Queue(maxsize=OUTGOING_CAPACITY)
         self.intake: RolloutIntake | None = None
+        # Gradient summaries: the outer loop (None until the model is loaded, or when disabled),
+        # summaries made here for the event loop to publish, and how many peers in the table
+        # share this node's base weights (set by the daemon's poll loop).
+        self.home_root = home_root
+        self.base_fingerprint = ""
+        self.outer: OuterLoop | None = None
+        self.summaries_out: queue.Queue[OutgoingSummary] = queue.Queue(maxsize=4)
+        self.same_base_peers = 0
+        self.outer_counters = {"outer_steps": 0, "merged": 0, "partners_last": 0, "merge_seconds": 0.0,
+                               "last_merge_at": None}
         self._buffer = None
         self._version = 0
         self._lock = threading.Lock()
@@ -191,6 +235,11 @@ class TrainingService:
         self.tokenizer_fingerprint = tokenizer_fingerprint(policy.tokenizer)
         eos = policy.tokenizer.eos_token_id
         self.eos_ids = {eos} if isinstance(eos, int) else set(eos)
+        # Hashed before any checkpoint is loaded: the weights every node of this base started from.
+        self.base_fingerprint = cached_base_fingerprint(
+            self.home_root, base_weights_key(self.config.model.name_or_path, resolve_model_path(self.config.model.name_or_path),
+                             dtype=self.config.model.dtype),
+            lambda: base_fingerprint(policy.model))
         trainer = Trainer(policy.model, policy.tokenizer.pad_token_id, trainer_config(self.config))
         state = TrainingState(version=0, steps=0, stream_position=0, extra={})
         resumed = latest_checkpoint(self.checkpoints.root)
@@ -198,6 +247,14 @@ class TrainingService:
             state = load_checkpoint(resumed, trainer.model, trainer.optimizer)
             trainer.version = state.version
             log.info("resumed from %s at policy version %d", resumed.name, state.version)
+        if self.config.summaries.enabled:
+            outer = OuterLoop(trainer.model, outer_config(self.config), max_peers=self.config.limits.max_tracked_senders,
+                              seed=t.data_seed)
+            saved = load_outer_state(resumed) if resumed is not None else None
+            if saved is not None:
+                outer.load(saved, state.extra.get("outer", {}))
+                log.info("resumed the outer loop at outer step %d", outer.outer_steps)
+            self.outer = outer
         evaluator = HFGenerator(trainer.model, policy.tokenizer)
         rollout = rollout_config(self.config)
         items = heldout_items(rollout.tasks, t.eval_size)
@@ -264,9 +321,15 @@ class TrainingService:
             if result.trained and result.version % t.eval_every == 0:
                 evaluate()
             if result.trained and result.version % t.checkpoint_every == 0:
-                self.checkpoints.save(trainer.model, trainer.optimizer, TrainingState(result.version, steps, position, {}))
+                self._save_checkpoint(trainer, TrainingState(result.version, steps, position, {}))
             self._check_checkpoints()  # every step: a write that failed stops training at the next one
 
+        def after_step(result: StepResult) -> None:
+            local_steps = steps + 1  # on_step counts this step after the weights went out
+            if self.outer is not None and local_steps % self.outer.config.every_steps == 0:
+                self._outer_step(trainer, local_steps, rollout.prompts_per_step * rollout.samples_per_prompt)
+
+        runner.after_step = after_step
         with self._lock:
             self._state.update(running=True, phase="training", policy_version=trainer.version, steps=steps)
         evaluate()
@@ -275,11 +338,48 @@ class TrainingService:
             runner.run(remaining, on_step)
         if remaining is not None and not self._stopping.is_set():
             evaluate()
-            self.checkpoints.save(trainer.model, trainer.optimizer, TrainingState(trainer.version, steps, start_index * len(rollout.tasks) + runner.items_generated, {}))
+            self._save_checkpoint(trainer, TrainingState(trainer.version, steps, start_index * len(rollout.tasks) + runner.items_generated, {}))
             self.checkpoints.wait()
             self._check_checkpoints()
         with self._lock:
             self._state.update(running=False, phase="done" if remaining is not None and not self._stopping.is_set() else "stopped")
+
+    def _outer_step(self, trainer: Trainer, local_steps: int, samples_per_step: int) -> None:
+        """Every summaries.every_steps steps: publish this node's summary (while a same-base peer
+        is in the swarm) and merge peers' into the weights."""
+        assert self.outer is not None
+        every = self.outer.config.every_steps
+        result: OuterResult = self.outer.step(publish=self.same_base_peers > 0)
+        if result.tensors is not None:
+            outgoing = OutgoingSummary(result.tensors, local_steps - every, local_steps, trainer.version,
+                                       every * samples_per_step)
+            try:
+                self.summaries_out.put_nowait(outgoing)
+            except queue.Full:  # the event loop is behind: peers want the newest summary anyway
+                try:
+                    self.summaries_out.get_nowait()
+                except queue.Empty:
+                    pass
+                self.summaries_out.put_nowait(outgoing)
+        with self._lock:
+            c = self.outer_counters
+            c["outer_steps"] = self.outer.outer_steps
+            c["merge_seconds"] += result.seconds
+            c["partners_last"] = len(result.partners)
+            if result.partners:
+                c["merged"] += len(result.partners)
+                c["last_merge_at"] = time.monotonic()
+
+    def _save_checkpoint(self, trainer: Trainer, state: TrainingState) -> None:
+        outer_state = None
+        if self.outer is not None:
+            outer_state = self.outer.state_tensors()
+            state.extra["outer"] = self.outer.state_meta()
+        self.checkpoints.save(trainer.model, trainer.optimizer, state, outer_state)
+
+    def outer_snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self.outer_counters)
 
     def _check_checkpoints(self) -> None:
         """Raise CheckpointFailures once storage.max_checkpoint_failures writes in a row failed."""

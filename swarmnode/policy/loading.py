@@ -8,6 +8,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+# The fingerprint cache lives in the node home (stdlib only there); re-exported for the trainer.
+from swarmnode.home import BASE_FINGERPRINT_FILE, cached_base_fingerprint  # noqa: F401
+
 BUNDLED_PREFIX = "bundled:"
 BUNDLED_TINY = "bundled:tiny-policy"
 
@@ -44,6 +47,49 @@ def tokenizer_fingerprint(tokenizer) -> str:
     """The tokenizer's vocabulary alone (16 hex chars): same value, same token ids for the same text."""
     vocab = sorted(tokenizer.get_vocab().items())
     return hashlib.sha256(json.dumps(vocab).encode("utf-8")).hexdigest()[:16]
+
+
+def base_fingerprint(model) -> str:
+    """Identifies a model's weights, not its architecture (16 hex chars).
+
+    sha256 over the state dict in sorted name order: each tensor's name, dtype, shape and raw
+    bytes (copied to the CPU, contiguous). Two models of one architecture but different weights
+    (one element differs) get different fingerprints; the same weights loaded in another process
+    or on another device get the same one. The dtype counts: the same checkpoint loaded as
+    float32 and as bfloat16 differs. Gradient summaries are only merged between equal values.
+    Hashing reads every parameter (about 1 s per GB): see home.cached_base_fingerprint.
+    """
+    import torch
+
+    digest = hashlib.sha256(b"swarmnode.base_fingerprint/1\0")
+    with torch.no_grad():
+        for name, tensor in sorted(model.state_dict().items()):
+            t = tensor.detach().to("cpu").contiguous().reshape(-1)
+            header = f"{name}\0{str(tensor.dtype).removeprefix('torch.')}\0{tuple(tensor.shape)}\0{t.numel() * t.element_size()}\0"
+            digest.update(header.encode("utf-8"))
+            digest.update(t.view(torch.uint8).numpy().data)
+    return digest.hexdigest()[:16]
+
+
+# Weight files whose size and mtime stand for a local folder's initial weights.
+WEIGHT_FILE_PATTERNS = ("*.safetensors", "*.bin")
+
+
+def base_weights_key(name_or_path: str, resolved_path: str, dtype: str = "") -> str:
+    """A key for cached_base_fingerprint: what identifies the initial weights without reading them.
+
+    name_or_path as configured, the dtype the weights are loaded in (it changes the
+    fingerprint; pass the config's model.dtype) and, when resolved_path is a local folder, its
+    resolved path and the name, size and mtime (ns) of each *.safetensors / *.bin file in it: a
+    rewritten weight file gives a new key, so it is hashed again. A hub id is keyed by name.
+    """
+    parts: dict[str, Any] = {"name_or_path": name_or_path, "dtype": dtype}
+    folder = Path(resolved_path)
+    if folder.is_dir():
+        files = sorted({f for pattern in WEIGHT_FILE_PATTERNS for f in folder.glob(pattern) if f.is_file()})
+        parts["path"] = str(folder.resolve())
+        parts["files"] = [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    return json.dumps(parts, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass

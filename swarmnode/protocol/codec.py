@@ -29,6 +29,7 @@ class MessageKind(enum.IntEnum):
     ROLLOUT_BATCH = envelope_pb2.MESSAGE_KIND_ROLLOUT_BATCH
     GRADIENT_SUMMARY = envelope_pb2.MESSAGE_KIND_GRADIENT_SUMMARY
     ROLLOUT_ANNOUNCEMENT = envelope_pb2.MESSAGE_KIND_ROLLOUT_ANNOUNCEMENT
+    SUMMARY_ANNOUNCEMENT = envelope_pb2.MESSAGE_KIND_SUMMARY_ANNOUNCEMENT
 
 
 MESSAGE_TYPES: dict[MessageKind, type[Message]] = {
@@ -36,15 +37,25 @@ MESSAGE_TYPES: dict[MessageKind, type[Message]] = {
     MessageKind.ROLLOUT_BATCH: rollout_batch_pb2.RolloutBatch,
     MessageKind.GRADIENT_SUMMARY: gradient_summary_pb2.GradientSummary,
     MessageKind.ROLLOUT_ANNOUNCEMENT: rollout_batch_pb2.RolloutAnnouncement,
+    MessageKind.SUMMARY_ANNOUNCEMENT: gradient_summary_pb2.SummaryAnnouncement,
 }
 
-# Largest body accepted per kind. Peer records travel as DHT values, which must stay far below
-# the ~60 KiB where hivemind's DHT pipe hangs; payloads travel over streams.
+# p2pd's persistent-connection message cap (hivemind's DEFAULT_MAX_MSG_SIZE, which swarmnode
+# does not change): a unary response larger than this is replaced by an error on the serving
+# side, so every payload fetched with Transport.request must fit one such message.
+P2PD_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
+# Largest body accepted per kind. Peer records and announcements travel as DHT values, which
+# must stay far below the ~60 KiB where hivemind's DHT pipe hangs; payloads travel over streams.
 MAX_BODY_BYTES: dict[MessageKind, int] = {
     MessageKind.PEER_RECORD: 8 * 1024,
     MessageKind.ROLLOUT_BATCH: 4 * 1024 * 1024,
-    MessageKind.GRADIENT_SUMMARY: 32 * 1024 * 1024,
+    # A sealed summary is served whole in one unary response (SummaryFetchResponse in a
+    # BytesValue in p2pd's CallUnaryResponse, ~50 bytes of framing around the envelope):
+    # 64 KiB under p2pd's cap leaves room for that framing and the envelope's own overhead.
+    MessageKind.GRADIENT_SUMMARY: P2PD_MAX_MESSAGE_BYTES - 64 * 1024,
     MessageKind.ROLLOUT_ANNOUNCEMENT: 1024,
+    MessageKind.SUMMARY_ANNOUNCEMENT: 1024,
 }
 
 
@@ -77,6 +88,10 @@ class RejectReason(str, enum.Enum):
     TOO_LONG = "too_long"  # a completion longer than this node's own generation limit allows
     LIFETIME = "lifetime"  # a record or announcement claiming a lifetime over limits.max_record_ttl_s
     IMPLAUSIBLE_LOGPROBS = "implausible_logprobs"  # behaviour log-probs far below this policy's (weight inflation)
+    WRONG_BASE = "wrong_base"  # a gradient summary whose base_fingerprint is not this node's
+    BAD_TENSOR = "bad_tensor"  # summary tensor names, shapes or dtypes that do not match this node's model
+    NON_FINITE = "non_finite"  # NaN or Inf in a summary's values or scales
+    NORM_TOO_LARGE = "norm_too_large"  # a summary's norm far above the norms this node's own summaries have
 
 
 class Rejected(Exception):

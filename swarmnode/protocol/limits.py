@@ -29,6 +29,10 @@ MAX_COMPLETION_TOKENS = 8_192
 
 MAX_TENSORS_PER_SUMMARY = 4_096
 MAX_TENSOR_DIMS = 8
+MAX_TENSOR_ELEMENTS = 2**31  # one parameter tensor; larger shapes are garbage (and int32-indexable below)
+MAX_CHUNK_SIZE = 65_536  # chunked top-k offsets are uint16
+# Entries sent and bytes spent are bounded by the body cap (codec.MAX_BODY_BYTES, ~4 MiB):
+# every length below is computed from the header and compared before any bytes are decoded.
 
 # Every wire integer (ids, versions, windows, task seeds and indices) must be below 2^53: it
 # then fits SQLite's signed 64-bit INTEGER, JSON and a float64 exactly. uint64 on the wire
@@ -46,6 +50,14 @@ _VALUE_BYTES = {
     gradient_summary_pb2.VALUE_DTYPE_BFLOAT16: 2,
     gradient_summary_pb2.VALUE_DTYPE_INT8: 1,
 }
+# Bits per code of COMPRESSION_SCHEME_CHUNKED_TOPK values (INT2 / INT4 only valid there).
+_CODE_BITS = {
+    gradient_summary_pb2.VALUE_DTYPE_INT2: 2,
+    gradient_summary_pb2.VALUE_DTYPE_INT4: 4,
+    gradient_summary_pb2.VALUE_DTYPE_INT8: 8,
+}
+_SCHEMES = (gradient_summary_pb2.COMPRESSION_SCHEME_DENSE, gradient_summary_pb2.COMPRESSION_SCHEME_TOPK,
+            gradient_summary_pb2.COMPRESSION_SCHEME_CHUNKED_TOPK)
 
 
 def _finite(x: float) -> bool:
@@ -63,7 +75,8 @@ def check_peer_record(record: peer_record_pb2.PeerRecord) -> str | None:
         return f"more than {MAX_MULTIADDRS} multiaddrs"
     if any(len(m) > MAX_MULTIADDR_CHARS or not m.startswith("/") for m in record.multiaddrs):
         return "a multiaddr is malformed or too long"
-    short = (record.software_version, record.swarm, record.model_fingerprint, record.device.kind, record.device.name)
+    short = (record.software_version, record.swarm, record.model_fingerprint, record.base_fingerprint,
+             record.device.kind, record.device.name)
     if any(len(s) > MAX_SHORT_STRING_CHARS for s in short):
         return "a string field is too long"
     if not record.swarm:
@@ -126,22 +139,74 @@ def check_rollout_announcement(announcement: rollout_batch_pb2.RolloutAnnounceme
     return None
 
 
+def _chunked_topk_problem(t: gradient_summary_pb2.CompressedTensor, numel: int, chunk_size: int,
+                          per_chunk: int) -> str | None:
+    """Lengths and offsets of one COMPRESSION_SCHEME_CHUNKED_TOPK tensor, as the .proto lays them out.
+
+    Every length follows from shape, chunk_size and per_chunk, so they are compared before
+    anything is decoded; offsets are then checked with numpy, never entry by entry.
+    """
+    full, rest = divmod(numel, chunk_size)
+    k = min(per_chunk, chunk_size)  # entries of each full chunk
+    k_last = min(per_chunk, rest)  # entries of the shorter last chunk (none when rest == 0)
+    n_chunks = full + (1 if rest else 0)
+    count = full * k + k_last
+    bits = _CODE_BITS.get(t.value_dtype)
+    if bits is None:
+        return f"tensor {t.name}: value dtype {t.value_dtype} is not a chunked-top-k code (INT2, INT4, INT8)"
+    if len(t.indices) != 2 * count:
+        return f"tensor {t.name}: {len(t.indices)} index bytes for {count} entries"
+    if len(t.values) != (count * bits + 7) // 8:
+        return f"tensor {t.name}: {len(t.values)} value bytes for {count} {bits}-bit codes"
+    if len(t.scales) != 2 * n_chunks:
+        return f"tensor {t.name}: {len(t.scales)} scale bytes for {n_chunks} chunks"
+    offsets = np.frombuffer(t.indices, dtype="<u2")
+    head = offsets[: full * k].reshape(full, k)
+    tail = offsets[full * k:]
+    if (head.size and int(head.max()) >= chunk_size) or (tail.size and int(tail.max()) >= rest):
+        return f"tensor {t.name}: an offset is beyond its chunk"
+    # Top-k entries are distinct: a repeated offset would count one entry several times.
+    if k > 1 and head.size and not (np.diff(np.sort(head, axis=1), axis=1) > 0).all():
+        return f"tensor {t.name}: an offset repeats within a chunk"
+    if k_last > 1 and not (np.diff(np.sort(tail)) > 0).all():
+        return f"tensor {t.name}: an offset repeats within the last chunk"
+    return None
+
+
 def check_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str | None:
     if not summary.model_fingerprint or len(summary.model_fingerprint) > MAX_SHORT_STRING_CHARS:
         return "model_fingerprint missing or too long"
+    if not summary.base_fingerprint or len(summary.base_fingerprint) > MAX_SHORT_STRING_CHARS:
+        return "base_fingerprint missing or too long"
     if summary.step_end < summary.step_start:
         return "step_end before step_start"
-    if summary.scheme not in (gradient_summary_pb2.COMPRESSION_SCHEME_DENSE, gradient_summary_pb2.COMPRESSION_SCHEME_TOPK):
+    if summary.scheme not in _SCHEMES:
         return f"unknown compression scheme {summary.scheme}"
+    chunked = summary.scheme == gradient_summary_pb2.COMPRESSION_SCHEME_CHUNKED_TOPK
+    if chunked and not (0 < summary.chunk_size <= MAX_CHUNK_SIZE and 0 < summary.per_chunk <= summary.chunk_size):
+        return f"chunk_size {summary.chunk_size} / per_chunk {summary.per_chunk} outside 1..{MAX_CHUNK_SIZE} / 1..chunk_size"
     if not 0 < len(summary.tensors) <= MAX_TENSORS_PER_SUMMARY:
         return f"a summary holds 1..{MAX_TENSORS_PER_SUMMARY} tensors"
+    if len({t.name for t in summary.tensors}) != len(summary.tensors):
+        return "a tensor name repeats"
+    if not _finite(summary.created_at):
+        return "created_at not finite"
     for t in summary.tensors:
         if not t.name or len(t.name) > 256 or len(t.shape) > MAX_TENSOR_DIMS:
             return "tensor name or shape malformed"
+        numel = math.prod(t.shape)
+        if not 0 < numel <= MAX_TENSOR_ELEMENTS:
+            return f"tensor {t.name}: {numel} elements, outside 1..2^31"
+        if not _finite(t.scale):
+            return f"tensor {t.name}: scale not finite"
+        if chunked:
+            problem = _chunked_topk_problem(t, numel, summary.chunk_size, summary.per_chunk)
+            if problem:
+                return problem
+            continue
         width = _VALUE_BYTES.get(t.value_dtype)
         if width is None:
-            return f"unknown value dtype {t.value_dtype}"
-        numel = math.prod(t.shape)
+            return f"unknown value dtype {t.value_dtype} (INT2 and INT4 need COMPRESSION_SCHEME_CHUNKED_TOPK)"
         count, rest = divmod(len(t.values), width)
         if rest:
             return f"tensor {t.name}: values not a whole number of elements"
@@ -152,8 +217,20 @@ def check_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str
                 return f"tensor {t.name}: indices do not match values"
             if count and int(np.frombuffer(t.indices, dtype="<u4").max()) >= numel:
                 return f"tensor {t.name}: an index is out of range"
-        if not _finite(t.scale):
-            return f"tensor {t.name}: scale not finite"
+    return None
+
+
+def check_summary_announcement(announcement: gradient_summary_pb2.SummaryAnnouncement) -> str | None:
+    if not 0 < len(announcement.peer_id) <= MAX_PEER_ID_CHARS:
+        return "peer_id missing or too long"
+    if len(announcement.peer_id_binding) != 64:
+        return "peer_id_binding must be 64 bytes"
+    if not announcement.base_fingerprint or len(announcement.base_fingerprint) > MAX_SHORT_STRING_CHARS:
+        return "base_fingerprint missing or too long"
+    if not all(_finite(x) and x >= 0 for x in (announcement.timestamp, announcement.expires_at)):
+        return "a time is negative or not finite"
+    if announcement.expires_at <= announcement.timestamp:
+        return "expires_at must be after timestamp"
     return None
 
 
@@ -204,8 +281,14 @@ def ranges_of_rollout_announcement(announcement: rollout_batch_pb2.RolloutAnnoun
 
 def ranges_of_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str | None:
     return (_ints_out_of_range(base_version=summary.base_version, step_start=summary.step_start,
-                               step_end=summary.step_end, window=summary.window)
+                               step_end=summary.step_end, window=summary.window, summary_id=summary.summary_id)
             or _times_out_of_range(created_at=summary.created_at))
+
+
+def ranges_of_summary_announcement(announcement: gradient_summary_pb2.SummaryAnnouncement) -> str | None:
+    return (_ints_out_of_range(window=announcement.window, summary_id=announcement.summary_id,
+                               size_bytes=announcement.size_bytes)
+            or _times_out_of_range(timestamp=announcement.timestamp, expires_at=announcement.expires_at))
 
 
 Check = Callable[[Message], "str | None"]
@@ -215,6 +298,7 @@ _CHECKS: dict[type[Message], tuple[Check, Check]] = {
     rollout_batch_pb2.RolloutBatch: (check_rollout_batch, ranges_of_rollout_batch),
     rollout_batch_pb2.RolloutAnnouncement: (check_rollout_announcement, ranges_of_rollout_announcement),
     gradient_summary_pb2.GradientSummary: (check_gradient_summary, ranges_of_gradient_summary),
+    gradient_summary_pb2.SummaryAnnouncement: (check_summary_announcement, ranges_of_summary_announcement),
 }
 
 

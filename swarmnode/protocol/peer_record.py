@@ -48,6 +48,9 @@ class PeerRecordFields:
     capability: peer_record_pb2.Capability
     state: int
     client_mode: bool
+    # Hash of the initial weights (policy.loading.base_fingerprint), "" when unknown: peers with
+    # the same base may merge each other's gradient summaries (PeerTable.with_base).
+    base_fingerprint: str = ""
 
 
 def build_peer_record(identity: NodeIdentity, fields: PeerRecordFields, now: float, ttl_s: float) -> bytes:
@@ -67,6 +70,7 @@ def build_peer_record(identity: NodeIdentity, fields: PeerRecordFields, now: flo
         timestamp=now,
         expires_at=now + ttl_s,
         client_mode=fields.client_mode,
+        base_fingerprint=fields.base_fingerprint,
     )
     return seal(identity, MessageKind.PEER_RECORD, record)
 

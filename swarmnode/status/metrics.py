@@ -40,6 +40,23 @@ class StatusCollector(Collector):
         for key, help_text in STORAGE_GAUGES.items():
             if storage.get(key) is not None:
                 yield GaugeMetricFamily(f"swarmnode_storage_{key}", help_text, value=storage[key])
+        yield from summaries_metrics(s.get("summaries") or {})
+
+
+def summaries_metrics(summaries: dict[str, Any]):
+    """Gradient summaries (status `summaries`): counters of what was sent, fetched, merged,
+    rejected (by reason) and dropped, and gauges of sizes and the last merge's age."""
+    for key, help_text in SUMMARIES_COUNTERS.items():
+        if summaries.get(key) is not None:
+            yield CounterMetricFamily(f"swarmnode_summaries_{key}", help_text, value=summaries[key])
+    rejected = CounterMetricFamily("swarmnode_summaries_rejected", "Peers' gradient summaries rejected", labels=["reason"])
+    for reason, n in sorted((summaries.get("rejected") or {}).items()):
+        rejected.add_metric([reason], n)
+    yield rejected
+    for key, (name, help_text) in SUMMARIES_GAUGES.items():
+        value = summaries.get(key)
+        if value is not None:
+            yield GaugeMetricFamily(f"swarmnode_summaries_{name}", help_text, value=float(value))
 
 
 TRAINING_GAUGES = {
@@ -56,6 +73,26 @@ STORAGE_GAUGES = {
     "rollouts_bytes": "Bytes on disk of rollouts.sqlite (with its WAL)",
     "metrics_bytes": "Bytes on disk of metrics.sqlite (with its WAL)",
     "checkpoint_failures": "Checkpoint writes that failed in a row",
+}
+
+
+SUMMARIES_COUNTERS = {
+    "sent": "Gradient summaries this node sealed and offered to peers",
+    "fetched": "Peers' gradient summaries fetched",
+    "merged": "Peers' gradient summaries merged into this node's weights",
+    "skipped_other_base": "Peers' gradient summaries not fetched: another base-weights fingerprint",
+    "stale_dropped": "Peers' gradient summaries dropped unmerged for exceeding summaries.max_staleness",
+    "outer_steps": "Outer optimizer steps taken",
+    "merge_seconds": "Seconds spent compressing, checking and merging gradient summaries",
+}
+
+SUMMARIES_GAUGES = {  # status key -> (metric name after swarmnode_summaries_, help)
+    "active": ("active", "1 while a peer with the same base weights is in the swarm"),
+    "bytes_per_summary": ("bytes_per_summary", "Mean sealed size of this node's summaries on the wire, bytes"),
+    "dense_bytes": ("dense_bytes", "Bytes of the dense fp32 weight delta (4 x parameters)"),
+    "compression_ratio": ("compression_ratio", "dense_bytes / bytes_per_summary"),
+    "last_merge_age_s": ("last_merge_age_seconds", "Seconds since the last merge of a peer's summary"),
+    "partners_last": ("partners_last", "Peers' summaries merged at the last outer step"),
 }
 
 

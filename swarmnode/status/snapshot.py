@@ -2,7 +2,8 @@
 
 Stable top-level fields (documented in docs/status.md): peer_id, multiaddrs (list of str),
 peers (list of objects with peer_id), and the rest below. Fields later issues fill (training)
-are present from the start with `running: false` and null values.
+are present from the start with `running: false` and null values; `summaries` always has every
+key of empty_summaries_status().
 """
 from __future__ import annotations
 
@@ -42,6 +43,45 @@ STORAGE_NONE: dict[str, Any] = {
     "last_checkpoint": None,
     "last_maintenance": None,
 }
+
+
+# The keys of the `summaries` object, in the order docs/status.md lists them.
+SUMMARIES_KEYS = (
+    "enabled", "active", "base_fingerprint", "sent", "merged", "fetched", "rejected", "skipped_other_base",
+    "stale_dropped", "bytes_per_summary", "dense_bytes", "compression_ratio", "outer_steps", "last_merge_age_s",
+    "merge_seconds", "partners_last",
+)
+
+
+def empty_summaries_status() -> dict[str, Any]:
+    """The `summaries` object of a node without a model: every key, nothing sent or merged."""
+    return {
+        "enabled": False,
+        "active": False,
+        "base_fingerprint": "",
+        "sent": 0,
+        "merged": 0,
+        "fetched": 0,
+        "rejected": {},
+        "skipped_other_base": 0,
+        "stale_dropped": 0,
+        "bytes_per_summary": None,
+        "dense_bytes": 0,
+        "compression_ratio": None,
+        "outer_steps": 0,
+        "last_merge_age_s": None,
+        "merge_seconds": 0.0,
+        "partners_last": 0,
+    }
+
+
+def summaries_status(summaries: dict[str, Any] | None) -> dict[str, Any]:
+    """The node's summaries dict with every documented key present (missing ones empty)."""
+    out = empty_summaries_status()
+    if summaries is not None:
+        out.update(summaries)
+        out["rejected"] = dict(out.get("rejected") or {})
+    return out
 
 
 @dataclass(frozen=True)
@@ -85,6 +125,7 @@ def peer_to_dict(entry: PeerEntry, now: float) -> dict[str, Any]:
         "state": state_name(r.state),
         "software_version": r.software_version,
         "model_fingerprint": r.model_fingerprint,
+        "base_fingerprint": getattr(r, "base_fingerprint", ""),
         "client_mode": r.client_mode,
         "multiaddrs": list(r.multiaddrs),
         "device": device_to_dict(r.device),
@@ -116,6 +157,7 @@ def build_status(
     rollouts: dict[str, Any] | None = None,
     storage: dict[str, Any] | None = None,
     limits: dict[str, int] | None = None,
+    summaries: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "schema": STATUS_SCHEMA,
@@ -147,4 +189,5 @@ def build_status(
         "rollouts": rollouts,
         "storage": dict(storage if storage is not None else STORAGE_NONE),
         "limits": dict(limits or {}),
+        "summaries": summaries_status(summaries),
     }

@@ -21,6 +21,7 @@ from safetensors.torch import load_file, save_file
 
 log = logging.getLogger("swarmnode.checkpoints")
 LATEST = "latest"
+OUTER_FILE = "outer.safetensors"
 KEEP = 2  # complete checkpoints kept on disk
 
 
@@ -64,7 +65,7 @@ def _fsync_dir(path: Path) -> None:
 
 
 def save_checkpoint(root: Path, model_state: dict[str, torch.Tensor], optimizer_state: dict[str, Any],
-                    state: TrainingState) -> Path:
+                    state: TrainingState, outer_state: dict[str, torch.Tensor] | None = None) -> Path:
     """Write checkpoint v<version> under `root` and point `latest` at it. Blocking."""
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"v{state.version:08d}"
@@ -76,6 +77,8 @@ def save_checkpoint(root: Path, model_state: dict[str, torch.Tensor], optimizer_
         save_file(weights, str(tmp / "model.safetensors"))
         opt_tensors, opt_meta = flatten_optimizer(optimizer_state)
         save_file(opt_tensors, str(tmp / "optimizer.safetensors"))
+        if outer_state is not None:  # gradient summaries' anchor, momentum and residual
+            save_file({k: v.detach().contiguous().cpu() for k, v in outer_state.items()}, str(tmp / OUTER_FILE))
         meta = {
             "version": state.version,
             "steps": state.steps,
@@ -135,6 +138,12 @@ def load_checkpoint(path: Path, model, optimizer) -> TrainingState:
     return TrainingState(meta["version"], meta["steps"], meta["stream_position"], meta["extra"])
 
 
+def load_outer_state(path: Path) -> dict[str, torch.Tensor] | None:
+    """The outer loop's tensors saved with checkpoint `path`, or None when it has none."""
+    outer = path / OUTER_FILE
+    return load_file(str(outer)) if outer.is_file() else None
+
+
 class BackgroundCheckpointer:
     """Writes checkpoints on its own thread from snapshots taken on the trainer's thread.
 
@@ -154,14 +163,15 @@ class BackgroundCheckpointer:
         self.last_error: str | None = None
         self.consecutive_failures = 0
 
-    def save(self, model, optimizer, state: TrainingState) -> None:
+    def save(self, model, optimizer, state: TrainingState, outer_state: dict[str, torch.Tensor] | None = None) -> None:
+        """`outer_state`: tensors the caller already copied (they are written as they are)."""
         model_state = _clone_tree(dict(model.state_dict()))
         optimizer_state = _clone_tree(optimizer.state_dict())
         self.wait()
 
         def write() -> None:
             try:
-                path = save_checkpoint(self.root, model_state, optimizer_state, state)
+                path = save_checkpoint(self.root, model_state, optimizer_state, state, outer_state)
             except BaseException as e:  # noqa: BLE001 - counted here, judged by the owner
                 self._failed(e, state.version)
             else:

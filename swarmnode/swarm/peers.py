@@ -10,9 +10,10 @@ from typing import Any, Callable
 from swarmnode.protocol import PeerRecord, Rejected, RejectReason, check_peer_record
 from swarmnode.protocol.peer_record import DEFAULT_MAX_TTL_S
 from swarmnode.protocol.rollouts import CheckedAnnouncement, check_announcement
+from swarmnode.protocol.summaries import CheckedSummaryAnnouncement, check_summary_announcement
 from swarmnode.swarm.bounded import LRUMap
 from swarmnode.swarm.transport import StoredValue
-from swarmnode.swarm.windows import peer_records_key, rollouts_key, window_index
+from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index
 
 
 @dataclass
@@ -24,6 +25,11 @@ class PeerEntry:
     @property
     def peer_id(self) -> str:
         return self.record.peer_id
+
+    @property
+    def base_fingerprint(self) -> str:
+        """The peer's initial-weights hash ("" when it did not say): same base, mergeable summaries."""
+        return self.record.base_fingerprint
 
 
 class PeerTable:
@@ -64,6 +70,15 @@ class PeerTable:
 
     def entries(self) -> list[PeerEntry]:
         return sorted(self._entries.values(), key=lambda e: e.first_seen)
+
+    def with_base(self, base_fingerprint: str, now: float | None = None) -> list[str]:
+        """Peer ids of the peers whose record names `base_fingerprint` (none for ""), oldest known
+        first; with `now`, only those whose record has not expired by then. A node publishes and
+        merges gradient summaries only while this is not empty."""
+        if not base_fingerprint:
+            return []
+        return [e.peer_id for e in self.entries()
+                if e.base_fingerprint == base_fingerprint and (now is None or e.record.expires_at > now)]
 
     def __contains__(self, peer_id: str) -> bool:
         return peer_id in self._entries
@@ -154,8 +169,8 @@ class RecordIntake:
     """Judges DHT values (when stored and when read) and feeds accepted peer records to the table.
 
     It is also the DHT's RecordPolicy: only the swarm's keys of nearby windows are known (peer
-    records and rollout announcements), and a value is admitted only if it is a valid message
-    of the peer named by its subkey.
+    records, rollout and summary announcements), and a value is admitted only if it is a valid
+    message of the peer named by its subkey, of the kind its key holds.
     """
 
     def __init__(self, table: PeerTable, stats: MessageStats, swarm: str, window_s: float, *,
@@ -211,6 +226,23 @@ class RecordIntake:
         checked = (self.judge_announcement(v.subkey, v.value, v.expiration, now) for v in values)
         return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id]
 
+    def judge_summary_announcement(self, subkey: object, value: object, expiration: float,
+                                   now: float) -> CheckedSummaryAnnouncement | None:
+        """The checked summary announcement, or None (rejections counted once per distinct value)."""
+
+        def check() -> CheckedSummaryAnnouncement:
+            checked = check_summary_announcement(value, subkey=subkey, now=now, max_ttl_s=self.max_ttl_s)
+            if expiration > checked.announcement.expires_at + DHT_EXPIRATION_SLACK_S:
+                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the announcement's expires_at")
+            return checked
+
+        return self._judged(Verdicts.digest("summary_announcement", subkey, value, expiration), check)
+
+    def summary_announcements(self, values: list[StoredValue], now: float) -> list[CheckedSummaryAnnouncement]:
+        """Valid summary announcements of other peers among `values`."""
+        checked = (self.judge_summary_announcement(v.subkey, v.value, v.expiration, now) for v in values)
+        return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id]
+
     def ingest(self, values: list[StoredValue], now: float) -> None:
         for item in values:
             record = self.judge(item.subkey, item.value, item.expiration, now)
@@ -231,7 +263,8 @@ class RecordIntake:
     def known_keys(self, now: float) -> list[str]:
         current = window_index(now, self.window_s)
         windows = range(current - 2, current + 2)
-        return [peer_records_key(self.swarm, w) for w in windows] + [rollouts_key(self.swarm, w) for w in windows]
+        return ([peer_records_key(self.swarm, w) for w in windows] + [rollouts_key(self.swarm, w) for w in windows]
+                + [summaries_key(self.swarm, w) for w in windows])
 
     def admit(self, key: str, subkey: object, value: object, expiration: float, now: float) -> bool:
         """Admit a valid value of a peer already held under `key`, or of a new peer while the
@@ -242,6 +275,8 @@ class RecordIntake:
             return False
         if key.startswith(f"swarmnode/{self.swarm}/rollouts/"):
             ok = self.judge_announcement(subkey, value, expiration, now) is not None
+        elif key.startswith(f"swarmnode/{self.swarm}/summaries/"):
+            ok = self.judge_summary_announcement(subkey, value, expiration, now) is not None
         else:
             ok = self.judge(subkey, value, expiration, now) is not None
         if ok:

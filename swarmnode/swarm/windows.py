@@ -19,6 +19,11 @@ def rollouts_key(swarm: str, window: int) -> str:
     return f"swarmnode/{swarm}/rollouts/{window}"
 
 
+def summaries_key(swarm: str, window: int) -> str:
+    """DHT key under which nodes announce the gradient summary they serve (subkey = peer id)."""
+    return f"swarmnode/{swarm}/summaries/{window}"
+
+
 def windows_to_read(current: int) -> tuple[int, int]:
     """A node reads the current and the previous window (records straddle a boundary)."""
     return current, current - 1

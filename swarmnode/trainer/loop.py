@@ -88,6 +88,9 @@ class AsyncRunner:
         self.config = config
         self.buffer = buffer if buffer is not None else make_buffer(config)
         self.on_generated = on_generated  # e.g. share the groups with the swarm (called on the generator thread)
+        # Called on the trainer thread after each step, before the weights go to the generator
+        # (e.g. the outer step of gradient summaries, so the generator gets the merged weights).
+        self.after_step: Callable[[StepResult], None] | None = None
         self._cond = threading.Condition()
         self._steps_done = 0
         self._published: tuple[int, dict] | None = None
@@ -144,6 +147,8 @@ class AsyncRunner:
                 if self._stop or not take.groups:
                     break
                 result = self.trainer.step(take.groups)
+                if self.after_step is not None:
+                    self.after_step(result)
                 with self._cond:
                     self._steps_done += 1
                     self._published = (self.trainer.version, self.trainer.weights())

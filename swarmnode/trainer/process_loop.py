@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Callable
 
 import torch
 import torch.multiprocessing as mp
@@ -73,6 +74,9 @@ class ProcessAsyncRunner:
         self.config = config
         self.buffer = buffer if buffer is not None else make_buffer(config)
         self.on_generated = on_generated  # e.g. share the groups with the swarm (called on the feeder thread)
+        # Called on the trainer thread after each step, before the weights go to the generator
+        # (e.g. the outer step of gradient summaries, so the generator gets the merged weights).
+        self.after_step: Callable[[StepResult], None] | None = None
         self.generated_tokens = 0
         self.generate_seconds = 0.0
         self.items_generated = 0
@@ -155,6 +159,8 @@ class ProcessAsyncRunner:
                 if self._stop.is_set() or not take.groups:
                     break
                 result = self.trainer.step(take.groups)
+                if self.after_step is not None:
+                    self.after_step(result)
                 self._publish()
                 results.append(result)
                 if on_step:

@@ -3,7 +3,8 @@ import sys
 
 import pytest
 
-from swarmnode.config import ConfigError, bundled_config_path, default_config_text, load_config
+from swarmnode.config import ConfigError, NodeConfig, bundled_config_path, default_config_text, load_config
+from swarmnode.config.model import SummariesConfig
 
 
 def write(tmp_path, text):
@@ -40,6 +41,18 @@ def test_precedence_file_env_overrides(tmp_path):
         ("rollouts:\n  announce_ttl_s: 30\nlimits:\n  max_record_ttl_s: 20\n", "rollouts.announce_ttl_s (30s) is over"),
         ("limits:\n  serve_requests_per_s: 0\n", "limits.serve_requests_per_s:"),
         ("storage:\n  max_checkpoint_failures: 0\n", "storage.max_checkpoint_failures:"),
+        ("summaries:\n  every_steps: 0\n", "summaries.every_steps: Input should be greater than or equal to 1 (got 0)"),
+        ("summaries:\n  bits: 3\n", "summaries.bits: Input should be 2, 4 or 8 (got 3)"),
+        ("summaries:\n  outer_momentum: 1.0\n", "summaries.outer_momentum: Input should be less than 1 (got 1.0)"),
+        ("summaries:\n  density: 0\n", "summaries.density: Input should be greater than 0 (got 0)"),
+        ("summaries:\n  density: 0.6\n", "summaries.density:"),
+        ("summaries:\n  chunk_size: 32\n", "summaries.chunk_size:"),
+        ("summaries:\n  partners_per_step: 0\n", "summaries.partners_per_step:"),
+        ("summaries:\n  density: 0.001\n  chunk_size: 512\n", "summaries.density (0.001) x summaries.chunk_size (512) sends no entry"),
+        ("summaries:\n  enabeld: false\n", "unknown field 'summaries.enabeld'; did you mean 'enabled'?"),
+        ("summaries:\n  announce_ttl_s: 300\n", "summaries.announce_ttl_s (300s) is over limits.max_record_ttl_s (120s)"),
+        ("limits:\n  summary_max_norm_ratio: 1\n", "limits.summary_max_norm_ratio:"),
+        ("limits:\n  max_summary_bytes: 100\n", "limits.max_summary_bytes:"),
     ],
 )
 def test_errors_are_one_line_naming_the_field(tmp_path, text, expected):
@@ -47,6 +60,18 @@ def test_errors_are_one_line_naming_the_field(tmp_path, text, expected):
         load_config(write(tmp_path, text), environ={})
     message = str(info.value)
     assert expected in message and "\n" not in message
+
+
+def test_summaries_defaults_and_default_yaml_agree():
+    cfg = load_config(bundled_config_path("default.yaml"), environ={})
+    assert cfg.summaries == NodeConfig().summaries
+    assert (cfg.summaries.enabled, cfg.summaries.every_steps, cfg.summaries.bits, cfg.summaries.density) == (True, 20, 2, 0.02)
+    assert (cfg.limits.summary_max_norm_ratio, cfg.limits.max_summary_bytes) == (10.0, 4 * 2**20)
+    assert all(field.description for field in SummariesConfig.model_fields.values())
+    # The smallest density that still sends one entry of each chunk is accepted.
+    assert load_config(None, {"summaries.density": 1 / 64, "summaries.chunk_size": 64}, environ={}).summaries.chunk_size == 64
+    env = {"SWARMNODE__SUMMARIES__ENABLED": "false", "SWARMNODE__SUMMARIES__BITS": "4"}
+    assert (load_config(None, environ=env).summaries.enabled, load_config(None, environ=env).summaries.bits) == (False, 4)
 
 
 def test_missing_file(tmp_path):

@@ -4,7 +4,7 @@ from swarmnode.protocol import Rejected, RejectReason, build_peer_record, check_
 from swarmnode.swarm.backoff import backoff_delay
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.transport import StoredValue
-from swarmnode.swarm.windows import peer_records_key, rollouts_key, window_index, windows_to_read
+from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index, windows_to_read
 from tests.helpers import record_fields
 
 FIELDS = record_fields("s")
@@ -66,7 +66,8 @@ def test_policy_admits_only_valid_records_under_known_keys(make_identity):
     stats = MessageStats()
     intake = RecordIntake(PeerTable("self"), stats, "s", window_s=10.0)
     windows = (8, 9, 10, 11)
-    assert intake.known_keys(105.0) == [peer_records_key("s", w) for w in windows] + [rollouts_key("s", w) for w in windows]
+    assert intake.known_keys(105.0) == ([peer_records_key("s", w) for w in windows] + [rollouts_key("s", w) for w in windows]
+                                        + [summaries_key("s", w) for w in windows])
     value = build_peer_record(peer, FIELDS, 100.0, 10.0)
     key = peer_records_key("s", 10)
     assert intake.admit(key, peer.peer_id, value, expiration=110.0, now=101.0)

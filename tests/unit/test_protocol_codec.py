@@ -28,7 +28,7 @@ def rollout_batch() -> RolloutBatch:
 
 
 def gradient_summary() -> GradientSummary:
-    s = GradientSummary(model_fingerprint="m", base_version=1, step_start=0, step_end=4,
+    s = GradientSummary(model_fingerprint="m", base_fingerprint="b", base_version=1, step_start=0, step_end=4,
                         scheme=gradient_summary_pb2.COMPRESSION_SCHEME_TOPK)
     s.tensors.add(name="w", shape=[2, 3], indices=struct.pack("<2I", 0, 5),
                   values=struct.pack("<2f", 0.5, -0.5), value_dtype=gradient_summary_pb2.VALUE_DTYPE_FLOAT32)
@@ -45,6 +45,12 @@ def announcement(identity) -> RolloutAnnouncement:
                                timestamp=1.0, expires_at=2.0, peer_id_binding=identity.bind_signing_key())
 
 
+def summary_announcement(identity) -> gradient_summary_pb2.SummaryAnnouncement:
+    return gradient_summary_pb2.SummaryAnnouncement(peer_id=identity.peer_id, window=3, summary_id=2, base_fingerprint="b",
+                                                    size_bytes=100, timestamp=1.0, expires_at=2.0,
+                                                    peer_id_binding=identity.bind_signing_key())
+
+
 def test_signing_bytes_layout_by_hand():
     got = signing_bytes(1, 2, "ab", b"xyz")
     assert got == b"swarmnode/v1/sig\x00" + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x02" + b"\x00\x00\x00\x02" + b"ab" + b"\x00\x00\x00\x03" + b"xyz"
@@ -56,7 +62,8 @@ def test_seal_open_roundtrip(make_identity, kind):
     message = {MessageKind.PEER_RECORD: lambda: peer_record(identity),
                MessageKind.ROLLOUT_BATCH: rollout_batch,
                MessageKind.GRADIENT_SUMMARY: gradient_summary,
-               MessageKind.ROLLOUT_ANNOUNCEMENT: lambda: announcement(identity)}[kind]()
+               MessageKind.ROLLOUT_ANNOUNCEMENT: lambda: announcement(identity),
+               MessageKind.SUMMARY_ANNOUNCEMENT: lambda: summary_announcement(identity)}[kind]()
     verified = open_envelope(seal(identity, kind, message), kind)
     assert verified.sender_id == identity.peer_id
     assert verified.sender_public_key == identity.public_key

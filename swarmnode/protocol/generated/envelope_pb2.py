@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bswarmnode/v1/envelope.proto\x12\x0cswarmnode.v1\"\xa2\x01\n\x0eSignedEnvelope\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\'\n\x04kind\x18\x02 \x01(\x0e\x32\x19.swarmnode.v1.MessageKind\x12\x11\n\tsender_id\x18\x03 \x01(\t\x12\x19\n\x11sender_public_key\x18\x04 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x05 \x01(\x0c\x12\x11\n\tsignature\x18\x06 \x01(\x0c*\xb3\x01\n\x0bMessageKind\x12\x1c\n\x18MESSAGE_KIND_UNSPECIFIED\x10\x00\x12\x1c\n\x18MESSAGE_KIND_PEER_RECORD\x10\x01\x12\x1e\n\x1aMESSAGE_KIND_ROLLOUT_BATCH\x10\x02\x12!\n\x1dMESSAGE_KIND_GRADIENT_SUMMARY\x10\x03\x12%\n!MESSAGE_KIND_ROLLOUT_ANNOUNCEMENT\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bswarmnode/v1/envelope.proto\x12\x0cswarmnode.v1\"\xa2\x01\n\x0eSignedEnvelope\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\'\n\x04kind\x18\x02 \x01(\x0e\x32\x19.swarmnode.v1.MessageKind\x12\x11\n\tsender_id\x18\x03 \x01(\t\x12\x19\n\x11sender_public_key\x18\x04 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x05 \x01(\x0c\x12\x11\n\tsignature\x18\x06 \x01(\x0c*\xda\x01\n\x0bMessageKind\x12\x1c\n\x18MESSAGE_KIND_UNSPECIFIED\x10\x00\x12\x1c\n\x18MESSAGE_KIND_PEER_RECORD\x10\x01\x12\x1e\n\x1aMESSAGE_KIND_ROLLOUT_BATCH\x10\x02\x12!\n\x1dMESSAGE_KIND_GRADIENT_SUMMARY\x10\x03\x12%\n!MESSAGE_KIND_ROLLOUT_ANNOUNCEMENT\x10\x04\x12%\n!MESSAGE_KIND_SUMMARY_ANNOUNCEMENT\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,7 +32,7 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'swarmnode.v1.envelope_pb2',
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MESSAGEKIND']._serialized_start=211
-  _globals['_MESSAGEKIND']._serialized_end=390
+  _globals['_MESSAGEKIND']._serialized_end=429
   _globals['_SIGNEDENVELOPE']._serialized_start=46
   _globals['_SIGNEDENVELOPE']._serialized_end=208
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,261 @@
+"""Gradient-summary gossip on the node's event loop: publish this node's summaries, fetch,
+check and hand over peers'.
+
+Publish: each summary the trainer makes (every summaries.every_steps steps, while a same-base
+peer is in the swarm) is sealed and kept in a SummaryOutbox; a small signed SummaryAnnouncement
+(summary id, base fingerprint, size) goes into the DHT under the current window's summaries key.
+Fetch: every fetch interval the node reads the announcements, and from each same-base peer with
+a newer summary asks for it over a direct libp2p request. Every check (signature, size, base,
+names, shapes, dtypes, finite values, norm bound) runs before the summary reaches the outer
+loop's inbox; a rejection is counted by reason and strikes the sender as a bad rollout does
+(one ledger per peer: a peer ignored for bad summaries is ignored for rollouts too).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from typing import Any
+
+from swarmnode.config import NodeConfig
+from swarmnode.identity import NodeIdentity
+from swarmnode.node.gossip import RolloutGossip
+from swarmnode.node.training import OutgoingSummary, TrainingService
+from swarmnode.protocol.codec import Rejected, RejectReason
+from swarmnode.protocol.generated import gradient_summary_pb2 as pb
+from swarmnode.protocol.peer_record import MAX_CLOCK_SKEW_S
+from swarmnode.protocol.summaries import CheckedSummaryAnnouncement, build_summary_announcement, open_summary, seal_summary
+from swarmnode.summaries import Received, check_summary, dense_bytes, norm_bound
+from swarmnode.swarm.bounded import LRUMap
+from swarmnode.swarm.peers import RecordIntake
+from swarmnode.swarm.ratelimit import PeerRateLimiter
+from swarmnode.swarm.summaries import SUMMARY_PROTOCOL, SummaryOutbox, fetch_request, parse_fetch_response
+from swarmnode.swarm.transport import RequestFailed, Transport
+from swarmnode.swarm.windows import summaries_key, window_index, windows_to_read
+
+log = logging.getLogger("swarmnode.summaries")
+# A summary is made every H steps (seconds apart at the least): more often than this from one
+# peer is a flood, fetched later.
+ACCEPT_SUMMARIES_PER_S = 0.5
+ACCEPT_BURST = 2
+
+
+class SummaryGossip:
+    def __init__(self, config: NodeConfig, identity: NodeIdentity, transport: Transport, training: TrainingService,
+                 records: RecordIntake, rollouts: RolloutGossip):
+        self.config = config
+        self.identity = identity
+        self.transport = transport
+        self.training = training
+        self.records = records
+        self.rollouts = rollouts  # its ledger and `blame`: one standing per peer
+        limits = config.limits
+        self.outbox = SummaryOutbox(config.summaries.keep_summaries)
+        self.serve_limiter = PeerRateLimiter(limits.serve_requests_per_s, limits.serve_burst, limits.max_tracked_senders)
+        self.accept_limiter = PeerRateLimiter(ACCEPT_SUMMARIES_PER_S, ACCEPT_BURST, limits.max_tracked_senders)
+        self._fetch_slots = asyncio.Semaphore(limits.max_concurrent_fetches)
+        self._last_fetched: LRUMap[str, int] = LRUMap(limits.max_tracked_senders)  # peer -> newest summary id taken
+        self._other_base: LRUMap[str, int] = LRUMap(limits.max_tracked_senders)  # peer -> summary id counted
+        self._next_id = int(time.time() * 1000)  # grows across restarts, like rollout batch ids
+        self._new_summary = asyncio.Event()
+        self.rejected: Counter[str] = Counter()
+        self.counters = dict(sent=0, bytes_sent=0, fetched=0, accepted=0, skipped_other_base=0, fetch_failures=0)
+        self.check_seconds = 0.0
+
+    async def start(self) -> None:
+        await self.transport.serve(SUMMARY_PROTOCOL, self._answer)
+
+    async def _answer(self, request: bytes, remote: str) -> bytes:
+        if not self.serve_limiter.allow(remote, time.monotonic()):
+            return b""
+        return self.outbox.answer(request)
+
+    # -- publish -------------------------------------------------------------------------------
+
+    def _seal(self, outgoing: OutgoingSummary, summary_id: int) -> bytes:
+        now = self.transport.dht_time()
+        c = self.config.summaries
+        chunk, per_chunk = c.chunk_size, max(1, round(c.density * c.chunk_size))
+        summary = pb.GradientSummary(
+            model_fingerprint=self.training.fingerprint, base_fingerprint=self.training.base_fingerprint,
+            base_version=outgoing.base_version, step_start=outgoing.step_start, step_end=outgoing.step_end,
+            scheme=pb.COMPRESSION_SCHEME_CHUNKED_TOPK, tensors=outgoing.tensors, chunk_size=chunk, per_chunk=per_chunk,
+            window=window_index(now, self.config.swarm.window_s), num_samples=min(outgoing.num_samples, 2**32 - 1),
+            created_at=now, summary_id=summary_id,
+        )
+        return seal_summary(self.identity, summary)
+
+    async def publish_loop(self) -> None:
+        while True:
+            try:
+                outgoing = self.training.summaries_out.get_nowait()
+            except Exception:  # noqa: BLE001 - queue.Empty
+                await asyncio.sleep(0.2)
+                continue
+            self._next_id += 1
+            envelope = await asyncio.to_thread(self._seal, outgoing, self._next_id)
+            self.outbox.add(self._next_id, envelope)
+            self.counters["sent"] += 1
+            self.counters["bytes_sent"] += len(envelope)
+            self._new_summary.set()
+
+    async def announce_loop(self) -> None:
+        """Announce the newest summary at once, then every announce interval while it is held."""
+        cfg = self.config.summaries
+        while True:
+            newest = self.outbox.newest()
+            if newest is None:
+                self._new_summary.clear()
+                await self._new_summary.wait()
+                continue
+            summary_id, size = newest
+            now = self.transport.dht_time()
+            window = window_index(now, self.config.swarm.window_s)
+            value = build_summary_announcement(self.identity, window=window, summary_id=summary_id,
+                                               base_fingerprint=self.training.base_fingerprint, size_bytes=size,
+                                               now=now, ttl_s=cfg.announce_ttl_s)
+            try:
+                await self.transport.store(summaries_key(self.config.swarm.name, window), self.identity.peer_id,
+                                           value, now + cfg.announce_ttl_s)
+            except Exception as e:  # noqa: BLE001 - retried next interval
+                log.warning("announcing a summary failed (%s)", e)
+            self._new_summary.clear()
+            try:
+                await asyncio.wait_for(self._new_summary.wait(), cfg.announce_interval_s)
+            except TimeoutError:
+                pass
+
+    # -- fetch ---------------------------------------------------------------------------------
+
+    async def fetch_loop(self) -> None:
+        cfg = self.config.summaries
+        while True:
+            await asyncio.sleep(cfg.fetch_interval_s)
+            outer = self.training.outer
+            if outer is None or not outer.own_norms:
+                continue  # nothing to merge into yet, and no own norm to judge a peer's by
+            try:
+                announcements = await self._read_announcements()
+            except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
+                log.warning("reading summary announcements failed (%s)", e)
+                continue
+            now = self.transport.dht_time()
+            due = []
+            for a in announcements:
+                m = a.announcement
+                if m.base_fingerprint != self.training.base_fingerprint:
+                    if self._other_base.get(a.peer_id) != m.summary_id:  # counted once per summary
+                        self._other_base[a.peer_id] = m.summary_id
+                        self.counters["skipped_other_base"] += 1
+                    continue
+                if m.summary_id <= (self._last_fetched.get(a.peer_id) or 0) or self.rollouts.ledger.ignored(a.peer_id, now):
+                    continue
+                due.append(a)
+            if due:
+                await asyncio.gather(*(self._fetch_slot(a) for a in due))
+
+    async def _read_announcements(self) -> list[CheckedSummaryAnnouncement]:
+        newest: dict[str, CheckedSummaryAnnouncement] = {}
+        for window in windows_to_read(window_index(self.transport.dht_time(), self.config.swarm.window_s)):
+            values = await self.transport.get(summaries_key(self.config.swarm.name, window))
+            for a in self.records.summary_announcements(values, self.transport.dht_time()):
+                held = newest.get(a.peer_id)
+                if held is None or a.announcement.summary_id > held.announcement.summary_id:
+                    newest[a.peer_id] = a
+        return list(newest.values())
+
+    async def _fetch_slot(self, a: CheckedSummaryAnnouncement) -> None:
+        try:
+            async with self._fetch_slots:
+                await self._fetch_from(a)
+        except Exception as e:  # noqa: BLE001 - one peer's bad summary must not stop the others
+            log.warning("fetching a summary from %s failed (%s: %s)", a.peer_id, type(e).__name__, e)
+
+    async def _fetch_from(self, a: CheckedSummaryAnnouncement) -> None:
+        peer, m = a.peer_id, a.announcement
+        if not self.accept_limiter.allow(peer, time.monotonic()):
+            return  # announced more often than summaries are made: later
+        # The id moves first: whatever fails below, this summary is not fetched again.
+        self._last_fetched[peer] = m.summary_id
+        if m.size_bytes > self.config.limits.max_summary_bytes:
+            await self._reject(peer, RejectReason.OVERSIZED, f"announced {m.size_bytes} bytes")
+            return
+        try:
+            response = await self.transport.request(peer, SUMMARY_PROTOCOL, fetch_request(m.summary_id),
+                                                    self.config.summaries.fetch_timeout_s)
+        except RequestFailed as e:
+            self.counters["fetch_failures"] += 1
+            log.debug("%s", e)
+            return
+        envelope = parse_fetch_response(response)
+        if envelope is None:
+            await self._reject(peer, RejectReason.MALFORMED, "fetch response does not decode")
+            return
+        if not envelope:
+            return  # it no longer holds that summary: nothing wrong
+        self.counters["fetched"] += 1
+        if len(envelope) > self.config.limits.max_summary_bytes:
+            await self._reject(peer, RejectReason.OVERSIZED, f"{len(envelope)} bytes")
+            return
+        outer = self.training.outer
+        max_norm = norm_bound(list(outer.own_norms), self.config.limits.summary_max_norm_ratio)
+        try:
+            received = await asyncio.to_thread(self._check, envelope, peer, a.public_key, m.summary_id, max_norm)
+        except Rejected as r:
+            await self._reject(peer, r.reason, r.detail)
+            return
+        outer.inbox.put(received)
+        self.counters["accepted"] += 1
+        self.rollouts.stats.accept("gradient_summary")
+
+    def _check(self, envelope: bytes, peer: str, public_key: bytes, summary_id: int, max_norm: float) -> Received:
+        """Open, check and decode a fetched summary (worker thread). Raises `Rejected`."""
+        start = time.perf_counter()
+        try:
+            summary, _ = open_summary(envelope, served_by=peer, public_key=public_key)
+            if summary.summary_id != summary_id:
+                raise Rejected(RejectReason.REPLAYED, f"asked for summary {summary_id}, got {summary.summary_id}", peer)
+            now = self.transport.dht_time()
+            if summary.created_at > now + MAX_CLOCK_SKEW_S:
+                raise Rejected(RejectReason.FROM_FUTURE, f"made {summary.created_at - now:.0f}s ahead", peer)
+            if summary.created_at < now - self.config.limits.max_batch_age_s:
+                raise Rejected(RejectReason.EXPIRED, f"made {now - summary.created_at:.0f}s ago", peer)
+            outer = self.training.outer
+            tensors, norm = check_summary(summary, sender=peer, base_fingerprint=self.training.base_fingerprint,
+                                          shapes=outer.shapes, max_norm=max_norm)
+            return Received(peer, tensors, norm, outer.clock(), time.monotonic())
+        finally:
+            self.check_seconds += time.perf_counter() - start
+
+    async def _reject(self, peer: str, reason: RejectReason, detail: str) -> None:
+        self.rejected[reason.value] += 1
+        await asyncio.to_thread(self.rollouts.blame, peer, None, [(reason, f"summary: {detail}")])
+
+    # -- status --------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        outer = self.training.outer
+        counters = self.training.outer_snapshot()
+        sent = self.counters["sent"]
+        per_summary = round(self.counters["bytes_sent"] / sent, 1) if sent else None
+        dense = dense_bytes(outer.shapes) if outer is not None else 0
+        last = counters.get("last_merge_at")
+        return {
+            "enabled": self.config.summaries.enabled,
+            "active": self.training.same_base_peers > 0,
+            "base_fingerprint": self.training.base_fingerprint,
+            "sent": sent,
+            "merged": counters["merged"],
+            "fetched": self.counters["fetched"],
+            "rejected": dict(self.rejected),
+            "skipped_other_base": self.counters["skipped_other_base"],
+            "stale_dropped": outer.inbox.stale_dropped if outer is not None else 0,
+            "bytes_per_summary": per_summary,
+            "dense_bytes": dense,
+            "compression_ratio": round(dense / per_summary, 1) if per_summary else None,
+            "outer_steps": counters["outer_steps"],
+            "last_merge_age_s": round(time.monotonic() - last, 1) if last is not None else None,
+            "merge_seconds": round(counters["merge_seconds"] + self.check_seconds, 3),
+            "partners_last": counters["partners_last"],
+        }

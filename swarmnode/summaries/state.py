@@ -1,0 +1,163 @@
+"""The outer loop's state on one node: anchor, momentum, error-feedback residual, and the inbox
+of peers' checked summaries. Called on the trainer thread (outer steps) and the gossip worker
+threads (inbox); no network or disk I/O here.
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from swarmnode.protocol.generated import gradient_summary_pb2 as pb
+from swarmnode.summaries.compress import CompressionConfig, compress
+from swarmnode.summaries.outer import (
+    global_norm,
+    merge_pseudo_gradients,
+    outer_update,
+    peer_weights,
+    pseudo_gradient,
+)
+from swarmnode.swarm.bounded import LRUMap
+
+OWN_NORMS_KEPT = 8  # the norm bound looks at this node's last few summaries
+
+
+@dataclass(frozen=True)
+class OuterConfig:
+    every_steps: int = 20
+    outer_lr: float = 1.0
+    outer_momentum: float = 0.5
+    nesterov: bool = True
+    partners_per_step: int = 2
+    staleness_exponent: float = 1.0
+    max_staleness: int = 4
+    compression: CompressionConfig = field(default_factory=CompressionConfig)
+
+
+@dataclass
+class Received:
+    peer: str
+    tensors: dict[str, Tensor]
+    norm: float
+    outer_step: int  # this node's outer step count when it arrived (its clock, not the sender's)
+    arrived_at: float  # time.monotonic()
+
+
+class SummaryInbox:
+    """The newest checked summary of each peer, bounded by peer count, each merged at most once."""
+
+    def __init__(self, max_peers: int):
+        self._latest: LRUMap[str, Received] = LRUMap(max_peers)
+        self._lock = threading.Lock()
+        self.stale_dropped = 0
+
+    def put(self, item: Received) -> None:
+        with self._lock:
+            self._latest[item.peer] = item  # a newer summary replaces an unmerged older one
+
+    def take(self, count: int, outer_step: int, max_staleness: int, rng: random.Random) -> list[Received]:
+        """Up to `count` summaries drawn pseudo-randomly among those at most `max_staleness` of
+        this node's outer steps old; older ones are dropped. Taken summaries leave the inbox."""
+        with self._lock:
+            items = list(self._latest.items())
+            fresh = []
+            for peer, item in items:
+                if outer_step - item.outer_step > max_staleness:
+                    self._latest.pop(peer)
+                    self.stale_dropped += 1
+                else:
+                    fresh.append(item)
+            chosen = rng.sample(fresh, min(count, len(fresh)))
+            for item in chosen:
+                self._latest.pop(item.peer)
+            return chosen
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._latest)
+
+
+@dataclass
+class OuterResult:
+    tensors: list[pb.CompressedTensor] | None  # this node's summary to publish (None: nobody to send to)
+    partners: list[str]
+    seconds: float
+    norm: float | None
+
+
+class OuterLoop:
+    """DiLoCo-style outer loop over a model's trainable parameters."""
+
+    def __init__(self, model: torch.nn.Module, config: OuterConfig, *, max_peers: int = 1024, seed: int = 0):
+        self.config = config
+        self.params = dict(model.named_parameters())
+        self.shapes = {name: tuple(p.shape) for name, p in self.params.items()}
+        self.anchor = {name: p.detach().to(torch.float32).cpu().clone() for name, p in self.params.items()}
+        self.momentum = {name: torch.zeros_like(t) for name, t in self.anchor.items()}
+        self.residual = {name: torch.zeros_like(t) for name, t in self.anchor.items()}
+        self.inbox = SummaryInbox(max_peers)
+        self.outer_steps = 0
+        self.own_norms: deque[float] = deque(maxlen=OWN_NORMS_KEPT)
+        self.seed = seed
+        self._lock = threading.Lock()  # outer_steps is read by gossip threads
+
+    def clock(self) -> int:
+        with self._lock:
+            return self.outer_steps
+
+    def step(self, publish: bool) -> OuterResult:
+        """One outer step: compress this node's pseudo-gradient (when `publish`), merge it with
+        up to partners_per_step peers' summaries and write the new anchor into the model.
+        Without a partner the anchor simply moves to the current weights (a lone node trains
+        exactly as without summaries)."""
+        start = time.perf_counter()
+        c = self.config
+        weights = {name: p.detach().cpu() for name, p in self.params.items()}
+        own = pseudo_gradient(self.anchor, weights)
+        tensors, norm = None, None
+        if publish:
+            tensors, sent, self.residual = compress(own, self.residual, c.compression)
+            norm = global_norm(sent)
+            self.own_norms.append(norm)
+        rng = random.Random(f"{self.seed}/{self.outer_steps}")
+        partners = self.inbox.take(c.partners_per_step, self.outer_steps, c.max_staleness, rng)
+        if partners:
+            ages = [self.outer_steps - p.outer_step for p in partners]
+            g = merge_pseudo_gradients(own, list(zip((p.tensors for p in partners), peer_weights(ages, c.staleness_exponent))))
+            for name in self.anchor:
+                outer_update(self.anchor[name], self.momentum[name], g[name], lr=c.outer_lr, mu=c.outer_momentum,
+                             nesterov=c.nesterov)
+            with torch.no_grad():
+                for name, p in self.params.items():
+                    p.copy_(self.anchor[name].to(p.dtype))
+        else:
+            for name, w in weights.items():
+                self.anchor[name].copy_(w)
+        with self._lock:
+            self.outer_steps += 1
+        return OuterResult(tensors, [p.peer for p in partners], time.perf_counter() - start, norm)
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def state_tensors(self) -> dict[str, Tensor]:
+        """anchor / momentum / residual as one flat dict (for safetensors)."""
+        out = {}
+        for prefix, tensors in (("anchor", self.anchor), ("momentum", self.momentum), ("residual", self.residual)):
+            out.update({f"{prefix}.{name}": t.clone() for name, t in tensors.items()})
+        return out
+
+    def state_meta(self) -> dict:
+        return {"outer_steps": self.outer_steps, "own_norms": list(self.own_norms)}
+
+    def load(self, tensors: dict[str, Tensor], meta: dict) -> None:
+        """Resume from `state_tensors` / `state_meta` (a checkpoint of the same model)."""
+        for prefix, target in (("anchor", self.anchor), ("momentum", self.momentum), ("residual", self.residual)):
+            for name in target:
+                target[name].copy_(tensors[f"{prefix}.{name}"])
+        self.outer_steps = int(meta.get("outer_steps", 0))
+        self.own_norms.extend(float(x) for x in meta.get("own_norms", []))

@@ -1,0 +1,507 @@
+"""Gradient-summary wire and swarm layer: announcements, chunked top-k structure, sealed
+summaries, the outbox, the DHT intake and the peer table's base lookup (pure, no network).
+
+Chunked top-k summaries are written by hand with numpy here (uint16 offsets, packed codes,
+float16 scales), exactly as protocols/swarmnode/v1/gradient_summary.proto lays them out.
+"""
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from google.protobuf.wrappers_pb2 import BytesValue
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swarmnode.identity import NodeIdentity, SigningKey
+from swarmnode.protocol import build_peer_record, check_peer_record
+from swarmnode.protocol.codec import (
+    MAX_BODY_BYTES,
+    P2PD_MAX_MESSAGE_BYTES,
+    MessageKind,
+    Rejected,
+    RejectReason,
+    open_envelope,
+    seal,
+)
+from swarmnode.protocol.generated import gradient_summary_pb2 as gs
+from swarmnode.protocol.rollouts import build_announcement
+from swarmnode.protocol.summaries import (
+    build_summary_announcement,
+    check_summary_announcement,
+    open_summary,
+    seal_summary,
+)
+from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
+from swarmnode.swarm.summaries import (
+    MAX_FETCH_REQUEST_BYTES,
+    MAX_FETCH_RESPONSE_BYTES,
+    SummaryOutbox,
+    fetch_request,
+    parse_fetch_response,
+)
+from swarmnode.swarm.transport import StoredValue
+from swarmnode.swarm.windows import rollouts_key, summaries_key
+from tests.helpers import record_fields
+
+NOW = 1000.0
+TTL = 30.0
+BASE = "base-abc"
+CHUNKED = gs.COMPRESSION_SCHEME_CHUNKED_TOPK
+BITS = {gs.VALUE_DTYPE_INT2: 2, gs.VALUE_DTYPE_INT4: 4, gs.VALUE_DTYPE_INT8: 8}
+
+
+def announce(identity, now=NOW, ttl=TTL, summary_id=7, base=BASE, size=1234):
+    return build_summary_announcement(identity, window=33, summary_id=summary_id, base_fingerprint=base,
+                                      size_bytes=size, now=now, ttl_s=ttl)
+
+
+def rejection(fn, *args, **kwargs) -> Rejected:
+    with pytest.raises(Rejected) as info:
+        fn(*args, **kwargs)
+    return info.value
+
+
+# -- hand-written chunked top-k ----------------------------------------------------------------
+
+
+def pack_codes(codes: np.ndarray, bits: int) -> bytes:
+    """Unsigned `bits`-bit codes packed little-end first (8 // bits to a byte)."""
+    per = 8 // bits
+    padded = np.concatenate([codes, np.zeros((-len(codes)) % per, dtype=np.uint8)]).astype(np.uint8)
+    shifts = (np.arange(per) * bits).astype(np.uint8)
+    return (padded.reshape(-1, per) << shifts).sum(axis=1).astype(np.uint8).tobytes()
+
+
+def chunked_tensor(name, shape, chunk_size, per_chunk, value_dtype=gs.VALUE_DTYPE_INT2, seed=0) -> gs.CompressedTensor:
+    rng = np.random.default_rng(seed)
+    numel = math.prod(shape)
+    offsets = []
+    for start in range(0, numel, chunk_size):
+        length = min(chunk_size, numel - start)
+        offsets.append(rng.choice(length, size=min(per_chunk, length), replace=False).astype("<u2"))
+    offsets = np.concatenate(offsets)
+    bits = BITS[value_dtype]
+    codes = rng.integers(0, 2**bits, size=len(offsets), dtype=np.uint8)
+    n_chunks = -(-numel // chunk_size)
+    scales = rng.uniform(0.01, 1.0, size=n_chunks).astype("<f2")
+    return gs.CompressedTensor(name=name, shape=list(shape), indices=offsets.tobytes(),
+                               values=pack_codes(codes, bits), value_dtype=value_dtype, scales=scales.tobytes())
+
+
+def chunked_summary(value_dtype=gs.VALUE_DTYPE_INT2, chunk_size=16, per_chunk=3) -> gs.GradientSummary:
+    s = gs.GradientSummary(model_fingerprint="m", base_fingerprint=BASE, base_version=2, step_start=0, step_end=20,
+                           scheme=CHUNKED, window=33, num_samples=64, created_at=NOW, summary_id=7,
+                           chunk_size=chunk_size, per_chunk=per_chunk)
+    # 70 elements: four full chunks of 16 and a last one of 6; 16 elements: exactly one chunk.
+    s.tensors.append(chunked_tensor("layer.weight", (10, 7), chunk_size, per_chunk, value_dtype, seed=1))
+    s.tensors.append(chunked_tensor("layer.bias", (16,), chunk_size, per_chunk, value_dtype, seed=2))
+    return s
+
+
+def structure_reason(identity, summary) -> RejectReason | None:
+    try:
+        open_envelope(seal(identity, MessageKind.GRADIENT_SUMMARY, summary), MessageKind.GRADIENT_SUMMARY)
+    except Rejected as r:
+        return r.reason
+    return None
+
+
+# -- announcements -----------------------------------------------------------------------------
+
+
+def test_summary_announcement_round_trip(make_identity):
+    a = make_identity()
+    checked = check_summary_announcement(announce(a), subkey=a.peer_id, now=NOW + 1)
+    m = checked.announcement
+    assert checked.peer_id == a.peer_id and checked.public_key == a.public_key
+    assert (m.window, m.summary_id, m.base_fingerprint, m.size_bytes) == (33, 7, BASE, 1234)
+    assert (m.timestamp, m.expires_at) == (NOW, NOW + TTL)
+    assert len(announce(a)) <= MAX_BODY_BYTES[MessageKind.SUMMARY_ANNOUNCEMENT]
+
+
+def forged(signer, binder, peer_id=None) -> bytes:
+    """A summary announcement sealed by `signer` whose peer_id_binding was made by `binder`."""
+    message = gs.SummaryAnnouncement(peer_id=peer_id or signer.peer_id, window=33, summary_id=1, base_fingerprint=BASE,
+                                     size_bytes=10, timestamp=NOW, expires_at=NOW + TTL,
+                                     peer_id_binding=binder.bind_signing_key())
+    return seal(signer, MessageKind.SUMMARY_ANNOUNCEMENT, message)
+
+
+def test_summary_announcement_rejections(make_identity):
+    a, b = make_identity(), make_identity()
+    value = announce(a)
+    r = rejection(check_summary_announcement, value, subkey=b.peer_id, now=NOW)
+    assert r.reason == RejectReason.SUBKEY_MISMATCH and r.sender is None  # misplaced by anyone
+    r = rejection(check_summary_announcement, value, subkey=a.peer_id, now=NOW + TTL)
+    assert r.reason == RejectReason.EXPIRED and r.sender is None  # anyone can store an old value again
+    r = rejection(check_summary_announcement, value, subkey=a.peer_id, now=NOW - 31)
+    assert r.reason == RejectReason.FROM_FUTURE and r.sender == a.peer_id
+    r = rejection(check_summary_announcement, announce(a, ttl=600.0), subkey=a.peer_id, now=NOW, max_ttl_s=120.0)
+    assert r.reason == RejectReason.LIFETIME and r.sender == a.peer_id
+    # Forgeries: another identity's binding, or another peer's id inside one's own envelope.
+    r = rejection(check_summary_announcement, forged(a, b), subkey=a.peer_id, now=NOW)
+    assert r.reason == RejectReason.KEY_BINDING and r.sender is None
+    r = rejection(check_summary_announcement, forged(a, b, peer_id=b.peer_id), subkey=b.peer_id, now=NOW)
+    assert r.reason == RejectReason.KEY_BINDING
+    thief = NodeIdentity(SigningKey.generate(), a.p2p_key, a.p2p_identity_path)  # a node key a's libp2p key never bound
+    r = rejection(check_summary_announcement, forged(thief, a, peer_id=a.peer_id), subkey=a.peer_id, now=NOW)
+    assert r.reason == RejectReason.KEY_BINDING
+    # A rollout announcement is not a summary announcement, and garbage is garbage.
+    rollout = build_announcement(a, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="m",
+                                 now=NOW, ttl_s=TTL)
+    assert rejection(check_summary_announcement, rollout, subkey=a.peer_id, now=NOW).reason == RejectReason.WRONG_KIND
+    assert rejection(check_summary_announcement, b"garbage", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
+    assert rejection(check_summary_announcement, None, subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
+
+
+@pytest.mark.parametrize("field,value,reason", [
+    ("base_fingerprint", "", RejectReason.INVALID_FIELD),
+    ("base_fingerprint", "x" * 129, RejectReason.INVALID_FIELD),
+    ("summary_id", 2**53, RejectReason.OUT_OF_RANGE),
+    ("size_bytes", 2**63, RejectReason.OUT_OF_RANGE),
+    ("window", 2**53, RejectReason.OUT_OF_RANGE),
+    ("expires_at", 1e30, RejectReason.OUT_OF_RANGE),
+    ("timestamp", float("nan"), RejectReason.INVALID_FIELD),
+])
+def test_summary_announcement_fields_are_checked(make_identity, field, value, reason):
+    a = make_identity()
+    message = gs.SummaryAnnouncement.FromString(open_envelope(announce(a), MessageKind.SUMMARY_ANNOUNCEMENT).message
+                                                .SerializeToString())
+    setattr(message, field, value)
+    r = rejection(check_summary_announcement, seal(a, MessageKind.SUMMARY_ANNOUNCEMENT, message), subkey=a.peer_id, now=NOW)
+    assert r.reason == reason
+
+
+# -- chunked top-k structure -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value_dtype", [gs.VALUE_DTYPE_INT2, gs.VALUE_DTYPE_INT4, gs.VALUE_DTYPE_INT8])
+@pytest.mark.parametrize("chunk_size,per_chunk", [(16, 3), (16, 8), (16, 16), (64, 1), (65536, 5)])
+def test_good_chunked_topk_summary_passes(make_identity, value_dtype, chunk_size, per_chunk):
+    summary = chunked_summary(value_dtype, chunk_size, per_chunk)
+    assert structure_reason(make_identity(), summary) is None
+
+
+def test_chunked_topk_lengths_by_hand():
+    # 70 elements, chunks of 16 sending 3: four full chunks (12 entries) + a last chunk of 6 (3 entries).
+    t = chunked_summary().tensors[0]
+    assert len(t.indices) == 2 * 15 and len(t.values) == math.ceil(15 * 2 / 8) == 4 and len(t.scales) == 2 * 5
+    # per_chunk 8 > the last chunk's 6: it sends all 6, 4 * 8 + 6 = 38 entries.
+    t = chunked_summary(gs.VALUE_DTYPE_INT4, 16, 8).tensors[0]
+    assert len(t.indices) == 2 * 38 and len(t.values) == 19
+
+
+def _mutate(summary, tensor=0, **fields):
+    for name, value in fields.items():
+        setattr(summary.tensors[tensor], name, value)
+    return summary
+
+
+def _offsets(summary, tensor=0) -> np.ndarray:
+    return np.frombuffer(summary.tensors[tensor].indices, dtype="<u2").copy()
+
+
+def _with_offset(position: int, value: int, tensor: int = 0):
+    s = chunked_summary()
+    offsets = _offsets(s, tensor)
+    offsets[position] = value
+    return _mutate(s, tensor, indices=offsets.astype("<u2").tobytes())
+
+
+def _summary_with(**fields):
+    s = chunked_summary()
+    for name, value in fields.items():
+        setattr(s, name, value)
+    return s
+
+
+def _zero_numel():
+    s = chunked_summary()
+    s.tensors.add(name="empty", shape=[0, 4], value_dtype=gs.VALUE_DTYPE_INT2)
+    return s
+
+
+def _int2_with_topk():
+    s = chunked_summary()
+    s.scheme = gs.COMPRESSION_SCHEME_TOPK
+    return s
+
+
+def _huge():
+    s = chunked_summary()
+    s.tensors[0].shape[:] = [2**16, 2**16]  # 2^32 elements
+    return s
+
+
+def _repeated_name():
+    s = chunked_summary()
+    s.tensors[1].name = s.tensors[0].name
+    return s
+
+
+BAD_CHUNKED = {
+    "index bytes one entry short": lambda: _mutate(chunked_summary(), indices=chunked_summary().tensors[0].indices[:-2]),
+    "index bytes odd": lambda: _mutate(chunked_summary(), indices=chunked_summary().tensors[0].indices + b"\x00"),
+    "offset beyond the last (short) chunk": lambda: _with_offset(14, 6),  # entries 12..14 are the 6-long chunk's
+    "offset beyond a full chunk": lambda: _with_offset(0, 16),
+    "offset at uint16 max": lambda: _with_offset(3, 65535),
+    "offset repeated in a chunk": lambda: _with_offset(1, int(_offsets(chunked_summary())[0])),
+    "values one byte short": lambda: _mutate(chunked_summary(), values=chunked_summary().tensors[0].values[:-1]),
+    "values one byte long": lambda: _mutate(chunked_summary(), values=chunked_summary().tensors[0].values + b"\x00"),
+    "scales one chunk short": lambda: _mutate(chunked_summary(), scales=chunked_summary().tensors[0].scales[:-2]),
+    "scales missing": lambda: _mutate(chunked_summary(), tensor=1, scales=b""),
+    "float32 values": lambda: _mutate(chunked_summary(), value_dtype=gs.VALUE_DTYPE_FLOAT32),
+    "INT2 with the TOPK scheme": _int2_with_topk,
+    "zero elements": _zero_numel,
+    "over 2^31 elements": _huge,
+    "chunk_size 0": lambda: _summary_with(chunk_size=0),
+    "chunk_size over 65536": lambda: _summary_with(chunk_size=65537),
+    "per_chunk 0": lambda: _summary_with(per_chunk=0),
+    "per_chunk over chunk_size": lambda: _summary_with(per_chunk=17),
+    "no base_fingerprint": lambda: _summary_with(base_fingerprint=""),
+    "base_fingerprint too long": lambda: _summary_with(base_fingerprint="b" * 129),
+    "repeated tensor name": _repeated_name,
+    "created_at NaN": lambda: _summary_with(created_at=float("nan")),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CHUNKED))
+def test_malformed_chunked_topk_is_invalid_field(make_identity, case):
+    assert structure_reason(make_identity(), BAD_CHUNKED[case]()) == RejectReason.INVALID_FIELD
+
+
+def test_summary_ids_are_range_checked(make_identity):
+    assert structure_reason(make_identity(), _summary_with(summary_id=2**53)) == RejectReason.OUT_OF_RANGE
+    assert structure_reason(make_identity(), _summary_with(summary_id=2**53 - 1)) is None
+
+
+def test_a_full_size_sealed_summary_fits_one_p2pd_response(make_identity):
+    """The body cap is what one unary response can carry: envelope + SummaryFetchResponse +
+    BytesValue + p2pd's CallUnaryResponse framing (38 bytes measured) under p2pd's 4 MiB."""
+    identity = make_identity()
+    s = gs.GradientSummary(model_fingerprint="m", base_fingerprint=BASE, scheme=gs.COMPRESSION_SCHEME_DENSE)
+    s.tensors.add(name="w", shape=[1], value_dtype=gs.VALUE_DTYPE_FLOAT32, values=b"\x00" * 4)
+    # Pad with an unknown field (kept by protobuf, ignored by the checks) to exactly the body cap.
+    filler = MAX_BODY_BYTES[MessageKind.GRADIENT_SUMMARY] - s.ByteSize() - 6  # tag 2 bytes, length 4
+    s = gs.GradientSummary.FromString(s.SerializeToString() + b"\xfa\x07" + _varint(filler) + b"\x00" * filler)
+    assert s.ByteSize() == MAX_BODY_BYTES[MessageKind.GRADIENT_SUMMARY]
+    envelope = seal_summary(identity, s)
+    assert len(envelope) <= MAX_FETCH_RESPONSE_BYTES
+    outbox = SummaryOutbox(capacity=1)
+    outbox.add(1, envelope)
+    wire = BytesValue(value=outbox.answer(fetch_request(1))).ByteSize()
+    assert wire + 64 <= P2PD_MAX_MESSAGE_BYTES
+    assert parse_fetch_response(outbox.answer(fetch_request(1))) == envelope
+    with pytest.raises(ValueError, match="cap"):
+        s2 = gs.GradientSummary.FromString(s.SerializeToString() + b"\xfa\x07\x01\x00")
+        seal_summary(identity, s2)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+# -- sealed summaries --------------------------------------------------------------------------
+
+
+def test_seal_and_open_summary(make_identity):
+    a, b = make_identity(), make_identity()
+    data = seal_summary(a, chunked_summary())
+    summary, size = open_summary(data, served_by=a.peer_id, public_key=a.public_key)
+    assert summary == chunked_summary() and size == len(data)
+    r = rejection(open_summary, data, served_by=b.peer_id, public_key=a.public_key)  # relayed by b
+    assert r.reason == RejectReason.SENDER_MISMATCH and r.sender == b.peer_id
+    r = rejection(open_summary, data, served_by=a.peer_id, public_key=b.public_key)  # not the announced key
+    assert r.reason == RejectReason.KEY_BINDING and r.sender == a.peer_id
+    r = rejection(open_summary, b"\xff\xff", served_by=a.peer_id, public_key=a.public_key)
+    assert r.reason == RejectReason.MALFORMED and r.sender == a.peer_id  # the authenticated stream names the sender
+    bad = seal(a, MessageKind.GRADIENT_SUMMARY, _with_offset(0, 16))
+    r = rejection(open_summary, bad, served_by=a.peer_id, public_key=a.public_key)
+    assert r.reason == RejectReason.INVALID_FIELD and r.sender == a.peer_id
+    r = rejection(open_summary, announce(a), served_by=a.peer_id, public_key=a.public_key)
+    assert r.reason == RejectReason.WRONG_KIND
+
+
+# -- outbox ------------------------------------------------------------------------------------
+
+
+def test_outbox_answers_by_id_and_counts():
+    outbox = SummaryOutbox(capacity=2)
+    assert outbox.newest() is None
+    for summary_id in (3, 4, 5):
+        outbox.add(summary_id, bytes([summary_id]) * 10)
+    assert outbox.ids() == [4, 5] and outbox.newest() == (5, 10)  # 3 dropped past capacity
+    assert parse_fetch_response(outbox.answer(fetch_request(5))) == b"\x05" * 10
+    assert parse_fetch_response(outbox.answer(fetch_request(3))) == b""  # no longer held
+    assert outbox.answer(fetch_request(3)) == b""  # an empty envelope
+    assert outbox.answer(b"\xff\xff\xff") == b""  # garbage
+    assert outbox.answer(b"\x08" + b"\xff" * MAX_FETCH_REQUEST_BYTES) == b""  # oversize
+    assert outbox.answer("not bytes") == b""  # type: ignore[arg-type]
+    assert outbox.counters() == {"held": 2, "served": 1, "bytes_served": 10}
+    outbox.add(4, b"new")  # re-adding an id refreshes it as the newest
+    assert outbox.newest() == (4, 3)
+    with pytest.raises(ValueError):
+        SummaryOutbox(capacity=0)
+
+
+def test_parse_fetch_response_refuses_what_is_not_a_response():
+    assert parse_fetch_response(b"\xff") is None
+    assert parse_fetch_response(None) is None
+    assert parse_fetch_response(b"\x00" * (MAX_FETCH_RESPONSE_BYTES + 1)) is None
+    assert parse_fetch_response(b"") == b""
+
+
+# -- DHT intake and peer table -----------------------------------------------------------------
+
+
+def test_intake_admits_summary_announcements_on_summaries_keys(make_identity):
+    me, peer, other = make_identity(), make_identity(), make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable(me.peer_id), stats, "s", window_s=10.0)
+    keys = intake.known_keys(NOW + 5)  # window 100
+    assert [k for k in keys if "/summaries/" in k] == [summaries_key("s", w) for w in (98, 99, 100, 101)]
+    assert summaries_key("s", 100) == "swarmnode/s/summaries/100"
+    key = summaries_key("s", 100)
+    value = announce(peer)
+    assert intake.admit(key, peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
+    assert intake.admit(key, peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)  # cached verdict
+    assert not intake.admit(key, peer.peer_id, forged(peer, other), expiration=NOW + TTL, now=NOW + 1)
+    assert not intake.admit(key, other.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
+    assert not intake.admit(key, peer.peer_id, value, expiration=NOW + 3600, now=NOW + 1)
+    # Each kind only under its own key.
+    rollout = build_announcement(peer, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="m",
+                                 now=NOW, ttl_s=TTL)
+    assert not intake.admit(key, peer.peer_id, rollout, expiration=NOW + TTL, now=NOW + 1)
+    assert not intake.admit(rollouts_key("s", 100), peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
+    assert stats.rejected == {"key_binding": 1, "subkey_mismatch": 1, "dht_expiration": 1, "wrong_kind": 2}
+    assert stats.rejected_by_sender["unverified"]["key_binding"] == 1
+    assert peer.peer_id not in stats.rejected_by_sender
+
+
+def test_intake_summary_announcements_keeps_valid_ones_of_others(make_identity):
+    me, a, b = make_identity(), make_identity(), make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable(me.peer_id), stats, "s", window_s=10.0)
+    values = [
+        StoredValue(a.peer_id, announce(a), NOW + TTL),
+        StoredValue(me.peer_id, announce(me), NOW + TTL),  # own: skipped, not rejected
+        StoredValue(b.peer_id, forged(b, a), NOW + TTL),
+        StoredValue("x", b"garbage", NOW + TTL),
+    ]
+    for _ in range(3):  # polls of the same contents: each bad value counted once
+        got = intake.summary_announcements(values, now=NOW + 1)
+        assert [x.peer_id for x in got] == [a.peer_id] and got[0].announcement.summary_id == 7
+    assert stats.rejected == {"key_binding": 1, "malformed": 1}
+
+
+def test_summaries_key_holds_at_most_max_values_per_key(make_identity):
+    first, second, third = make_identity(), make_identity(), make_identity()
+    intake = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0, max_values_per_key=2)
+    key = summaries_key("s", 100)
+    assert intake.admit(key, first.peer_id, announce(first), NOW + TTL, NOW + 1)
+    assert intake.admit(key, second.peer_id, announce(second), NOW + TTL, NOW + 1)
+    assert not intake.admit(key, third.peer_id, announce(third), NOW + TTL, NOW + 1)
+    assert intake.admit(key, first.peer_id, announce(first, now=NOW + 1, summary_id=8), NOW + TTL + 1, NOW + 1)
+    assert intake.values_over_key_cap == 1
+
+
+def test_peer_table_with_base(make_identity):
+    me, a, b, c = (make_identity() for _ in range(4))
+    table = PeerTable(me.peer_id)
+
+    def offer(identity, base, now, ttl=10.0):
+        fields = dataclasses.replace(record_fields("s"), base_fingerprint=base)
+        record = check_peer_record(build_peer_record(identity, fields, now, ttl), subkey=identity.peer_id, swarm="s",
+                                   now=now)
+        table.offer(record, now)
+
+    offer(a, BASE, 100.0)
+    offer(b, "other-base", 101.0)
+    offer(c, BASE, 102.0, ttl=1.0)
+    assert table.with_base(BASE) == [a.peer_id, c.peer_id]
+    assert table.with_base(BASE, now=105.0) == [a.peer_id]  # c's record has expired by then
+    assert table.with_base("other-base") == [b.peer_id]
+    assert table.with_base("") == [] and table.with_base("nobody") == []
+    assert [e.base_fingerprint for e in table.entries()] == [BASE, "other-base", BASE]
+    # A base fingerprint longer than the schema allows is refused.
+    long_fields = dataclasses.replace(record_fields("s"), base_fingerprint="x" * 129)
+    r = rejection(check_peer_record, build_peer_record(a, long_fields, 100.0, 10.0), subkey=a.peer_id, swarm="s",
+                  now=100.0)
+    assert r.reason == RejectReason.INVALID_FIELD
+
+
+# -- fuzz --------------------------------------------------------------------------------------
+
+IDENTITY = NodeIdentity(SigningKey.generate(), SigningKey.generate(), p2p_identity_path=None)  # type: ignore[arg-type]
+ANNOUNCEMENT = announce(IDENTITY)
+SEALED = seal_summary(IDENTITY, chunked_summary())
+OUTBOX = SummaryOutbox(capacity=1)
+OUTBOX.add(7, SEALED)
+
+
+def _only_rejected(data: bytes) -> None:
+    try:
+        check_summary_announcement(data, subkey=IDENTITY.peer_id, now=NOW + 1)
+    except Rejected:
+        pass
+    try:
+        open_summary(data, served_by=IDENTITY.peer_id, public_key=IDENTITY.public_key)
+    except Rejected:
+        pass
+    envelope = parse_fetch_response(data)
+    assert envelope is None or isinstance(envelope, bytes)
+    assert parse_fetch_response(OUTBOX.answer(data)) in (b"", SEALED)
+
+
+@st.composite
+def mutated(draw):
+    data = bytearray(draw(st.sampled_from([ANNOUNCEMENT, SEALED])))
+    for _ in range(draw(st.integers(1, 6))):
+        pos = draw(st.integers(0, max(0, len(data) - 1)))
+        op = draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
+        if op == "flip" and data:
+            data[pos] ^= 1 << draw(st.integers(0, 7))
+        elif op == "insert":
+            data[pos:pos] = draw(st.binary(min_size=1, max_size=8))
+        elif op == "delete" and data:
+            del data[pos: pos + draw(st.integers(1, 8))]
+        elif op == "truncate":
+            data = data[:pos]
+    return bytes(data)
+
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+
+
+@FUZZ
+@given(st.binary(max_size=2048))
+def test_random_bytes_only_rejected(data):
+    _only_rejected(data)
+
+
+@FUZZ
+@given(mutated())
+def test_mutated_announcements_and_summaries_only_rejected(data):
+    _only_rejected(data)
+
+
+@FUZZ
+@given(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.lists(st.integers(0, 2**32 - 1), max_size=8))
+def test_signed_summaries_with_arbitrary_chunking_only_rejected(chunk_size, per_chunk, shape):
+    s = chunked_summary()
+    s.chunk_size, s.per_chunk = chunk_size, per_chunk
+    s.tensors[0].shape[:] = shape
+    try:
+        body = seal(IDENTITY, MessageKind.GRADIENT_SUMMARY, s)
+    except ValueError:
+        return
+    try:
+        open_summary(body, served_by=IDENTITY.peer_id, public_key=IDENTITY.public_key)
+    except Rejected:
+        pass
