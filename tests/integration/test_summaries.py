@@ -6,7 +6,7 @@ Three real `swarmnode run` processes on 127.0.0.1, no rollout sharing:
 - node2: a tiny policy of the same architecture and vocabulary but other weights (another
   base): alone with its base, it publishes and merges nothing and trains as a lone node.
   (A summary of another base that does arrive is rejected: tests/integration/test_hostile_summaries.py.)
-Then node0 is killed with SIGKILL and restarted: it resumes its outer loop from the checkpoint.
+Then node1 is killed with SIGKILL and restarted: it resumes its outer loop from the checkpoint.
 """
 import json
 import math
@@ -75,21 +75,22 @@ def test_same_base_nodes_merge_summaries_and_resume_the_outer_loop(tmp_path, sum
         base = s0["summaries"]["base_fingerprint"]
         assert sorted(p["base_fingerprint"] == base for p in s0["peers"]) == [False, True]
 
-        # The outer state goes into checkpoints; a SIGKILLed node resumes it.
-        wait_until(lambda: (homes[0].root / "checkpoints" / "latest").is_file() and
-                   _saved_outer_steps(homes[0].root) >= 2, timeout=120, what="a checkpoint with the outer state")
-        saved = _saved_outer_steps(homes[0].root)
-        latest = (homes[0].root / "checkpoints" / (homes[0].root / "checkpoints" / "latest").read_text().strip())
+        # The outer state goes into checkpoints; a SIGKILLed node resumes it. (node1: a joiner
+        # finds the swarm again through its initial peer, node0.)
+        home = homes[1]
+        wait_until(lambda: _saved_outer_steps(home.root) >= 2, timeout=120, what="a checkpoint with the outer state")
+        swarm.kill(1)
+        saved = _saved_outer_steps(home.root)
+        latest = home.root / "checkpoints" / (home.root / "checkpoints" / "latest").read_text().strip()
         outer = load_file(str(latest / "outer.safetensors"))
         assert {k.split(".", 1)[0] for k in outer} == {"anchor", "momentum", "residual"}
         assert all(bool(v.isfinite().all()) for v in outer.values())
-        swarm.kill(0)
-        swarm.restart(0)
-        resumed = wait_until(lambda: (x := status_json(homes[0]))["summaries"]["outer_steps"] > saved and x,
-                             timeout=120, what="node0 to resume its outer loop")
+        swarm.restart(1)
+        resumed = wait_until(lambda: (x := status_json(home))["summaries"]["outer_steps"] > saved and x,
+                             timeout=120, what="node1 to resume its outer loop")
         assert resumed["summaries"]["outer_steps"] > saved
-        wait_until(lambda: status_json(homes[0])["summaries"]["merged"] >= 1, timeout=120,
-                   what="node0 to merge again after the restart")
+        wait_until(lambda: status_json(home)["summaries"]["merged"] >= 1, timeout=120,
+                   what="node1 to merge again after the restart")
 
 
 def _saved_outer_steps(root) -> int:
