@@ -129,31 +129,42 @@ class SummaryGossip:
     # -- fetch ---------------------------------------------------------------------------------
 
     async def fetch_loop(self) -> None:
+        """Each peer's summary is fetched by a task of its own, and a peer whose last fetch is
+        still running is skipped (as rollouts' fetch_loop does): a peer that stalls its answer
+        slows only itself, never the fetches from the others. This loop owns those tasks and
+        cancels them when it stops."""
         cfg = self.config.summaries
-        while True:
-            await asyncio.sleep(cfg.fetch_interval_s)
-            outer = self.training.outer
-            if outer is None or not outer.own_norms:
-                continue  # nothing to merge into yet, and no own norm to judge a peer's by
-            try:
-                announcements = await self._read_announcements()
-            except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
-                log.warning("reading summary announcements failed (%s)", e)
-                continue
-            now = self.transport.dht_time()
-            due = []
-            for a in announcements:
-                m = a.announcement
-                if m.base_fingerprint != self.training.base_fingerprint:
-                    if self._other_base.get(a.peer_id) != m.summary_id:  # counted once per summary
-                        self._other_base[a.peer_id] = m.summary_id
-                        self.counters["skipped_other_base"] += 1
+        inflight: dict[str, asyncio.Task] = {}
+        try:
+            while True:
+                await asyncio.sleep(cfg.fetch_interval_s)
+                outer = self.training.outer
+                if outer is None or not outer.own_norms:
+                    continue  # nothing to merge into yet, and no own norm to judge a peer's by
+                try:
+                    announcements = await self._read_announcements()
+                except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
+                    log.warning("reading summary announcements failed (%s)", e)
                     continue
-                if m.summary_id <= (self._last_fetched.get(a.peer_id) or 0) or self.rollouts.ledger.ignored(a.peer_id, now):
-                    continue
-                due.append(a)
-            if due:
-                await asyncio.gather(*(self._fetch_slot(a) for a in due))
+                now = self.transport.dht_time()
+                for a in announcements:
+                    m = a.announcement
+                    if m.base_fingerprint != self.training.base_fingerprint:
+                        if self._other_base.get(a.peer_id) != m.summary_id:  # counted once per summary
+                            self._other_base[a.peer_id] = m.summary_id
+                            self.counters["skipped_other_base"] += 1
+                        continue
+                    if (a.peer_id in inflight or m.summary_id <= (self._last_fetched.get(a.peer_id) or 0)
+                            or self.rollouts.ledger.ignored(a.peer_id, now)):
+                        continue
+                    task = asyncio.create_task(self._fetch_slot(a))
+                    inflight[a.peer_id] = task
+                    task.add_done_callback(lambda _, peer=a.peer_id: inflight.pop(peer, None))
+        finally:
+            tasks = list(inflight.values())
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _read_announcements(self) -> list[CheckedSummaryAnnouncement]:
         newest: dict[str, CheckedSummaryAnnouncement] = {}

@@ -12,6 +12,9 @@ attacks also mint throw-away identities with no p2pd behind them (records, annou
 
 A persona serves crafted batches on ROLLOUT_PROTOCOL the way a node's outbox does (the victim
 fetches them: RolloutGossip._fetch_from) and announces them in the DHT under the swarm's keys.
+It serves gradient summaries on SUMMARY_PROTOCOL the same way (SummaryGossip._fetch_from), and
+announces them under the summaries key; its PeerRecord names the victim's base fingerprint when
+summary attacks run (tests/hostile/summary_attacks.py), so the victim sees a same-base peer.
 The bundled policy is loaded so that same-model batches carry the victim's model fingerprint,
 real token ids and true per-token log-probs; prompts are real task items.
 
@@ -47,8 +50,9 @@ from swarmnode.swarm.rollouts import (
     fetch_request,
     parse_fetch_response,
 )
+from swarmnode.swarm.summaries import SUMMARY_PROTOCOL
 from swarmnode.swarm.transport import RequestFailed
-from swarmnode.swarm.windows import peer_records_key, rollouts_key, window_index, windows_to_read
+from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index, windows_to_read
 
 log = logging.getLogger("hostile")
 
@@ -76,11 +80,12 @@ def throwaway_identity() -> NodeIdentity:
     return NodeIdentity(SigningKey.generate(), SigningKey.generate(), p2p_identity_path=Path("/nonexistent"))
 
 
-def record_fields(swarm: str, multiaddrs: tuple[str, ...], model_fingerprint: str) -> PeerRecordFields:
+def record_fields(swarm: str, multiaddrs: tuple[str, ...], model_fingerprint: str,
+                  base_fingerprint: str = "") -> PeerRecordFields:
     return PeerRecordFields(
         software_version="0.1.0", swarm=swarm, multiaddrs=multiaddrs, model_fingerprint=model_fingerprint,
         device=peer_record_pb2.DeviceInfo(kind="cpu", cpu_cores=2), capability=peer_record_pb2.Capability(),
-        state=peer_record_pb2.NODE_STATE_RUNNING, client_mode=False,
+        state=peer_record_pb2.NODE_STATE_RUNNING, client_mode=False, base_fingerprint=base_fingerprint,
     )
 
 
@@ -177,13 +182,15 @@ class Crafter:
 
 
 ServeFn = Callable[[int, int, str], Any]  # (after_batch_id, max_batches, remote peer id) -> response bytes
+SummaryFn = Callable[[bytes, str], Any]  # (request bytes, remote peer id) -> response bytes
 
 
 class Persona:
     """One identity with its own p2pd and DHT node: publishes a PeerRecord, announces a batch-id
     range, and answers ROLLOUT_PROTOCOL requests with whatever `serve_fn` returns."""
 
-    def __init__(self, name: str, workdir: Path, swarm: str, window_s: float, model_fingerprint: str):
+    def __init__(self, name: str, workdir: Path, swarm: str, window_s: float, model_fingerprint: str,
+                 base_fingerprint: str = ""):
         from swarmnode.swarm.hivemind_transport import HivemindTransport
 
         self.name = name
@@ -193,12 +200,15 @@ class Persona:
         self.swarm = swarm
         self.window_s = window_s
         self.model_fingerprint = model_fingerprint
+        self.base_fingerprint = base_fingerprint  # in its PeerRecord: "" unless summary attacks run
         self.transport = HivemindTransport(
             identity_path=key_path, host_maddrs=["/ip4/127.0.0.1/tcp/0"], announce_maddrs=[], client_mode=False,
             startup_timeout_s=30.0, use_relay=False, auto_nat=False, wait_timeout_s=2.0, policy=None,
         )
         self.serve_fn: ServeFn | None = None
         self.announce_range: tuple[int, int] | None = None
+        self.summary_fn: SummaryFn | None = None  # answers SUMMARY_PROTOCOL requests (None: "not held")
+        self.summary_announcement: Callable[[float, int], bytes] | None = None  # (now, window) -> DHT value
         self.publish_record = True
         self.sent: Counter = Counter()  # what this persona sent, by kind
         self.requests_by_peer: Counter = Counter()
@@ -218,9 +228,11 @@ class Persona:
     async def start(self, join_maddr: str) -> None:
         await self.transport.start()
         await self.transport.serve(ROLLOUT_PROTOCOL, self._answer)
+        await self.transport.serve(SUMMARY_PROTOCOL, self._answer_summary)
         await self.transport.join(join_maddr, 10.0)
         self.multiaddrs = await self.transport.multiaddrs()
-        self._tasks = [asyncio.create_task(self._record_loop()), asyncio.create_task(self._announce_loop())]
+        self._tasks = [asyncio.create_task(self._record_loop()), asyncio.create_task(self._announce_loop()),
+                       asyncio.create_task(self._summary_announce_loop())]
 
     async def stop(self) -> None:
         """Stop its loops and p2pd (again: a no-op)."""
@@ -250,6 +262,17 @@ class Persona:
         out = fn(after, max_batches, remote)
         if inspect.isawaitable(out):
             out = await out
+        return out
+
+    async def _answer_summary(self, request: bytes, remote: str) -> bytes:
+        self.requests_by_peer[remote] += 1
+        fn = self.summary_fn
+        if fn is None:
+            return b""  # an empty SummaryFetchResponse: "not held"
+        out = fn(request, remote)
+        if inspect.isawaitable(out):
+            out = await out
+        self.sent["fetch_responses"] += 1
         return out
 
     # -- DHT -----------------------------------------------------------------------------------------
@@ -289,7 +312,7 @@ class Persona:
         identity = identity or self.identity
         now = self.now() if now is None else now
         return build_peer_record(identity, record_fields(self.swarm, tuple(self.multiaddrs) or ("/ip4/127.0.0.1/tcp/1",),
-                                                         self.model_fingerprint), now, ttl_s)
+                                                         self.model_fingerprint, self.base_fingerprint), now, ttl_s)
 
     def announcement(self, first: int, last: int, identity: NodeIdentity | None = None, ttl_s: float = ANNOUNCE_TTL_S,
                      now: float | None = None, window: int | None = None) -> bytes:
@@ -313,6 +336,19 @@ class Persona:
                 first, last = self.announce_range
                 await self.store(rollouts_key(self.swarm, window_index(now, self.window_s)), self.peer_id,
                                  self.announcement(first, last, now=now), now + ANNOUNCE_TTL_S)
+            await asyncio.sleep(ANNOUNCE_INTERVAL_S)
+
+    async def announce_summary(self) -> None:
+        """Store the current summary announcement (if any) under this window's summaries key."""
+        make = self.summary_announcement
+        if make is not None:
+            now = self.now()
+            window = window_index(now, self.window_s)
+            await self.store(summaries_key(self.swarm, window), self.peer_id, make(now, window), now + ANNOUNCE_TTL_S)
+
+    async def _summary_announce_loop(self) -> None:
+        while True:
+            await self.announce_summary()
             await asyncio.sleep(ANNOUNCE_INTERVAL_S)
 
     # -- reading the swarm -----------------------------------------------------------------------------
@@ -399,13 +435,15 @@ class HostilePeer:
         self.window_s = args.window_s
         self.workdir = Path(tempfile.mkdtemp(prefix="hostile-"))
         self.crafter = Crafter()
+        self.base_fingerprint = ""  # what personas' PeerRecords name (set when summary attacks run)
         self.main: Persona | None = None
         self.personas: list[Persona] = []  # every persona started, stopped at the end whatever happened
         self._count = 0
 
     def persona(self, name: str) -> Persona:
         self._count += 1
-        return Persona(f"{self._count:02d}-{name}", self.workdir, self.swarm, self.window_s, self.crafter.model_fingerprint)
+        return Persona(f"{self._count:02d}-{name}", self.workdir, self.swarm, self.window_s, self.crafter.model_fingerprint,
+                       self.base_fingerprint)
 
     async def new_persona(self, name: str) -> Persona:
         p = self.persona(name)
@@ -442,6 +480,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     say(f"loading the bundled policy; attacks: {', '.join(names)}")
     peer = HostilePeer(args)
     result: dict[str, Any] = {"victim": peer.victim_id, "attacks": {}, "errors": {}}
+    if args.base_fingerprint or any(ATTACKS[n].__module__.endswith("summary_attacks") for n in names):
+        from swarmnode.policy.loading import base_fingerprint
+
+        # A same-base peer to the victim: it publishes summaries, and fetches this peer's.
+        peer.base_fingerprint = args.base_fingerprint or base_fingerprint(peer.crafter.model)
+        result["base_fingerprint"] = peer.base_fingerprint
     try:
         await peer.start()
         result["peer_id"] = peer.main.peer_id
@@ -485,13 +529,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--initial-peer", required=True, help="the victim's full multiaddr (/ip4/.../tcp/.../p2p/<id>)")
     p.add_argument("--swarm", default="swarmnode-local", help="swarm name (the victim's swarm.name)")
     p.add_argument("--window-s", type=float, default=10.0, help="the victim's swarm.window_s")
-    p.add_argument("--attack", default="all", help="comma-separated attack names, 'all', or 'mixed' (see attacks.py)")
+    p.add_argument("--attack", default="all", help="comma-separated attack names, 'all', 'mixed' or 'summaries' (see attacks.py)")
     p.add_argument("--seconds", type=float, default=6.0, help="most time one attack takes (floods take all of it)")
     p.add_argument("--total-seconds", type=float, default=0.0,
                    help="repeat the attack list until this many seconds have passed (0: run it once)")
     p.add_argument("--identities", type=int, default=20_000, help="identity_flood: fresh identities to store")
     p.add_argument("--identity-seconds", type=float, default=300.0, help="identity_flood: most time it takes")
     p.add_argument("--concurrency", type=int, default=32, help="request_flood: requests in flight")
+    p.add_argument("--base-fingerprint", default="",
+                   help="the victim's base fingerprint for personas' PeerRecords (default: the bundled policy's, "
+                        "when summary attacks run; none otherwise)")
     p.add_argument("--out", help="result JSON (rewritten after each attack)")
     p.add_argument("--log-level", default="WARNING")
     return p.parse_args(argv)

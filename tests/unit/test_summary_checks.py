@@ -1,0 +1,314 @@
+"""A peer's gradient summary against this node's model (summaries/checks.py check_summary), and
+the node's fetch path around it (node/summary_gossip.py): every rejection reason from summaries
+made with the real compressor and then corrupted, a valid one decoding to finite tensors of the
+model's shapes, and, whatever a peer sends, no NaN or Inf ever reaching the outer loop's weights.
+
+The corruptions are the hostile peer's (tests/hostile/summary_crafting.py): each still passes
+the wire's structural checks, so only check_summary stands between it and the weights.
+"""
+import asyncio
+import math
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swarmnode.config import NodeConfig
+from swarmnode.protocol.codec import Rejected, RejectReason
+from swarmnode.protocol.generated import gradient_summary_pb2 as pb
+from swarmnode.protocol.limits import check_ranges, check_structure
+from swarmnode.protocol.summaries import CheckedSummaryAnnouncement, seal_summary
+from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, check_summary, compress, norm_bound
+from swarmnode.summaries.outer import global_norm
+from swarmnode.swarm.summaries import SUMMARY_PROTOCOL
+from tests.hostile.summary_crafting import CORRUPTIONS, corrupted, honest_delta, make_summary
+
+BASE = "base0123456789ab"
+CFG = CompressionConfig(density=0.25, bits=2, chunk_size=32)  # several chunks per weight, one per bias
+
+
+def tiny_model(seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.Tanh(), torch.nn.Linear(24, 5))
+
+
+SHAPES = {name: tuple(p.shape) for name, p in tiny_model().named_parameters()}
+
+
+def summary(**kwargs) -> pb.GradientSummary:
+    return make_summary(SHAPES, base_fingerprint=BASE, config=CFG, **kwargs)
+
+
+def check(s: pb.GradientSummary, max_norm: float = 1.0):
+    return check_summary(s, sender="peer", base_fingerprint=BASE, shapes=SHAPES, max_norm=max_norm)
+
+
+def reason_of(s: pb.GradientSummary, max_norm: float = 1.0) -> str:
+    with pytest.raises(Rejected) as info:
+        check(s, max_norm)
+    assert info.value.sender == "peer"  # a verified sender: the rejection is held against it
+    return info.value.reason.value
+
+
+# -- each reason ---------------------------------------------------------------------------------
+
+
+def test_valid_summary_decodes_to_finite_tensors_of_the_models_shapes():
+    s = summary()
+    assert check_structure(s) is None and check_ranges(s) is None
+    tensors, norm = check(s)
+    assert {n: tuple(t.shape) for n, t in tensors.items()} == SHAPES
+    assert all(t.dtype == torch.float32 and bool(torch.isfinite(t).all()) for t in tensors.values())
+    # It decodes to exactly what the sender's compressor says it sent, and the norm is that of it.
+    _, sent, _ = compress(honest_delta(SHAPES), {}, CFG)
+    for name in SHAPES:
+        assert torch.equal(tensors[name], sent[name])
+    assert norm == pytest.approx(global_norm(sent)) and 0 < norm < 1.0
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPTIONS))
+def test_each_corruption_passes_the_wire_checks_and_is_rejected_for_its_reason(name):
+    s = corrupted(name, summary())
+    # The wire's structural and range checks let it through: only check_summary refuses it.
+    assert check_structure(s) is None and check_ranges(s) is None
+    assert reason_of(s, max_norm=1.0) == CORRUPTIONS[name][1]
+
+
+def test_more_rejection_reasons_by_hand():
+    s = summary()
+    s.scheme = pb.COMPRESSION_SCHEME_TOPK
+    assert reason_of(s) == "bad_tensor"
+    s = summary()
+    s.tensors[0].value_dtype = pb.VALUE_DTYPE_FLOAT16
+    assert reason_of(s) == "bad_tensor"
+    s = summary()
+    s.tensors.add().CopyFrom(s.tensors[0])  # a name twice (protocol.limits refuses it too)
+    assert reason_of(s) == "bad_tensor"
+    s = summary()
+    s.tensors[0].shape[:] = [1, *s.tensors[0].shape]  # an extra unit dimension: same elements
+    assert reason_of(s) == "bad_tensor"
+    # The base is checked first: a summary of another base is wrong_base whatever else it holds.
+    assert reason_of(corrupted("wrong_base", corrupted("nan_scale", summary()))) == "wrong_base"
+    # The largest summary the format holds (every scale 65504) is finite: only the bound stops it.
+    tensors, norm = check(corrupted("max_scales", summary()), max_norm=math.inf)
+    assert math.isfinite(norm) and norm > 65504 and all(bool(torch.isfinite(t).all()) for t in tensors.values())
+    # The norm bound: just under passes, just over is norm_too_large.
+    _, norm = check(summary())
+    check(summary(), max_norm=norm * 1.0001)
+    assert reason_of(summary(), max_norm=norm * 0.9999) == "norm_too_large"
+
+
+def test_norm_bound_is_relative_to_own_summaries():
+    assert norm_bound([], 10.0) is None
+    assert norm_bound([0.5, 2.0, 1.0], 10.0) == 20.0
+
+
+# -- nothing non-finite reaches the weights ----------------------------------------------------------
+
+FLOAT16_BITS = st.integers(0, 0xFFFF)  # every float16: NaN, +-Inf, subnormals, 65504 included
+
+
+@st.composite
+def hostile_summaries(draw) -> pb.GradientSummary:
+    """An honest summary with any chunk scales overwritten by arbitrary float16 bit patterns,
+    code bytes flipped, and now and then a named corruption on top."""
+    s = summary(seed=draw(st.integers(0, 3)), magnitude=draw(st.sampled_from([1e-4, 1e-2, 1.0])))
+    for _ in range(draw(st.integers(0, 4))):
+        t = s.tensors[draw(st.integers(0, len(s.tensors) - 1))]
+        scales = np.frombuffer(t.scales, dtype="<u2").copy()
+        scales[draw(st.integers(0, len(scales) - 1))] = draw(FLOAT16_BITS)
+        t.scales = scales.astype("<u2").tobytes()
+    for _ in range(draw(st.integers(0, 2))):
+        t = s.tensors[draw(st.integers(0, len(s.tensors) - 1))]
+        values = bytearray(t.values)
+        values[draw(st.integers(0, len(values) - 1))] = draw(st.integers(0, 255))
+        t.values = bytes(values)
+    if draw(st.booleans()):
+        s = corrupted(draw(st.sampled_from(sorted(CORRUPTIONS))), s)
+    return s
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(hostile_summaries(), min_size=1, max_size=6), st.integers(0, 2**16))
+def test_a_nan_never_reaches_the_weights(summaries, seed):
+    """The node's order of things: each outer step merges what check_summary accepted (judged
+    against 10x this node's own norms, as the node does); whatever peers sent, the weights, the
+    anchor and the momentum stay finite, and an accepted summary is finite and within the bound."""
+    model = tiny_model()
+    loop = OuterLoop(model, OuterConfig(every_steps=1, outer_momentum=0.5, partners_per_step=2,
+                                        compression=CFG), seed=seed)
+    g = torch.Generator().manual_seed(seed)
+
+    def local_steps():
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(1e-2 * torch.randn(p.shape, generator=g))
+
+    local_steps()
+    loop.step(publish=True)  # this node's own summary: the yardstick of the norm bound
+    for i, s in enumerate(summaries):
+        max_norm = norm_bound(list(loop.own_norms), 10.0)
+        try:
+            tensors, norm = check(s, max_norm)
+        except Rejected as r:
+            assert r.reason in (RejectReason.WRONG_BASE, RejectReason.BAD_TENSOR, RejectReason.NON_FINITE,
+                                RejectReason.NORM_TOO_LARGE)
+        else:
+            assert set(tensors) == set(SHAPES) and all(tuple(t.shape) == SHAPES[n] for n, t in tensors.items())
+            assert all(bool(torch.isfinite(t).all()) for t in tensors.values()) and math.isfinite(norm)
+            assert norm <= max_norm
+            loop.inbox.put(Received(f"peer{i}", tensors, norm, loop.clock(), time.monotonic()))
+        local_steps()
+        loop.step(publish=True)
+        for state in (dict(model.named_parameters()), loop.anchor, loop.momentum, loop.residual):
+            assert all(bool(torch.isfinite(t).all()) for t in state.values())
+
+
+# -- the node's fetch path: what check_summary refuses never enters the inbox --------------------------
+
+
+class FakeTransport:
+    """Serves one fetch response per request (what a hostile peer would answer)."""
+
+    def __init__(self):
+        self.response = b""
+        self.requests = []
+
+    def dht_time(self) -> float:
+        return time.time()
+
+    async def request(self, peer, protocol, data, timeout):
+        self.requests.append((peer, protocol, data))
+        return self.response
+
+
+class FakeRollouts:
+    """RolloutGossip's part the summary gossip uses: the ledger, `blame`, the message stats."""
+
+    def __init__(self):
+        self.blamed = []
+        self.accepted = []
+        self.ledger = SimpleNamespace(ignored=lambda peer, now: False)
+        self.stats = SimpleNamespace(accept=self.accepted.append)
+
+    def blame(self, peer, batch_id, reasons):
+        self.blamed.append((peer, [r.value for r, _ in reasons]))
+
+
+class AlwaysAllow:
+    def allow(self, peer, now):
+        return True
+
+
+def gossip_with(loop: OuterLoop):
+    from swarmnode.node.summary_gossip import SummaryGossip
+
+    training = SimpleNamespace(outer=loop, base_fingerprint=BASE, fingerprint="m" * 16, same_base_peers=1)
+    transport, rollouts = FakeTransport(), FakeRollouts()
+    gossip = SummaryGossip(NodeConfig(), identity=None, transport=transport, training=training, records=None,
+                           rollouts=rollouts)
+    gossip.accept_limiter = AlwaysAllow()  # a summary per case, all from one peer
+    return gossip, transport, rollouts
+
+
+def test_fetched_summaries_enter_the_inbox_only_when_every_check_passes(make_identity):
+    peer = make_identity()
+    model = tiny_model()
+    loop = OuterLoop(model, OuterConfig(every_steps=1, compression=CFG))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05)
+    loop.step(publish=True)  # an own norm: the node fetches only once it has one
+    gossip, transport, rollouts = gossip_with(loop)
+    next_id = iter(range(1, 1000))
+
+    async def fetch(s: pb.GradientSummary | None, raw: bytes | None = None, size: int | None = None) -> None:
+        summary_id = next(next_id)
+        if s is not None:
+            s.summary_id, s.created_at = summary_id, time.time()
+            raw = pb.SummaryFetchResponse(envelope=seal_summary(peer, s)).SerializeToString()
+        transport.response = raw
+        a = pb.SummaryAnnouncement(peer_id=peer.peer_id, window=0, summary_id=summary_id, base_fingerprint=BASE,
+                                   size_bytes=len(raw) if size is None else size)
+        await gossip._fetch_from(CheckedSummaryAnnouncement(a, peer.public_key))
+
+    expected: dict[str, int] = {}
+    for name, (_, reason) in sorted(CORRUPTIONS.items()):
+        asyncio.run(fetch(corrupted(name, summary())))
+        expected[reason] = expected.get(reason, 0) + 1
+        assert len(loop.inbox) == 0, name
+    asyncio.run(fetch(None, raw=b"\xff" * 64))  # not a fetch response
+    asyncio.run(fetch(None, raw=pb.SummaryFetchResponse(envelope=b"\x01" * 300).SerializeToString()))
+    asyncio.run(fetch(summary(), size=NodeConfig().limits.max_summary_bytes + 1))  # announced too large: not fetched
+    expected.update(malformed=2, oversized=1)
+    assert dict(gossip.rejected) == expected
+    assert len(loop.inbox) == 0 and rollouts.accepted == [] and gossip.counters["accepted"] == 0
+    # Every rejection struck the peer that served it, and only it.
+    assert {p for p, _ in rollouts.blamed} == {peer.peer_id}
+    assert sorted(r for _, rs in rollouts.blamed for r in rs) == sorted(r for r, n in expected.items() for _ in range(n))
+    assert all(protocol == SUMMARY_PROTOCOL for _, protocol, _ in transport.requests)
+    assert len(transport.requests) == len(CORRUPTIONS) + 2  # the oversized one was never asked for
+
+    # A valid summary goes in, finite and of the model's shapes.
+    asyncio.run(fetch(summary()))
+    assert len(loop.inbox) == 1 and gossip.counters["accepted"] == 1 and rollouts.accepted == ["gradient_summary"]
+    [item] = loop.inbox.take(5, loop.clock(), 4, __import__("random").Random(0))
+    assert item.peer == peer.peer_id
+    assert {n: tuple(t.shape) for n, t in item.tensors.items()} == SHAPES
+    assert all(bool(torch.isfinite(t).all()) for t in item.tensors.values())
+
+
+def test_a_stalling_peer_does_not_hold_up_summaries_from_others(make_identity):
+    """A peer that never answers a summary fetch slows only itself: another peer's newer
+    summaries are fetched meanwhile (each peer's fetch is a task of its own), and stopping the
+    loop cancels the stalled fetch."""
+    staller, honest = make_identity(), make_identity()
+    model = tiny_model()
+    loop = OuterLoop(model, OuterConfig(every_steps=1, compression=CFG))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05)
+    loop.step(publish=True)
+    gossip, transport, rollouts = gossip_with(loop)
+    gossip.config.summaries.fetch_interval_s = 0.02
+    announced = {staller.peer_id: 1, honest.peer_id: 1}
+    stalled = []
+
+    async def read_announcements():
+        return [CheckedSummaryAnnouncement(pb.SummaryAnnouncement(peer_id=ident.peer_id, window=0, base_fingerprint=BASE,
+                                                                  summary_id=announced[ident.peer_id], size_bytes=1000),
+                                           ident.public_key)
+                for ident in (staller, honest)]
+
+    async def request(peer, protocol, data, timeout):
+        if peer == staller.peer_id:
+            stalled.append(data)
+            await asyncio.sleep(3600)  # never answers (the real transport would give up after `timeout`)
+        s = summary()
+        s.summary_id, s.created_at = pb.SummaryFetchRequest.FromString(data).summary_id, time.time()
+        return pb.SummaryFetchResponse(envelope=seal_summary(honest, s)).SerializeToString()
+
+    gossip._read_announcements = read_announcements
+    transport.request = request
+
+    async def run():
+        task = asyncio.create_task(gossip.fetch_loop())
+        for summary_id in (1, 2, 3):
+            announced[honest.peer_id] = summary_id
+            deadline = time.monotonic() + 5.0
+            while gossip.counters["accepted"] < summary_id and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert gossip.counters["accepted"] == summary_id, \
+                f"the honest peer's summary {summary_id} was not fetched while the staller's fetch hangs: {gossip.counters}"
+            announced[staller.peer_id] = summary_id + 1  # a new summary: it is not asked while its fetch hangs
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+    assert asyncio.run(run()) == []  # the stalled fetch was cancelled with the loop
+    assert len(stalled) == 1 and gossip.rejected == {} and rollouts.blamed == []
