@@ -75,8 +75,8 @@ class SummaryGossip:
 
     def _seal(self, outgoing: OutgoingSummary, summary_id: int) -> bytes:
         now = self.transport.dht_time()
-        c = self.config.summaries
-        chunk, per_chunk = c.chunk_size, max(1, round(c.density * c.chunk_size))
+        compression = self.training.outer.config.compression  # the settings the tensors were made with
+        chunk, per_chunk = compression.chunk_size, compression.per_chunk
         summary = pb.GradientSummary(
             model_fingerprint=self.training.fingerprint, base_fingerprint=self.training.base_fingerprint,
             base_version=outgoing.base_version, step_start=outgoing.step_start, step_end=outgoing.step_end,

@@ -210,16 +210,21 @@ class RecordIntake:
 
         return self._judged(Verdicts.digest(subkey, value, expiration), check)
 
-    def judge_announcement(self, subkey: object, value: object, expiration: float, now: float) -> CheckedAnnouncement | None:
-        """The checked rollout announcement, or None (rejections counted once per distinct value)."""
+    def _judge_announcement(self, tag: str, check_message, subkey: object, value: object, expiration: float, now: float):
+        """An announcement (rollouts or summaries) opened by `check_message`, or None; the DHT
+        must not keep it past its own expires_at. Rejections counted once per distinct value."""
 
-        def check() -> CheckedAnnouncement:
-            checked = check_announcement(value, subkey=subkey, now=now, max_ttl_s=self.max_ttl_s)
+        def check():
+            checked = check_message(value, subkey=subkey, now=now, max_ttl_s=self.max_ttl_s)
             if expiration > checked.announcement.expires_at + DHT_EXPIRATION_SLACK_S:
                 raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the announcement's expires_at")
             return checked
 
-        return self._judged(Verdicts.digest("announcement", subkey, value, expiration), check)
+        return self._judged(Verdicts.digest(tag, subkey, value, expiration), check)
+
+    def judge_announcement(self, subkey: object, value: object, expiration: float, now: float) -> CheckedAnnouncement | None:
+        """The checked rollout announcement, or None."""
+        return self._judge_announcement("announcement", check_announcement, subkey, value, expiration, now)
 
     def announcements(self, values: list[StoredValue], now: float) -> list[CheckedAnnouncement]:
         """Valid announcements of other peers among `values`."""
@@ -228,15 +233,8 @@ class RecordIntake:
 
     def judge_summary_announcement(self, subkey: object, value: object, expiration: float,
                                    now: float) -> CheckedSummaryAnnouncement | None:
-        """The checked summary announcement, or None (rejections counted once per distinct value)."""
-
-        def check() -> CheckedSummaryAnnouncement:
-            checked = check_summary_announcement(value, subkey=subkey, now=now, max_ttl_s=self.max_ttl_s)
-            if expiration > checked.announcement.expires_at + DHT_EXPIRATION_SLACK_S:
-                raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the announcement's expires_at")
-            return checked
-
-        return self._judged(Verdicts.digest("summary_announcement", subkey, value, expiration), check)
+        """The checked summary announcement, or None."""
+        return self._judge_announcement("summary_announcement", check_summary_announcement, subkey, value, expiration, now)
 
     def summary_announcements(self, values: list[StoredValue], now: float) -> list[CheckedSummaryAnnouncement]:
         """Valid summary announcements of other peers among `values`."""
