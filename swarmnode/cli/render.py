@@ -164,7 +164,7 @@ def summaries_grid(summaries: dict[str, Any]) -> Table:
     age = summaries.get("last_merge_age_s")
     merge = "no merge yet" if age is None else f"last merge {_age(max(0.0, age))} ago"
     grid.add_row("outer steps", f"{summaries.get('outer_steps', 0)}, {merge}, "
-                                f"{summaries.get('merge_seconds', 0.0):.1f}s of summary work")
+                                f"{summaries.get('merge_cpu_seconds', 0.0):.1f}s CPU of summary work")
     return grid
 
 

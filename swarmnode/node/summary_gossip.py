@@ -4,8 +4,10 @@ check and hand over peers'.
 Publish: each summary the trainer makes (every summaries.every_steps steps, while a same-base
 peer is in the swarm) is sealed and kept in a SummaryOutbox; a small signed SummaryAnnouncement
 (summary id, base fingerprint, size) goes into the DHT under the current window's summaries key.
-Fetch: every fetch interval the node reads the announcements, and from each same-base peer with
-a newer summary asks for it over a direct libp2p request. Every check (signature, size, base,
+Fetch: every fetch interval the node reads the announcements and, from same-base peers with a
+newer summary, asks for at most summaries.partners_per_step per outer step of its own (drawn at
+random among them) over a direct libp2p request: only what the next outer step will merge is
+fetched and checked, however large the swarm. Every check (signature, size, base,
 names, shapes, dtypes, finite values, norm bound) runs before the summary reaches the outer
 loop's inbox; a rejection is counted by reason and strikes the sender as a bad rollout does
 (one ledger per peer: a peer ignored for bad summaries is ignored for rollouts too).
@@ -13,7 +15,9 @@ loop's inbox; a rejection is counted by reason and strikes the sender as a bad r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import random
 import time
 from collections import Counter
 from typing import Any
@@ -26,7 +30,7 @@ from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.peer_record import MAX_CLOCK_SKEW_S
 from swarmnode.protocol.summaries import CheckedSummaryAnnouncement, build_summary_announcement, open_summary, seal_summary
-from swarmnode.summaries import Received, check_summary, dense_bytes, norm_bound
+from swarmnode.summaries import Received, check_summary, dense_bytes, fetch_allowance, norm_bound
 from swarmnode.swarm.bounded import LRUMap
 from swarmnode.swarm.peers import RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter
@@ -61,7 +65,9 @@ class SummaryGossip:
         self._new_summary = asyncio.Event()
         self.rejected: Counter[str] = Counter()
         self.counters = dict(sent=0, bytes_sent=0, fetched=0, accepted=0, skipped_other_base=0, fetch_failures=0)
-        self.check_seconds = 0.0
+        self.check_seconds = 0.0  # sealing and checking summaries, wall
+        self.check_cpu_seconds = 0.0  # the same, CPU time of the worker threads doing it
+        self._rng = random.Random()
 
     async def start(self) -> None:
         await self.transport.serve(SUMMARY_PROTOCOL, self._answer)
@@ -74,6 +80,10 @@ class SummaryGossip:
     # -- publish -------------------------------------------------------------------------------
 
     def _seal(self, outgoing: OutgoingSummary, summary_id: int) -> bytes:
+        with self._timed():
+            return self._seal_summary(outgoing, summary_id)
+
+    def _seal_summary(self, outgoing: OutgoingSummary, summary_id: int) -> bytes:
         now = self.transport.dht_time()
         compression = self.training.outer.config.compression  # the settings the tensors were made with
         chunk, per_chunk = compression.chunk_size, compression.per_chunk
@@ -135,6 +145,7 @@ class SummaryGossip:
         cancels them when it stops."""
         cfg = self.config.summaries
         inflight: dict[str, asyncio.Task] = {}
+        budget_clock, started = -1, 0  # fetches started during this node's outer step budget_clock
         try:
             while True:
                 await asyncio.sleep(cfg.fetch_interval_s)
@@ -146,17 +157,12 @@ class SummaryGossip:
                 except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
                     log.warning("reading summary announcements failed (%s)", e)
                     continue
-                now = self.transport.dht_time()
-                for a in announcements:
-                    m = a.announcement
-                    if m.base_fingerprint != self.training.base_fingerprint:
-                        if self._other_base.get(a.peer_id) != m.summary_id:  # counted once per summary
-                            self._other_base[a.peer_id] = m.summary_id
-                            self.counters["skipped_other_base"] += 1
-                        continue
-                    if (a.peer_id in inflight or m.summary_id <= (self._last_fetched.get(a.peer_id) or 0)
-                            or self.rollouts.ledger.ignored(a.peer_id, now)):
-                        continue
+                if outer.clock() != budget_clock:
+                    budget_clock, started = outer.clock(), 0
+                candidates = self._fetchable(announcements, inflight)
+                self._rng.shuffle(candidates)
+                for a in candidates[:fetch_allowance(cfg.partners_per_step, started, len(outer.inbox))]:
+                    started += 1
                     task = asyncio.create_task(self._fetch_slot(a))
                     inflight[a.peer_id] = task
                     task.add_done_callback(lambda _, peer=a.peer_id: inflight.pop(peer, None))
@@ -165,6 +171,25 @@ class SummaryGossip:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _fetchable(self, announcements: list[CheckedSummaryAnnouncement], inflight: dict[str, asyncio.Task]
+                   ) -> list[CheckedSummaryAnnouncement]:
+        """Announcements of a same-base peer's summary newer than the last one taken from it,
+        from a peer neither ignored nor already being fetched from. Other bases are counted."""
+        now = self.transport.dht_time()
+        out = []
+        for a in announcements:
+            m = a.announcement
+            if m.base_fingerprint != self.training.base_fingerprint:
+                if self._other_base.get(a.peer_id) != m.summary_id:  # counted once per summary
+                    self._other_base[a.peer_id] = m.summary_id
+                    self.counters["skipped_other_base"] += 1
+                continue
+            if (a.peer_id in inflight or m.summary_id <= (self._last_fetched.get(a.peer_id) or 0)
+                    or self.rollouts.ledger.ignored(a.peer_id, now)):
+                continue
+            out.append(a)
+        return out
 
     async def _read_announcements(self) -> list[CheckedSummaryAnnouncement]:
         newest: dict[str, CheckedSummaryAnnouncement] = {}
@@ -222,8 +247,7 @@ class SummaryGossip:
 
     def _check(self, envelope: bytes, peer: str, public_key: bytes, summary_id: int, max_norm: float) -> Received:
         """Open, check and decode a fetched summary (worker thread). Raises `Rejected`."""
-        start = time.perf_counter()
-        try:
+        with self._timed():
             summary, _ = open_summary(envelope, served_by=peer, public_key=public_key)
             if summary.summary_id != summary_id:
                 raise Rejected(RejectReason.REPLAYED, f"asked for summary {summary_id}, got {summary.summary_id}", peer)
@@ -236,8 +260,16 @@ class SummaryGossip:
             tensors, norm = check_summary(summary, sender=peer, base_fingerprint=self.training.base_fingerprint,
                                           shapes=outer.shapes, max_norm=max_norm)
             return Received(peer, tensors, norm, outer.clock(), time.monotonic())
+
+    @contextlib.contextmanager
+    def _timed(self):
+        """Adds the wall and CPU time of the block (run on a worker thread) to the summary work."""
+        start, cpu_start = time.perf_counter(), time.thread_time()
+        try:
+            yield
         finally:
             self.check_seconds += time.perf_counter() - start
+            self.check_cpu_seconds += time.thread_time() - cpu_start
 
     async def _reject(self, peer: str, reason: RejectReason, detail: str) -> None:
         self.rejected[reason.value] += 1
@@ -268,5 +300,6 @@ class SummaryGossip:
             "outer_steps": counters["outer_steps"],
             "last_merge_age_s": round(time.monotonic() - last, 1) if last is not None else None,
             "merge_seconds": round(counters["merge_seconds"] + self.check_seconds, 3),
+            "merge_cpu_seconds": round(counters["merge_cpu_seconds"] + self.check_cpu_seconds, 3),
             "partners_last": counters["partners_last"],
         }

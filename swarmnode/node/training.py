@@ -142,7 +142,7 @@ class TrainingService:
         self.summaries_out: queue.Queue[OutgoingSummary] = queue.Queue(maxsize=4)
         self.same_base_peers = 0
         self.outer_counters = {"outer_steps": 0, "merged": 0, "partners_last": 0, "merge_seconds": 0.0,
-                               "last_merge_at": None}
+                               "merge_cpu_seconds": 0.0, "last_merge_at": None}
         self._buffer = None
         self._version = 0
         self._lock = threading.Lock()
@@ -365,6 +365,7 @@ class TrainingService:
             c = self.outer_counters
             c["outer_steps"] = self.outer.outer_steps
             c["merge_seconds"] += result.seconds
+            c["merge_cpu_seconds"] += result.cpu_seconds
             c["partners_last"] = len(result.partners)
             if result.partners:
                 c["merged"] += len(result.partners)

@@ -84,6 +84,7 @@ SUMMARIES_COUNTERS = {
     "stale_dropped": "Peers' gradient summaries dropped unmerged for exceeding summaries.max_staleness",
     "outer_steps": "Outer optimizer steps taken",
     "merge_seconds": "Seconds spent compressing, checking and merging gradient summaries",
+    "merge_cpu_seconds": "CPU seconds of that work (the wall seconds include waiting for a busy core)",
 }
 
 SUMMARIES_GAUGES = {  # status key -> (metric name after swarmnode_summaries_, help)

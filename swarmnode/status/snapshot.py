@@ -49,7 +49,7 @@ STORAGE_NONE: dict[str, Any] = {
 SUMMARIES_KEYS = (
     "enabled", "active", "base_fingerprint", "sent", "merged", "fetched", "rejected", "skipped_other_base",
     "stale_dropped", "bytes_per_summary", "dense_bytes", "compression_ratio", "outer_steps", "last_merge_age_s",
-    "merge_seconds", "partners_last",
+    "merge_seconds", "merge_cpu_seconds", "partners_last",
 )
 
 
@@ -71,6 +71,7 @@ def empty_summaries_status() -> dict[str, Any]:
         "outer_steps": 0,
         "last_merge_age_s": None,
         "merge_seconds": 0.0,
+        "merge_cpu_seconds": 0.0,
         "partners_last": 0,
     }
 

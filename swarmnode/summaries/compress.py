@@ -83,39 +83,13 @@ def unpack_codes(data: bytes, bits: int, count: int) -> np.ndarray:
     return ((raw[:, None] >> shifts) & (2**bits - 1)).reshape(-1)[:count].astype(np.int64)
 
 
-def _select(flat: Tensor, chunk_size: int, per_chunk: int) -> tuple[Tensor, Tensor]:
-    """(chunk of each kept entry, its offset in the chunk), chunk by chunk: each chunk's
-    min(per_chunk, length) largest magnitudes."""
-    numel = flat.numel()
-    n_chunks = math.ceil(numel / chunk_size)
-    magnitude = torch.full((n_chunks * chunk_size,), -1.0, dtype=torch.float32)  # padding never wins
-    magnitude[:numel] = flat.abs()
-    k = min(per_chunk, chunk_size)
-    offsets = magnitude.view(n_chunks, chunk_size).topk(k, dim=1).indices  # [n_chunks, k]
-    counts = torch.from_numpy(chunk_counts(numel, chunk_size, per_chunk))
-    keep = torch.arange(k)[None, :] < counts[:, None]  # the last, short chunk keeps fewer
-    chunks = torch.arange(n_chunks)[:, None].expand(-1, k)
-    return chunks[keep], offsets[keep]
-
-
-def compress_tensor(name: str, value: Tensor, config: CompressionConfig) -> tuple[pb.CompressedTensor, Tensor]:
-    """One tensor's CompressedTensor, and the dense fp32 tensor it decodes to."""
-    flat = value.detach().reshape(-1).to(torch.float32).cpu()
-    chunks, offsets = _select(flat, config.chunk_size, config.per_chunk)
-    positions = chunks * config.chunk_size + offsets
-    kept = flat[positions]
-    n_chunks = math.ceil(flat.numel() / config.chunk_size)
-    scales = torch.zeros(n_chunks, dtype=torch.float32).scatter_reduce(0, chunks, kept.abs(), reduce="amax")
-    scales = scales.to(torch.float16).to(torch.float32)  # what the receiver will see
-    codes = quantize(kept, scales[chunks], config.bits)
-    decoded = torch.zeros_like(flat)
-    decoded[positions] = dequantize(codes, scales[chunks], config.bits)
-    message = pb.CompressedTensor(
-        name=name, shape=list(value.shape), indices=offsets.numpy().astype("<u2").tobytes(),
-        values=pack_codes(codes.numpy(), config.bits), value_dtype=VALUE_DTYPE_OF_BITS[config.bits],
-        scales=scales.numpy().astype("<f2").tobytes(),
-    )
-    return message, decoded.view(value.shape)
+def _chunk_layout(numels: list[int], chunk_size: int, per_chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    """For tensors of `numels` elements laid out one after another, each padded to whole chunks:
+    (first chunk of each tensor, plus the total at the end; entries kept by each chunk)."""
+    n_chunks = [math.ceil(n / chunk_size) for n in numels]
+    first = np.concatenate([[0], np.cumsum(n_chunks)]).astype(np.int64)
+    counts = np.concatenate([chunk_counts(n, chunk_size, per_chunk) for n in numels])
+    return first, counts
 
 
 def compress(delta: dict[str, Tensor], residual: dict[str, Tensor], config: CompressionConfig
@@ -124,16 +98,44 @@ def compress(delta: dict[str, Tensor], residual: dict[str, Tensor], config: Comp
 
         e = delta + residual;  sent = C(e);  residual' = e - decode(sent)
 
+    C keeps, in every chunk of every tensor, the min(per_chunk, chunk length) largest |e|,
+    coded against the chunk's largest kept magnitude. All tensors go through one top-k: each
+    is padded to whole chunks (padding has magnitude -1, so it never wins a place).
     Returns (compressed tensors, the dense tensors they decode to, residual')."""
+    names = sorted(delta)
+    cs, bits = config.chunk_size, config.bits
+    e = [delta[n].detach().reshape(-1).to(torch.float32).cpu() for n in names]
+    e = [x + residual[n].reshape(-1) if n in residual else x for n, x in zip(names, e)]
+    first, counts = _chunk_layout([x.numel() for x in e], cs, config.per_chunk)
+    padded = torch.zeros(int(first[-1]) * cs, dtype=torch.float32)
+    magnitude = torch.full_like(padded, -1.0)
+    for x, c in zip(e, first[:-1]):
+        padded[c * cs:c * cs + x.numel()] = x
+        magnitude[c * cs:c * cs + x.numel()] = x.abs()
+    k = min(config.per_chunk, cs)
+    top, offsets = magnitude.view(-1, cs).topk(k, dim=1)  # [chunks, k], largest first
+    keep = torch.arange(k)[None, :] < torch.from_numpy(counts)[:, None]  # short last chunks keep fewer
+    scales = top[:, 0].to(torch.float16).to(torch.float32)  # the largest kept |e|, as the receiver sees it
+    chunk_of = torch.arange(len(counts))[:, None].expand(-1, k)[keep]
+    offsets = offsets[keep]
+    positions = chunk_of * cs + offsets
+    codes = quantize(padded[positions], scales[chunk_of], bits)
+    decoded_padded = torch.zeros_like(padded)
+    decoded_padded[positions] = dequantize(codes, scales[chunk_of], bits)
+    # Entries of one chunk are contiguous, so a tensor's entries are one slice.
+    entry_first = np.concatenate([[0], np.cumsum(counts)])[first]
+    offsets_np, codes_np, scales_np = offsets.numpy().astype("<u2"), codes.numpy(), scales.numpy().astype("<f2")
     tensors, sent, new_residual = [], {}, {}
-    for name in sorted(delta):
-        e = delta[name].detach().to(torch.float32).cpu()
-        if name in residual:
-            e = e + residual[name]
-        message, decoded = compress_tensor(name, e, config)
-        tensors.append(message)
-        sent[name] = decoded
-        new_residual[name] = e - decoded
+    for i, (name, x) in enumerate(zip(names, e)):
+        a, b = int(entry_first[i]), int(entry_first[i + 1])
+        c0, c1 = int(first[i]), int(first[i + 1])
+        tensors.append(pb.CompressedTensor(
+            name=name, shape=list(delta[name].shape), indices=offsets_np[a:b].tobytes(),
+            values=pack_codes(codes_np[a:b], bits), value_dtype=VALUE_DTYPE_OF_BITS[bits],
+            scales=scales_np[c0:c1].tobytes()))
+        d = decoded_padded[c0 * cs:c0 * cs + x.numel()]
+        sent[name] = d.view(delta[name].shape)
+        new_residual[name] = (x - d).view(delta[name].shape)
     return tensors, sent, new_residual
 
 

@@ -82,11 +82,25 @@ class SummaryInbox:
             return len(self._latest)
 
 
+def fetch_allowance(partners_per_step: int, started_this_step: int, waiting: int) -> int:
+    """Summaries to start fetching now, so that each outer step fetches and checks about as many
+    as it will merge:
+
+        allowance = max(0, partners_per_step - max(started_this_step, waiting))
+
+    where started_this_step counts fetches begun since this node's last outer step and waiting
+    the checked summaries in the inbox (those begun this step that already arrived are in both,
+    hence the max, not the sum). A failed or rejected fetch uses its place: a peer cannot make
+    this node check more than partners_per_step summaries per outer step."""
+    return max(0, partners_per_step - max(started_this_step, waiting))
+
+
 @dataclass
 class OuterResult:
     tensors: list[pb.CompressedTensor] | None  # this node's summary to publish (None: nobody to send to)
     partners: list[str]
-    seconds: float
+    seconds: float  # wall
+    cpu_seconds: float  # this thread's CPU time: the work itself, without waiting for the cores
     norm: float | None
 
 
@@ -115,7 +129,7 @@ class OuterLoop:
         up to partners_per_step peers' summaries and write the new anchor into the model.
         Without a partner the anchor simply moves to the current weights (a lone node trains
         exactly as without summaries)."""
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.thread_time()
         c = self.config
         weights = {name: p.detach().cpu() for name, p in self.params.items()}
         own = pseudo_gradient(self.anchor, weights)
@@ -140,7 +154,8 @@ class OuterLoop:
                 self.anchor[name].copy_(w)
         with self._lock:
             self.outer_steps += 1
-        return OuterResult(tensors, [p.peer for p in partners], time.perf_counter() - start, norm)
+        return OuterResult(tensors, [p.peer for p in partners], time.perf_counter() - start,
+                           time.thread_time() - cpu_start, norm)
 
     # -- checkpoints ---------------------------------------------------------------------------
 

@@ -69,6 +69,7 @@ def test_same_base_nodes_merge_summaries_and_resume_the_outer_loop(tmp_path, sum
             assert summ["rejected"] == {}
             assert summ["dense_bytes"] / summ["bytes_per_summary"] >= 50
             assert summ["outer_steps"] >= 2 and summ["last_merge_age_s"] is not None
+            assert 0 < summ["merge_cpu_seconds"] <= summ["merge_seconds"] + 0.05  # CPU time of the work, not waits
         # node2 is alone with its base: it sends nothing and merges nothing, and trains on.
         assert s2["summaries"]["sent"] == 0 and s2["summaries"]["merged"] == 0 and not s2["summaries"]["active"]
         assert s2["training"]["steps"] > 0

@@ -18,6 +18,7 @@ from swarmnode.summaries import (
     compress,
     decode_tensor,
     dense_bytes,
+    fetch_allowance,
     merge_pseudo_gradients,
     outer_update,
     peer_weights,
@@ -173,3 +174,13 @@ def test_outer_state_round_trips_through_a_checkpoint(tmp_path):
         assert torch.equal(other.momentum[name], loop.momentum[name])
         assert torch.equal(other.residual[name], loop.residual[name])
     assert math.isfinite(sum(float(t.sum()) for t in other.residual.values()))
+
+
+def test_fetch_allowance_fetches_about_what_one_outer_step_merges():
+    assert fetch_allowance(2, 0, 0) == 2  # a new outer step, empty inbox
+    assert fetch_allowance(2, 1, 0) == 1  # one fetch under way
+    assert fetch_allowance(2, 1, 1) == 1  # ... and it arrived: not counted twice
+    assert fetch_allowance(2, 0, 1) == 1  # one left over from the step before
+    assert fetch_allowance(2, 2, 0) == 0  # both places used (a failed fetch uses its place too)
+    assert fetch_allowance(2, 0, 5) == 0
+    assert fetch_allowance(3, 1, 2) == 1

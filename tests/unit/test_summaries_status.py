@@ -22,7 +22,7 @@ SUMMARIES = {
     "enabled": True, "active": True, "base_fingerprint": "a1c04df6ea1c2c67", "sent": 12, "merged": 21, "fetched": 25,
     "rejected": {"norm_too_large": 2, "non_finite": 1}, "skipped_other_base": 4, "stale_dropped": 1,
     "bytes_per_summary": 43_520.0, "dense_bytes": 4 * 1_052_672, "compression_ratio": 96.75, "outer_steps": 12,
-    "last_merge_age_s": 7.5, "merge_seconds": 3.25, "partners_last": 2,
+    "last_merge_age_s": 7.5, "merge_seconds": 3.25, "merge_cpu_seconds": 1.5, "partners_last": 2,
 }
 
 
@@ -72,7 +72,7 @@ def test_status_view_shows_summaries_in_80_columns():
     assert "12 sent, 25 fetched, 21 merged (2 last step)" in flat
     assert "rejected 3 (non finite 1, norm too large 2)" in flat and "4 other base, 1 too stale" in flat
     assert "42.5 KiB per summary vs 4.0 MiB dense (97x)" in flat
-    assert "outer steps 12, last merge 8s ago, 3.2s of summary work" in flat
+    assert "outer steps 12, last merge 8s ago, 1.5s CPU of summary work" in flat
 
     quiet = {**empty_summaries_status(), "enabled": True, "base_fingerprint": "a1c04df6ea1c2c67", "dense_bytes": 4096}
     console = Console(width=80, record=True, color_system=None)
@@ -92,7 +92,7 @@ def test_prometheus_series():
                  'swarmnode_summaries_rejected_total{reason="non_finite"} 1.0',
                  "swarmnode_summaries_bytes_per_summary 43520.0", "swarmnode_summaries_dense_bytes 4.210688e+06",
                  "swarmnode_summaries_last_merge_age_seconds 7.5", "swarmnode_summaries_active 1.0",
-                 "swarmnode_summaries_merge_seconds_total 3.25"):
+                 "swarmnode_summaries_merge_seconds_total 3.25", "swarmnode_summaries_merge_cpu_seconds_total 1.5"):
         assert line in text.splitlines(), line
     empty = generate_latest(make_registry(lambda: status())).decode()
     assert "swarmnode_summaries_sent_total 0.0" in empty

@@ -305,6 +305,7 @@ def test_a_stalling_peer_does_not_hold_up_summaries_from_others(make_identity):
             assert gossip.counters["accepted"] == summary_id, \
                 f"the honest peer's summary {summary_id} was not fetched while the staller's fetch hangs: {gossip.counters}"
             announced[staller.peer_id] = summary_id + 1  # a new summary: it is not asked while its fetch hangs
+            loop.step(publish=True)  # the next outer step: fetching starts afresh
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -312,3 +313,49 @@ def test_a_stalling_peer_does_not_hold_up_summaries_from_others(make_identity):
 
     assert asyncio.run(run()) == []  # the stalled fetch was cancelled with the loop
     assert len(stalled) == 1 and gossip.rejected == {} and rollouts.blamed == []
+
+
+def test_each_outer_step_fetches_only_what_it_will_merge(make_identity):
+    """Five peers announce a new summary at every outer step; the node fetches and checks
+    partners_per_step (2) of them per outer step of its own, not all five."""
+    peers = [make_identity() for _ in range(5)]
+    model = tiny_model()
+    loop = OuterLoop(model, OuterConfig(every_steps=1, partners_per_step=2, compression=CFG))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05)
+    loop.step(publish=True)
+    gossip, transport, rollouts = gossip_with(loop)
+    gossip.config.summaries.fetch_interval_s = 0.02
+    by_id = {ident.peer_id: ident for ident in peers}
+    asked: list[str] = []
+
+    async def read_announcements():
+        return [CheckedSummaryAnnouncement(pb.SummaryAnnouncement(peer_id=i.peer_id, window=0, base_fingerprint=BASE,
+                                                                  summary_id=loop.clock(), size_bytes=1000), i.public_key)
+                for i in peers]
+
+    async def request(peer, protocol, data, timeout):
+        asked.append(peer)
+        s = summary()
+        s.summary_id, s.created_at = pb.SummaryFetchRequest.FromString(data).summary_id, time.time()
+        return pb.SummaryFetchResponse(envelope=seal_summary(by_id[peer], s)).SerializeToString()
+
+    gossip._read_announcements = read_announcements
+    transport.request = request
+
+    async def run():
+        task = asyncio.create_task(gossip.fetch_loop())
+        counts = []
+        for _ in range(3):
+            await asyncio.sleep(0.5)  # ~25 fetch intervals within one outer step
+            counts.append(len(asked))
+            merged = loop.step(publish=True).partners
+            assert len(merged) == 2 and len(loop.inbox) == 0  # what was fetched is what is merged
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return counts
+
+    assert asyncio.run(run()) == [2, 4, 6]
+    assert gossip.counters["accepted"] == 6 and gossip.rejected == {}
+    assert len(set(asked)) >= 3  # drawn at random among the peers, not always the same two
