@@ -68,6 +68,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     p.add_argument("--name", default="summaries", help="results go to <out>/<name>.json and <name>.png")
     p.add_argument("--replot", action="store_true", help="only redraw <name>.png (and the table) from <name>.json")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs already finished under <root>/<name>/runs.json (same settings) and do the rest")
     args = p.parse_args(argv)
     args.arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     unknown = set(args.arms) - set(ARMS)
@@ -362,13 +364,25 @@ def main(argv: list[str]) -> int:
         check.write_text(yaml.safe_dump(arm_config(base, arm, args)), encoding="utf-8")
         load_config(check, environ={})
         check.unlink()
+    finished = args.root / args.name / "runs.json"  # every finished run, written as it ends
+    settings = {k: getattr(args, k) for k in ("steps", "nodes", "prompts", "eval_every", "eval_size", "tasks", "lr", "set")}
     runs = []
+    if args.resume and finished.exists():
+        kept = json.loads(finished.read_text(encoding="utf-8"))
+        if kept["settings"] != settings:
+            raise SystemExit(f"--resume: {finished} was run with {kept['settings']}, not {settings}")
+        runs = kept["runs"]
     for seed in args.seeds:
         for arm in args.arms:
+            if any(r["arm"] == arm and r["seed"] == seed for r in runs):
+                console.print(f"[dim]seed {seed}, {arm}: kept from {finished}[/dim]")
+                continue
             console.print(f"[bold]seed {seed}, {arm}[/bold]")
             runs.append(run_one(args, base, arm, seed, console))
+            finished.write_text(json.dumps({"settings": settings, "runs": runs}), encoding="utf-8")
             finals = [n["final_accuracy"] for n in runs[-1]["nodes"]]
             console.print(f"  final accuracy per node: {finals} ({runs[-1]['seconds']} s)")
+    runs = [r for r in runs if r["seed"] in args.seeds and r["arm"] in args.arms]
     summary = summarise(runs, args)
     args.out.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
