@@ -70,13 +70,18 @@ class ModelConfig(_Section):
     backend: Literal["hf", "vllm"] = Field("hf", description="generation backend (vllm: pip install swarmnode[vllm])")
     vllm_kv_cache_memory_bytes: int | None = Field(64 * 2**20, ge=1, description="vLLM KV cache size; null: sized from GPU memory")
     vllm_tensor_parallel_size: int = Field(1, ge=1, description="GPUs vLLM shards generation over")
+    decode: Literal["auto", "loop", "bucketed", "generate"] = Field(
+        "auto", description="hf decode path: loop (rows leave as they end), bucketed (batch shrinks to powers of two), "
+                            "generate (model.generate); auto: the one measured fastest on the device (policy/hf_backend.py)"
+    )
+    fp32_logits: bool = Field(True, description="bf16/fp16 models compute logits in float32 (generator and trainer log-probs agree)")
 
 
 class TrainingConfig(_Section):
     tasks: list[str] = Field(default_factory=lambda: ["sum2", "sum3"], min_length=1)
     local_rollouts: int = Field(32, ge=1, description="I: groups (prompts) generated and trained per step")
     external_rollouts: int = Field(0, ge=0, description="J: groups from peers added to each step (swarm sampling)")
-    external_selection: Literal["uniform", "nonzero_advantage", "fresh_quality"] = Field(
+    external_selection: Literal["uniform", "nonzero_advantage", "fresh_quality", "own_need"] = Field(
         "uniform", description="which received groups a step takes (see trainer/selection.py)"
     )
     external_max_staleness: int = Field(8, ge=0, description="a peer's group of version v trains version n only if n - v <= this")
@@ -102,6 +107,21 @@ class TrainingConfig(_Section):
                               "(faster on a CPU node: no shared GIL; hf backend on cpu only)"
     )
     max_steps: int | None = Field(None, ge=1, description="stop training after this many steps (the node keeps serving)")
+    micro_batch_tokens: int | Literal["auto"] = Field(
+        "auto", description="padded positions per forward + backward (larger batches accumulate gradients over "
+                            "micro-batches); auto: from the GPU's free memory, or 4 GiB of activations on a CPU"
+    )
+    forward_chunking: Literal["auto", "length", "single", "plain"] = Field(
+        "auto", description="trainer forward: length-chunked shared prompts, one chunk, or plain padded rows; "
+                            "auto: the one measured fastest on the device (trainer/forward.py)"
+    )
+
+    @field_validator("micro_batch_tokens")
+    @classmethod
+    def _positive_micro_batch(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError(f"training.micro_batch_tokens must be >= 1 or auto, got {value}")
+        return value
 
 
 class RolloutGossipConfig(_Section):

@@ -105,6 +105,7 @@ class RolloutGossip:
         self._loop_cpu_start = 0.0
         self.counters = dict(batches_published=0, groups_published=0, bytes_published=0, announcements=0,
                              batches_fetched=0, bytes_fetched=0, groups_accepted=0, groups_rejected=0,
+                             groups_skipped_other_task=0,
                              fetch_failures=0, peers_ignored=0, store_errors=0, fetch_waits=0)
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # publish -> accepted here, seconds
 
@@ -321,6 +322,7 @@ class RolloutGossip:
             except Exception as e:  # noqa: BLE001 - a full disk must not replay or un-count the batch
                 self.counters["store_errors"] += 1
                 log.warning("storing groups of batch %d from %s failed (%s)", batch.batch_id, peer, e)
+        self.counters["groups_skipped_other_task"] += result.skipped_other_task
         self.ledger.record(peer, len(result.groups), 0, now)
         if result.rejected:
             await self._reject(peer, batch.batch_id, result.rejected)

@@ -52,6 +52,9 @@ def groups_to_batch(groups: list[ScoredGroup], *, window: int, batch_id: int, mo
 class IntakeResult:
     groups: list[ScoredGroup] = field(default_factory=list)
     rejected: list[tuple[RejectReason, str]] = field(default_factory=list)  # (reason, detail) per group
+    # Groups of a task this node does not train: an honest peer may train others, so they are
+    # skipped and counted, never held against the sender.
+    skipped_other_task: int = 0
     same_model: bool = False
 
 
@@ -93,7 +96,7 @@ class RolloutIntake:
         for wire in batch.groups:
             task = self._tasks.get(wire.task.task)
             if task is None:
-                result.rejected.append((RejectReason.UNKNOWN_TASK, wire.task.task[:64]))
+                result.skipped_other_task += 1
                 continue
             try:
                 item = task.item(wire.task.seed, wire.task.index)

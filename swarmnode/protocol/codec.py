@@ -81,7 +81,6 @@ class RejectReason(str, enum.Enum):
     DHT_EXPIRATION = "dht_expiration"  # kept in the DHT past the record's own expires_at
     UNKNOWN_KEY = "unknown_key"  # stored under a DHT key the swarm does not use
     SENDER_MISMATCH = "sender_mismatch"  # a batch signed by another peer than the one that served it
-    UNKNOWN_TASK = "unknown_task"  # a rollout of a task this node does not have
     PROMPT_MISMATCH = "prompt_mismatch"  # the prompt is not the one the task ref regenerates
     MODEL_MISMATCH = "model_mismatch"  # token ids / log-probs that do not fit the claimed model
     OUT_OF_RANGE = "out_of_range"  # an integer or float outside this node's bounds (e.g. >= 2^53)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from swarmnode.trainer.experience import ScoredGroup
-from swarmnode.trainer.selection import select_external
+from swarmnode.trainer.selection import select_external, update_success
 
 EXTERNAL_POOL_CAPACITY = 4096  # received groups kept; the oldest go first
 
@@ -49,12 +49,16 @@ class ExperienceBuffer:
         self._external: deque[ScoredGroup] = deque(maxlen=EXTERNAL_POOL_CAPACITY)
         self._cond = threading.Condition()
         self.stats = BufferStats()
+        self.own_success: dict[str, float] = {}  # task -> running mean reward of this node's own groups
         self._closed = False
 
     def put(self, groups: list[ScoredGroup]) -> None:
         with self._cond:
             for g in groups:
                 (self._local if g.is_local else self._external).append(g)
+                if g.is_local and g.rewards:  # local groups: only this node's own few tasks
+                    self.own_success[g.ref.task] = update_success(self.own_success.get(g.ref.task),
+                                                                  sum(g.rewards) / len(g.rewards))
             self._cond.notify_all()
 
     def close(self) -> None:
@@ -100,7 +104,8 @@ class ExperienceBuffer:
                 self._cond.wait_for(external_ready, timeout=external_wait)
             external_dropped += self._drop_stale(self._external, version, self.external_max_staleness)
             pool = list(self._external)
-            chosen = set(select_external(pool, n_external, self.selection, version, self._quality(), self._rng))
+            chosen = set(select_external(pool, n_external, self.selection, version, self._quality(), self._rng,
+                                         self.own_success))
             if chosen:
                 groups += [pool[i] for i in sorted(chosen)]
                 self._external.clear()

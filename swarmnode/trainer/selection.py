@@ -1,17 +1,27 @@
 """Which received (external) groups a training step takes: the swarm-sampling policies (pure).
 
-SAPO (arXiv 2509.08721) composes each step of I local and J external rollouts, the J drawn
-uniformly from what the swarm shared. Two more policies:
+SAPO (arXiv 2509.08721) composes each step of I local and J external rollouts. Policies:
 
-- nonzero_advantage: uniform over the groups whose rewards differ. A group whose completions
-  all got the same reward has advantage 0 for every sample and adds no gradient; on a weak
-  policy most groups are all-wrong, so uniform sampling wastes most of J.
+- uniform: the J drawn uniformly from everything peers shared.
+- nonzero_advantage: the paper's protocol as its reference code runs it: receivers drop the
+  groups whose rewards are all equal (advantage 0 for every sample: no gradient; on a weak
+  policy most groups are all-wrong), then draw the J uniformly from the rest.
 - fresh_quality (ours): weighted sampling without replacement, weight
       w_i = 1[spread_i > 0] * (1 + tau_i)^(-alpha) * q_i
   with tau_i = max(0, n - v_i) the group's staleness against this node's version n, and q_i
   the sender's quality (Laplace-smoothed share of its groups that passed this node's checks).
   Informative, fresh groups from peers that send good data come first; stale groups and
   groups of sloppy peers still get picked when nothing better is there.
+- own_need (ours): fresh_quality's weight times this node's need for the group's task,
+      w_i = 1[spread_i > 0] * (1 + tau_i)^(-alpha) * q_i * need(task_i),
+      need(t) = max(NEED_FLOOR, 1 - s_t)
+  with s_t this node's own success rate on task t (the running mean reward of its own groups,
+  `update_success`). A peer's solved group of a task this node mostly fails is worth more than
+  one of a task it has mastered ("aha moments propagate" where they are missing).
+
+Every input is this node's own: rewards re-scored by its verifier, tau counted from its version
+when the group arrived (a sender's version counter means nothing here), q from its record of
+the sender, s_t from its own rollouts.
 """
 from __future__ import annotations
 
@@ -21,7 +31,21 @@ from typing import Mapping, Sequence
 from swarmnode.trainer.experience import ScoredGroup
 from swarmnode.trainer.objectives import staleness_weight
 
-POLICIES = ("uniform", "nonzero_advantage", "fresh_quality")
+POLICIES = ("uniform", "nonzero_advantage", "fresh_quality", "own_need")
+NEED_FLOOR = 0.05  # a mastered task's groups still get a place when nothing else is there
+SUCCESS_PRIOR = 0.5  # s_t before this node has any group of task t
+SUCCESS_DECAY = 0.9  # each own group moves s_t a tenth of the way to its mean reward
+
+
+def update_success(success: float | None, mean_reward: float, decay: float = SUCCESS_DECAY) -> float:
+    """s' = decay * s + (1 - decay) * mean_reward, starting from SUCCESS_PRIOR (s = None)."""
+    s = SUCCESS_PRIOR if success is None else success
+    return decay * s + (1.0 - decay) * mean_reward
+
+
+def need(success: float | None) -> float:
+    """need(t) = max(NEED_FLOOR, 1 - s_t) (s_t = SUCCESS_PRIOR while unknown)."""
+    return max(NEED_FLOOR, 1.0 - (SUCCESS_PRIOR if success is None else success))
 
 
 def fresh_quality_weights(groups: Sequence[ScoredGroup], version: int, quality: Mapping[str, float],
@@ -31,6 +55,13 @@ def fresh_quality_weights(groups: Sequence[ScoredGroup], version: int, quality: 
         (1.0 if g.reward_spread > 0 else 0.0) * staleness_weight(max(0, version - g.policy_version), alpha) * quality.get(g.source, 0.5)
         for g in groups
     ]
+
+
+def own_need_weights(groups: Sequence[ScoredGroup], version: int, quality: Mapping[str, float],
+                     success: Mapping[str, float], alpha: float = 1.0) -> list[float]:
+    """w_i = fresh_quality weight_i * need(s_task_i) (see the module doc)."""
+    base = fresh_quality_weights(groups, version, quality, alpha)
+    return [w * need(success.get(g.ref.task)) for w, g in zip(base, groups)]
 
 
 def weighted_sample(weights: Sequence[float], k: int, rng: random.Random) -> list[int]:
@@ -45,7 +76,8 @@ def weighted_sample(weights: Sequence[float], k: int, rng: random.Random) -> lis
 
 
 def select_external(groups: Sequence[ScoredGroup], k: int, policy: str, version: int,
-                    quality: Mapping[str, float], rng: random.Random) -> list[int]:
+                    quality: Mapping[str, float], rng: random.Random,
+                    success: Mapping[str, float] | None = None) -> list[int]:
     """Indices of the (at most k) groups a step takes from `groups` under `policy`."""
     if k <= 0 or not groups:
         return []
@@ -56,5 +88,8 @@ def select_external(groups: Sequence[ScoredGroup], k: int, policy: str, version:
         return rng.sample(informative, min(k, len(informative)))
     if policy == "fresh_quality":
         weights = fresh_quality_weights(groups, version, quality)
+        return [i for i in weighted_sample(weights, k, rng) if weights[i] > 0]
+    if policy == "own_need":
+        weights = own_need_weights(groups, version, quality, success or {})
         return [i for i in weighted_sample(weights, k, rng) if weights[i] > 0]
     raise ValueError(f"unknown external selection policy {policy!r} (one of {', '.join(POLICIES)})")

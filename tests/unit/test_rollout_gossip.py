@@ -432,8 +432,8 @@ def test_intake_rejects_bad_groups_one_by_one(intake, policy):
     batch = to_batch([good, wrong_prompt, unknown, out_of_vocab], fp)
     result = intake.accept(batch, sender="p", current_version=3)
     assert [g.completion_token_ids for g in result.groups] == [[byte_ids("74") + [EOS]]]
-    assert [r for r, _ in result.rejected] == [
-        RejectReason.PROMPT_MISMATCH, RejectReason.UNKNOWN_TASK, RejectReason.MODEL_MISMATCH]
+    assert [r for r, _ in result.rejected] == [RejectReason.PROMPT_MISMATCH, RejectReason.MODEL_MISMATCH]
+    assert result.skipped_other_task == 1
     # Log-probs that do not match the token ids are a model mismatch too (same-model path only).
     assert [r for r, _ in intake.accept(to_batch([short_logprobs], fp), "p", 3).rejected] == [RejectReason.MODEL_MISMATCH]
     # ...and out-of-vocabulary ids are harmless on the foreign path (only the text counts).
@@ -442,11 +442,11 @@ def test_intake_rejects_bad_groups_one_by_one(intake, policy):
     assert foreign.groups[0].rewards == [1.0]
 
 
-def test_task_outside_the_nodes_tasks_is_unknown(policy):
+def test_a_task_this_node_does_not_train_is_skipped_not_rejected(policy):
     only_sum2 = make_intake(policy, tasks=["sum2"])
     item = get_task("sum3").item(7, 0)
     result = only_sum2.accept(to_batch([scored(item, [byte_ids(item.answer)])], policy.fingerprint), "p", 0)
-    assert result.groups == [] and result.rejected == [(RejectReason.UNKNOWN_TASK, "sum3")]
+    assert result.groups == [] and result.rejected == [] and result.skipped_other_task == 1
 
 
 # The wire carries temperature as a float32: 0.7 arrives as 0.699999988...

@@ -13,7 +13,10 @@ from swarmnode.trainer.experience import ScoredGroup
 from swarmnode.trainer.selection import (
     POLICIES,
     fresh_quality_weights,
+    need,
+    own_need_weights,
     select_external,
+    update_success,
     weighted_sample,
 )
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
@@ -48,6 +51,50 @@ def test_fresh_quality_weights_by_hand():
     # alpha = 2: (1 + tau)^-2
     assert fresh_quality_weights(groups, 7, quality, alpha=2.0) == pytest.approx([0.1, 0.0, 0.5, 0.9, 0.2 / 16])
     assert fresh_quality_weights([], 7, quality) == []
+
+
+def test_own_success_and_need_by_hand():
+    assert update_success(None, 1.0) == pytest.approx(0.9 * 0.5 + 0.1 * 1.0)  # from the 0.5 prior: 0.55
+    assert update_success(0.2, 0.0) == pytest.approx(0.18)
+    assert update_success(0.2, 0.75, decay=0.5) == pytest.approx(0.475)
+    assert need(None) == 0.5 and need(0.3) == pytest.approx(0.7) and need(1.0) == 0.05  # the floor
+
+
+def test_own_need_weights_by_hand():
+    weak, strong = TaskRef("sum3", 0, 0), TaskRef("sum2", 0, 0)
+    groups = [
+        group(version=5, source="A", rewards=(1.0, 0.0)),  # sum2, tau 2, q 0.9: 0.3 * need 0.2 = 0.06
+        group(version=7, source="C", rewards=(0.0, 1.0)),  # sum3, fresh, q 0.5: 0.5 * need 0.9 = 0.45
+        group(version=7, source="A", rewards=(0.0, 0.0)),  # sum3 but all wrong: 0
+        group(version=7, source="A", rewards=(0.0, 1.0)),  # rg:count_bits, never seen: 0.9 * need 0.5 = 0.45
+    ]
+    groups[0].ref, groups[1].ref, groups[2].ref, groups[3].ref = strong, weak, weak, TaskRef("rg:count_bits", 0, 0)
+    success = {"sum2": 0.8, "sum3": 0.1}
+    assert own_need_weights(groups, 7, {"A": 0.9}, success) == pytest.approx([0.06, 0.45, 0.0, 0.45])
+    rng = random.Random(0)
+    picks = [select_external(groups, 1, "own_need", 7, {"A": 0.9}, rng, success)[0] for _ in range(2000)]
+    share = picks.count(1) / len(picks)  # P = 0.45 / 0.96
+    assert abs(share - 0.45 / 0.96) < 0.04 and 2 not in picks
+
+
+def test_the_buffer_tracks_its_own_success_per_task_and_selects_where_it_is_weak():
+    buf = ExperienceBuffer(max_staleness=4, external_max_staleness=4, selection="own_need", seed=1)
+    weak, strong = TaskRef("sum3", 0, 0), TaskRef("sum2", 0, 0)
+    own = []
+    for ref, rewards in ((strong, (1.0, 1.0)), (weak, (0.0, 0.0))) * 30:
+        g = group(rewards=rewards)
+        g.ref = ref
+        own.append(g)
+    buf.put(own)
+    assert buf.own_success["sum2"] > 0.95 and buf.own_success["sum3"] < 0.05
+    peers = []
+    for i in range(40):
+        g = group(source=f"p{i}", rewards=(1.0, 0.0))
+        g.ref = weak if i % 2 else strong
+        peers.append(g)
+    buf.put(peers)
+    taken = buf.take(0, 10, version=0).groups
+    assert sum(g.ref == weak for g in taken) >= 8  # need 0.95+ against the floor 0.05
 
 
 def test_weighted_sample_puts_zero_weights_last():
