@@ -312,6 +312,8 @@ class TrainingService:
                     local_reward_mean=round(sum(self._local_rewards) / len(self._local_rewards), 4)
                     if self._local_rewards else None,
                     external_trained=runner.buffer.stats.external_taken,
+                    external_trained_by_task=dict(runner.buffer.stats.external_taken_by_task),
+                    own_success={task: round(s, 4) for task, s in sorted(runner.buffer.own_success_snapshot().items())},
                     external_pool=runner.buffer.external_available(),
                     generate_tokens_per_s=round(runner.generated_tokens / max(runner.generate_seconds, 1e-9), 1),
                     train_samples_per_s=round(trained_samples / max(train_seconds, 1e-9), 1),
@@ -405,6 +407,8 @@ class TrainingService:
             "reward_mean": state.get("reward_mean"),
             "local_reward_mean": state.get("local_reward_mean"),
             "external_trained": state.get("external_trained"),
+            "external_trained_by_task": state.get("external_trained_by_task"),
+            "own_success": state.get("own_success"),
             "external_pool": state.get("external_pool"),
             "heldout_accuracy": state.get("heldout_accuracy"),
             "generate_tokens_per_s": state.get("generate_tokens_per_s"),

@@ -24,6 +24,8 @@ TRAINING_NOT_RUNNING: dict[str, Any] = {
     "reward_mean": None,
     "local_reward_mean": None,
     "external_trained": None,
+    "external_trained_by_task": None,
+    "own_success": None,
     "external_pool": None,
     "heldout_accuracy": None,
     "generate_tokens_per_s": None,

@@ -24,6 +24,7 @@ class BufferStats:
     dropped_stale: int = 0
     external_dropped_stale: int = 0
     external_taken: int = 0
+    external_taken_by_task: Counter = field(default_factory=Counter)  # task -> peers' groups taken
     staleness: Counter = field(default_factory=Counter)  # (trained version - behaviour version) -> groups
 
 
@@ -113,9 +114,16 @@ class ExperienceBuffer:
             self.stats.dropped_stale += dropped
             self.stats.external_dropped_stale += external_dropped
             self.stats.external_taken += len(chosen)
+            for i in chosen:
+                self.stats.external_taken_by_task[pool[i].ref.task] += 1
             for g in groups:
                 self.stats.staleness[version - g.policy_version] += 1
             return Take(groups, dropped + external_dropped)
+
+    def own_success_snapshot(self) -> dict[str, float]:
+        """task -> this node's running success rate on it (selection.update_success)."""
+        with self._cond:
+            return dict(self.own_success)
 
     def external_available(self) -> int:
         with self._cond:

@@ -95,6 +95,9 @@ def test_the_buffer_tracks_its_own_success_per_task_and_selects_where_it_is_weak
     buf.put(peers)
     taken = buf.take(0, 10, version=0).groups
     assert sum(g.ref == weak for g in taken) >= 8  # need 0.95+ against the floor 0.05
+    assert buf.stats.external_taken_by_task["sum3"] == sum(g.ref == weak for g in taken)
+    assert buf.stats.external_taken_by_task["sum2"] == sum(g.ref == strong for g in taken)
+    assert buf.own_success_snapshot() == buf.own_success
 
 
 def test_weighted_sample_puts_zero_weights_last():
