@@ -8,6 +8,10 @@ docs/results/learning_curve.json and docs/results/learning_curve.png.
 
     .venv/bin/python scripts/learning_curve.py            # the README's figures (20 minutes)
     .venv/bin/python scripts/learning_curve.py --minutes 2 --out /tmp/lc   # a quick look
+    .venv/bin/python scripts/learning_curve.py --device cuda --minutes 3     # learning_curve_cuda.json / .png
+    .venv/bin/python scripts/learning_curve.py --replot docs/results/learning_curve_cuda.json   # PNG from a JSON
+
+Without matplotlib (a bare GPU machine) the JSON is written and the PNG left for --replot.
 """
 from __future__ import annotations
 
@@ -19,7 +23,6 @@ import time
 from pathlib import Path
 
 import torch
-from rich.console import Console
 
 from swarmnode.policy import SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
@@ -43,12 +46,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--max-staleness", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
-    return p.parse_args(argv)
+    p.add_argument("--name", help="file stem of the JSON and PNG (default: learning_curve, + _<device type> off the CPU)")
+    p.add_argument("--replot", type=Path, help="only draw the PNG beside this learning-curve JSON")
+    args = p.parse_args(argv)
+    if args.name is None:
+        device_type = args.device.split(":")[0]
+        args.name = "learning_curve" if device_type == "cpu" else f"learning_curve_{device_type}"
+    return args
 
 
-def plot(points: list[dict], path: Path, title: str) -> None:
-    import matplotlib
+def plot(points: list[dict], path: Path, title: str, device: str = "2-core CPU") -> bool:
+    """The curve as a PNG; False (nothing drawn) where matplotlib is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -58,7 +73,7 @@ def plot(points: list[dict], path: Path, title: str) -> None:
     ax.plot(minutes, [100 * p["accuracy"] for p in points], marker="o", label="mean")
     for task in DEFAULT_TASKS:
         ax.plot(minutes, [100 * p["per_task"][task] for p in points], linestyle="--", alpha=0.6, label=task)
-    ax.set_xlabel("minutes (wall clock, 2-core CPU)")
+    ax.set_xlabel(f"minutes (wall clock, {device})")
     ax.set_ylabel("held-out greedy accuracy (%)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -66,50 +81,27 @@ def plot(points: list[dict], path: Path, title: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return True
 
 
-def main(argv: list[str]) -> int:
-    args = parse_args(argv)
-    console = Console()
-    torch.manual_seed(args.seed)
-    policy = load_policy(args.model)
-    config = RolloutConfig(
-        prompts_per_step=args.prompts, samples_per_prompt=args.samples, max_staleness=args.max_staleness,
-        sampling=SamplingParams(temperature=args.temperature, max_new_tokens=8),
-    )
-    trainer = Trainer(policy.model, policy.tokenizer.pad_token_id, TrainerConfig(lr=args.lr, temperature=args.temperature))
-    generator = HFGenerator(copy.deepcopy(policy.model), policy.tokenizer)
-    evaluator = HFGenerator(trainer.model, policy.tokenizer)
-    items = heldout_items(config.tasks, args.eval_size)
-    stream = prompt_stream(config.tasks, config.data_seed, exclude=questions_of(items))
-    runner = AsyncRunner(generator, trainer, stream, config)
-    torch.set_num_threads(1)  # generator and trainer threads, one core each
-    start = time.perf_counter()
-    points: list[dict] = []
+def replot(path: Path) -> int:
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    initial, final = summary["initial_accuracy"], summary["final_accuracy"]
+    device = summary.get("device_name") or "2-core CPU"
+    title = f"one node, {summary['model']}: {100 * initial:.1f}% -> {100 * final:.1f}% in {summary['minutes']:.0f} min"
+    return 0 if plot(summary["points"], path.with_suffix(".png"), title, device) else 1
 
-    def evaluate() -> None:
-        accuracy = greedy_accuracy(evaluator, items)
-        point = {"version": trainer.version, "minutes": round((time.perf_counter() - start) / 60, 3),
-                 "accuracy": accuracy["mean"], "per_task": {t: accuracy[t] for t in config.tasks}}
-        points.append(point)
-        per_task = "  ".join(f"{t} {100 * accuracy[t]:5.1f}%" for t in config.tasks)
-        console.print(f"version {trainer.version:4d}  {point['minutes']:6.2f} min  accuracy {100 * accuracy['mean']:5.1f}%  ({per_task})")
 
-    evaluate()
-
-    def on_step(result, dropped) -> None:
-        if result.trained and result.version % args.eval_every == 0:
-            evaluate()
-        if time.perf_counter() - start > args.minutes * 60:
-            runner.stop()
-
-    runner.run(None, on_step)
-    evaluate()
-    minutes = (time.perf_counter() - start) / 60
+def summarize(args, argv, policy, trainer, runner, points: list[dict], minutes: float) -> dict:
+    """The run's figures, settings and evaluation points, as written to the JSON."""
     initial, final = points[0]["accuracy"], points[-1]["accuracy"]
     best = max(points, key=lambda p: p["accuracy"])
-    summary = {
+    device = next(policy.model.parameters()).device
+    return {
         "model": args.model,
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "2-core CPU",
+        "dtype": args.dtype,
         "initial_accuracy": initial,
         "final_accuracy": final,
         "best_accuracy": best["accuracy"],
@@ -124,13 +116,58 @@ def main(argv: list[str]) -> int:
         "command": "python scripts/learning_curve.py " + " ".join(argv),
         "points": points,
     }
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    if args.replot:
+        return replot(args.replot)
+    torch.manual_seed(args.seed)
+    policy = load_policy(args.model, device=args.device, dtype=args.dtype)
+    config = RolloutConfig(
+        prompts_per_step=args.prompts, samples_per_prompt=args.samples, max_staleness=args.max_staleness,
+        sampling=SamplingParams(temperature=args.temperature, max_new_tokens=8),
+    )
+    trainer = Trainer(policy.model, policy.tokenizer.pad_token_id, TrainerConfig(lr=args.lr, temperature=args.temperature))
+    generator = HFGenerator(copy.deepcopy(policy.model), policy.tokenizer)
+    evaluator = HFGenerator(trainer.model, policy.tokenizer)
+    items = heldout_items(config.tasks, args.eval_size)
+    stream = prompt_stream(config.tasks, config.data_seed, exclude=questions_of(items))
+    runner = AsyncRunner(generator, trainer, stream, config)
+    if args.device == "cpu":
+        torch.set_num_threads(1)  # generator and trainer threads, one core each
+    start = time.perf_counter()
+    points: list[dict] = []
+
+    def evaluate() -> None:
+        accuracy = greedy_accuracy(evaluator, items)
+        point = {"version": trainer.version, "minutes": round((time.perf_counter() - start) / 60, 3),
+                 "accuracy": accuracy["mean"], "per_task": {t: accuracy[t] for t in config.tasks}}
+        points.append(point)
+        per_task = "  ".join(f"{t} {100 * accuracy[t]:5.1f}%" for t in config.tasks)
+        print(f"version {trainer.version:4d}  {point['minutes']:6.2f} min  accuracy {100 * accuracy['mean']:5.1f}%  ({per_task})")
+
+    evaluate()
+
+    def on_step(result, dropped) -> None:
+        if result.trained and result.version % args.eval_every == 0:
+            evaluate()
+        if time.perf_counter() - start > args.minutes * 60:
+            runner.stop()
+
+    runner.run(None, on_step)
+    evaluate()
+    minutes = (time.perf_counter() - start) / 60
+    summary = summarize(args, argv, policy, trainer, runner, points, minutes)
+    initial, final, device_name = summary["initial_accuracy"], summary["final_accuracy"], summary["device_name"]
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "learning_curve.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    plot(points, args.out / "learning_curve.png",
-         f"one node, {args.model}: {100 * initial:.1f}% -> {100 * final:.1f}% in {minutes:.0f} min")
-    console.print(f"held-out accuracy {100 * initial:.1f}% -> {100 * final:.1f}% "
-                  f"({summary['gain_points']:+.1f} points) in {minutes:.1f} min, {trainer.version} versions")
-    console.print(f"wrote {args.out / 'learning_curve.json'} and {args.out / 'learning_curve.png'}")
+    json_path, png_path = args.out / f"{args.name}.json", args.out / f"{args.name}.png"
+    json_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    drawn = plot(points, png_path, f"one node, {args.model}: {100 * initial:.1f}% -> {100 * final:.1f}% in {minutes:.0f} min",
+                 device_name)
+    print(f"held-out accuracy {100 * initial:.1f}% -> {100 * final:.1f}% "
+          f"({summary['gain_points']:+.1f} points) in {minutes:.1f} min, {trainer.version} versions")
+    print(f"wrote {json_path}" + (f" and {png_path}" if drawn else f" (no matplotlib: draw the PNG with --replot {json_path})"))
     return 0
 
 

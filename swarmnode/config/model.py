@@ -74,7 +74,14 @@ class ModelConfig(_Section):
         "auto", description="hf decode path: loop (rows leave as they end), bucketed (batch shrinks to powers of two), "
                             "generate (model.generate); auto: the one measured fastest on the device (policy/hf_backend.py)"
     )
-    fp32_logits: bool = Field(True, description="bf16/fp16 models compute logits in float32 (generator and trainer log-probs agree)")
+    fp32_logits: bool = Field(
+        False, description="bf16/fp16 models compute logits in float32 in the generator and the trainer "
+                           "(measured no smaller log-prob gap on the models tried; costs a float32 matmul over the vocabulary)"
+    )
+    cudnn_attention: bool = Field(
+        False, description="let attention use cuDNN's kernel on a GPU (it re-plans for every new shape: measured slower "
+                           "for decoding and training, README 'GPU nodes')"
+    )
 
 
 class TrainingConfig(_Section):

@@ -70,7 +70,16 @@ def trainer_config(config: NodeConfig) -> TrainerConfig:
     t = config.training
     return TrainerConfig(lr=t.lr, max_grad_norm=t.max_grad_norm, eps_low=t.eps_low, eps_high=t.eps_high,
                          temperature=t.temperature, kl_coef=t.kl_coef, external_positive_only=t.external_positive_only,
-                         external_max_logprob_gap=config.limits.external_max_logprob_gap)
+                         external_max_logprob_gap=config.limits.external_max_logprob_gap,
+                         micro_batch_tokens=None if t.micro_batch_tokens == "auto" else t.micro_batch_tokens,
+                         forward_chunking=t.forward_chunking, fp32_logits=config.model.fp32_logits,
+                         cudnn_attention=config.model.cudnn_attention)
+
+
+def generator_options(config: NodeConfig) -> dict:
+    """HFGenerator keyword arguments from the model section (decode path, logits, attention)."""
+    m = config.model
+    return {"decode": m.decode, "fp32_logits": m.fp32_logits, "cudnn_attention": m.cudnn_attention}
 
 
 def outer_config(config: NodeConfig) -> OuterConfig:
@@ -109,7 +118,8 @@ def make_generator(config: NodeConfig, trainer: Trainer, policy) -> Generator:
         if trainer.version:
             generator.load_weights(trainer.weights(), trainer.version)  # resumed from a checkpoint
         return generator
-    return HFGenerator(copy.deepcopy(trainer.model), policy.tokenizer, policy_version=trainer.version)
+    return HFGenerator(copy.deepcopy(trainer.model), policy.tokenizer, policy_version=trainer.version,
+                       **generator_options(config))
 
 
 class CheckpointFailures(RuntimeError):
@@ -255,7 +265,7 @@ class TrainingService:
                 outer.load(saved, state.extra.get("outer", {}))
                 log.info("resumed the outer loop at outer step %d", outer.outer_steps)
             self.outer = outer
-        evaluator = HFGenerator(trainer.model, policy.tokenizer)
+        evaluator = HFGenerator(trainer.model, policy.tokenizer, **generator_options(self.config))
         rollout = rollout_config(self.config)
         items = heldout_items(rollout.tasks, t.eval_size)
         start_index = state.stream_position // len(rollout.tasks)

@@ -1,19 +1,112 @@
 """The `hf` generation backend: batched sampling with a KV cache on a transformers model.
 
-Two decode paths: a hand-written cached loop (default) and `model.generate`. The loop skips
-generate()'s per-step processor machinery, prefills each prompt once for all its samples and
-drops a sample from the batch once it has ended; `scripts/bench_generation.py` measures both
-on the bundled policy and the README quotes the ratio.
+Three decode paths (`HFGenerator(decode=...)`, config `model.decode`):
+
+- `loop`: a hand-written cached loop. It skips generate()'s per-step processor machinery,
+  prefills each prompt once for all its samples and drops a sample from the batch as soon as
+  it has ended.
+- `bucketed`: the same loop, but the batch only shrinks to power-of-two sizes (finished rows
+  ride along, masked), so attention shapes repeat. Measured slower than `loop` once cuDNN's
+  attention is out of the way (below); kept as an option.
+- `generate`: `model.generate`.
+
+On a GPU the decode steps run with cuDNN's attention excluded (`attention_backends`; config
+`model.cudnn_attention`): rows leaving the batch change the attention shape nearly every
+step, and cuDNN plans each new shape (~1.5 ms of CPU per call instead of ~0.06 ms). Measured
+on an H100, Qwen2 of Qwen2.5-0.5B's shape in bf16, 64 prompts x 8 samples x 128 new tokens:
+the loop ran 0.34-0.39x model.generate with cuDNN and 0.97-1.14x without (four sessions).
+
+`auto` (the default) measures: on a GPU the loop and generate take turns on the first batches
+and the faster stays (AUTO_DECODE, AUTO_TRIALS); on a CPU it is the loop, measured there at
+1.8-3x generate on the bundled policy. README "GPU nodes" has the figures
+(`scripts/bench_generation.py`).
 """
 from __future__ import annotations
 
+import contextlib
+import time
+import types
 from typing import Mapping, Sequence
 
 import torch
 from transformers import DynamicCache
 
-from swarmnode.policy.generation import Completion, PromptGeneration, SamplingParams, finish_completion
+from swarmnode.policy.generation import (
+    Completion,
+    PromptGeneration,
+    SamplingParams,
+    finish_completion,
+)
 from swarmnode.policy.sampling import sample_next
+
+DECODES = ("auto", "loop", "bucketed", "generate")
+# "auto" tries these paths on the first batches and keeps the fastest (see HFGenerator.decode).
+# On a CPU the loop is 1.8-3x model.generate on the bundled policy, so it is not put on trial;
+# on an H100 the winner depends on the model (the loop at 0.97-1.14x generate on the 0.5B
+# shape in bf16, 1.30-1.36x on the tiny policy in fp32, 0.82-0.88x on it in bf16). Device
+# types not listed use the CPU's.
+AUTO_DECODE = {"cpu": ("loop",), "cuda": ("loop", "generate")}
+AUTO_TRIALS = 3  # batches each candidate runs before "auto" settles (the best counts: the first warms up)
+
+
+def decode_candidates(decode: str, device: torch.device) -> tuple[str, ...]:
+    """The decode paths a generator may run: `decode` itself, or for "auto" the device type's candidates."""
+    if decode not in DECODES:
+        raise ValueError(f"model.decode is one of {', '.join(DECODES)}, got {decode!r}")
+    return AUTO_DECODE.get(device.type, AUTO_DECODE["cpu"]) if decode == "auto" else (decode,)
+
+
+def fastest(rates: dict[str, list[float]]) -> str:
+    """The path whose best trial was fastest: argmax_path max_trial tokens/s (the best trial,
+    since a path's first call also pays its warm-up). A path without trials counts as 0."""
+    return max(rates, key=lambda path: max(rates[path], default=0.0))
+
+
+def bucket_size(running: int, width: int) -> int:
+    """Rows a bucketed decode batch keeps: the smallest power of two >= running, at most width.
+
+        size = min(width, 2 ** ceil(log2(running)))
+    """
+    return min(width, 1 << max(0, running - 1).bit_length())
+
+
+def attention_backends(device: torch.device, cudnn: bool):
+    """A context in which scaled_dot_product_attention may use cuDNN's kernel, or not (a GPU only).
+
+    cuDNN's attention builds a plan per new shape: ~1.5 ms of CPU per call instead of ~0.06 ms
+    when shapes change (decode steps, micro-batches and chunks of new widths). Without it
+    SDPA takes flash or memory-efficient attention (README, "GPU nodes", has the figures).
+    """
+    if cudnn or device.type != "cuda":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+
+
+def _fp32_linear_forward(self, hidden: torch.Tensor) -> torch.Tensor:
+    # The weight is upcast per call (gradients flow back to the low-precision parameter), so
+    # a tied embedding keeps one parameter and the checkpoint is unchanged.
+    bias = None if self.bias is None else self.bias.float()
+    return torch.nn.functional.linear(hidden.float(), self.weight.float(), bias)
+
+
+def use_fp32_logits(model) -> bool:
+    """Compute the output layer (logits) in float32 when the model's weights are bf16 / fp16.
+
+    The logits of a bf16 head carry ~3 significant digits, so a log-prob read from them is off
+    by up to ~|logit| / 256; the generator and the trainer must agree on log-probs (the
+    behaviour / proximal weights are their ratios). Off by default (config model.fp32_logits):
+    on the models measured (README "GPU nodes") the gap comes from the bf16 hidden states and
+    this left it unchanged, while its float32 matmul costs most with a large vocabulary.
+    Patches the head of this instance only (a deepcopy keeps it); returns whether it did (not
+    for float32 models or non-Linear heads).
+    """
+    head = model.get_output_embeddings()
+    if not isinstance(head, torch.nn.Linear) or head.weight.dtype == torch.float32:
+        return False
+    head.forward = types.MethodType(_fp32_linear_forward, head)
+    return True
 
 
 def format_prompt(tokenizer, question: str) -> str:
@@ -41,40 +134,80 @@ def left_pad_positions(mask: torch.Tensor) -> torch.Tensor:
 
 
 class HFGenerator:
-    def __init__(self, model, tokenizer, *, policy_version: int = 0, decode: str = "loop"):
-        if decode not in ("loop", "generate"):
-            raise ValueError("decode is 'loop' or 'generate'")
+    def __init__(self, model, tokenizer, *, policy_version: int = 0, decode: str = "auto",
+                 fp32_logits: bool = False, cudnn_attention: bool = False):
         self.model = model.eval()
         self.device = next(model.parameters()).device
+        # tokens/s of each trial batch per candidate path (one candidate: no trials)
+        self.decode_rates: dict[str, list[float]] = {path: [] for path in decode_candidates(decode, self.device)}
+        if fp32_logits:
+            use_fp32_logits(self.model)
+        self.cudnn_attention = cudnn_attention  # see attention_backends
         self.tokenizer = tokenizer
         self.policy_version = policy_version
-        self.decode = decode
         eos = tokenizer.eos_token_id
         eos_ids = [eos] if isinstance(eos, int) else list(eos)
         self.eos_ids = torch.tensor(eos_ids, dtype=torch.long, device=self.device)
         self._eos = set(eos_ids)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else int(self.eos_ids[0])
 
+    @property
+    def decode(self) -> str:
+        """The path the next batch runs: candidates take turns until each has run AUTO_TRIALS
+        batches, then the fastest (the only one when decode is not "auto")."""
+        trials = min(self.decode_rates, key=lambda path: len(self.decode_rates[path]))
+        if len(self.decode_rates) > 1 and len(self.decode_rates[trials]) < AUTO_TRIALS:
+            return trials
+        return fastest(self.decode_rates)
+
+    @property
+    def on_trial(self) -> bool:
+        return len(self.decode_rates) > 1 and min(len(r) for r in self.decode_rates.values()) < AUTO_TRIALS
+
     def load_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
         self.model.load_state_dict(state_dict)
         self.policy_version = version
 
     def generate(self, prompts: Sequence[str], samples_per_prompt: int, params: SamplingParams) -> list[PromptGeneration]:
+        # A trial times the whole call (tokenising and decoding text too): on a small model
+        # that is most of it, and it differs between the paths.
+        path, on_trial, start = self.decode, self.on_trial, time.perf_counter()
         prompt_ids = [self.tokenizer(format_prompt(self.tokenizer, q), add_special_tokens=False)["input_ids"] for q in prompts]
         generator = None
         if params.seed is not None:
             generator = torch.Generator(device=self.device).manual_seed(params.seed)
-        decode = self._decode_loop if self.decode == "loop" else self._decode_generate
-        tokens, logprobs = decode(prompt_ids, samples_per_prompt, params, generator)
+        decode = self._decode_generate if path == "generate" else self._decode_loop
+        with attention_backends(self.device, self.cudnn_attention):
+            tokens, logprobs = decode(prompt_ids, samples_per_prompt, params, generator)
         groups = []
         for p, (question, ids) in enumerate(zip(prompts, prompt_ids)):
             group = PromptGeneration(question, ids, policy_version=self.policy_version)
             for r in range(p * samples_per_prompt, (p + 1) * samples_per_prompt):
                 group.completions.append(self._completion(tokens[r], logprobs[r], params))
             groups.append(group)
+        if on_trial:
+            tokens_made = sum(len(c.token_ids) for g in groups for c in g.completions)
+            self.decode_rates[path].append(tokens_made / (time.perf_counter() - start))
         return groups
 
     # -- decoding ------------------------------------------------------------------------------
+
+    def _rows_to_keep(self, done: torch.Tensor) -> torch.Tensor | None:
+        """Batch positions to keep after a step ([] when every row has ended; None: keep all).
+
+        loop: the rows still running. bucketed: the running rows first, then finished ones as
+        filler up to bucket_size(running, batch); the same batch while that is its size.
+        One host sync per step either way (generate() has one too, for its stopping check).
+        """
+        if self.decode == "bucketed":
+            running = int((~done).sum())
+            size = bucket_size(running, len(done)) if running else 0
+            if size == len(done):
+                return None
+            return torch.argsort(done.to(torch.int8), stable=True)[:size]
+        if not bool(done.any()):
+            return None
+        return (~done).nonzero().squeeze(1)
 
     @torch.inference_mode()
     def _decode_loop(self, prompt_ids, samples, params, generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -83,10 +216,10 @@ class HFGenerator:
         Two savings over decoding every row to the end:
         - each prompt is prefilled once and its KV cache repeated for its `samples` rows (the
           rows of a group share the prompt, so a per-row prefill repeats the same work);
-        - a row that has sampled an end token leaves the batch: later steps run the model on the
-          rows still generating only (short answers finish in 2-4 tokens while a few samples run
-          to max_new_tokens).
-        Finished positions hold the pad token and log-prob 0, as before.
+        - a row that has sampled an end token leaves the batch (see _rows_to_keep): later steps
+          run the model on fewer rows (short answers finish in 2-4 tokens while a few samples
+          run to max_new_tokens).
+        Finished positions hold the pad token and log-prob 0.
         """
         input_ids, mask = (t.to(self.device) for t in left_pad(prompt_ids, self.pad_id))
         positions = left_pad_positions(mask)
@@ -102,20 +235,22 @@ class HFGenerator:
         tokens = torch.full((rows, params.max_new_tokens), self.pad_id, dtype=torch.long, device=self.device)
         logprobs = torch.zeros((rows, params.max_new_tokens), device=self.device)
         running = torch.arange(rows, device=self.device)  # batch position -> row
+        done = torch.zeros(rows, dtype=torch.bool, device=self.device)  # ended rows still in the batch
         width = 0
         for step in range(params.max_new_tokens):
             token, logprob = sample_next(logits, params.temperature, params.top_p, generator)
+            token = token.masked_fill(done, self.pad_id)
             tokens[running, step] = token
-            logprobs[running, step] = logprob
+            logprobs[running, step] = logprob.masked_fill(done, 0.0)
             width = step + 1
             if step + 1 == params.max_new_tokens:
                 break
-            finished = torch.isin(token, self.eos_ids)
-            if bool(finished.any()):
-                keep = (~finished).nonzero().squeeze(1)
+            done = done | torch.isin(token, self.eos_ids)
+            keep = self._rows_to_keep(done)
+            if keep is not None:
                 if keep.numel() == 0:
                     break
-                running, token, mask, next_position = running[keep], token[keep], mask[keep], next_position[keep]
+                running, token, mask, next_position, done = (t[keep] for t in (running, token, mask, next_position, done))
                 cache.batch_select_indices(keep)
             mask = torch.cat([mask, mask.new_ones((len(running), 1))], dim=1)
             out = self.model(input_ids=token[:, None], attention_mask=mask, position_ids=next_position,
@@ -126,7 +261,7 @@ class HFGenerator:
 
     @torch.inference_mode()
     def _decode_generate(self, prompt_ids, samples, params, generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """The same through model.generate (for comparison; seeds the global RNG)."""
+        """The same through model.generate (seeds the global RNG)."""
         if params.seed is not None:
             torch.manual_seed(params.seed)
         input_ids, mask = (t.to(self.device) for t in left_pad([ids for ids in prompt_ids for _ in range(samples)], self.pad_id))
@@ -142,7 +277,7 @@ class HFGenerator:
         scale = 1.0 if greedy else params.temperature
         logits = torch.stack(out.logits, dim=1).float() / scale
         logprobs = torch.log_softmax(logits, dim=-1).gather(-1, tokens[..., None]).squeeze(-1)
-        return tokens, logprobs
+        return tokens.cpu(), logprobs.cpu()
 
     def _completion(self, tokens: torch.Tensor, logprobs: torch.Tensor, params: SamplingParams) -> Completion:
         return finish_completion(self.tokenizer, self._eos, tokens.tolist(), logprobs.tolist(), params.stop)

@@ -118,3 +118,55 @@ def bench_async(policy: LoadedPolicy, config: RolloutConfig, steps: int, cores: 
         async_seconds_by_mode={m: round(v, 3) for m, v in async_by_mode.items()},
         repeats=repeats, ratio_by_repeat=[round(r, 3) for r in ratios],
     )
+
+
+# Random-init model shapes for benchmarks on a GPU (the bundled tokenizer's vocabulary).
+MODEL_SHAPES = {
+    # Qwen2.5-0.5B's shape: 358M parameters with the bundled 258-token vocabulary.
+    "0.5b": {"hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
+             "num_key_value_heads": 2, "max_position_embeddings": 32768, "rope_theta": 1_000_000.0,
+             "tie_word_embeddings": True},
+}
+
+
+def shaped_policy(shape: str, device: str = "cpu", dtype: str = "float32") -> LoadedPolicy:
+    """A randomly initialised Qwen2 of MODEL_SHAPES[shape] with the bundled tokenizer (seed 0)."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from swarmnode.policy.loading import BUNDLED_TINY, load_policy
+
+    tokenizer = load_policy(BUNDLED_TINY).tokenizer
+    config = Qwen2Config(vocab_size=len(tokenizer), eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                         bos_token_id=tokenizer.eos_token_id, **MODEL_SHAPES[shape])
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = Qwen2ForCausalLM(config).to(getattr(torch, dtype)).eval()
+    return LoadedPolicy(f"random:{shape}", model, tokenizer, fingerprint="")
+
+
+def logprob_gap(policy: LoadedPolicy, prompts: list[str], samples: int, params, fp32_logits: bool = False,
+                chunking: str = "auto") -> dict[str, float]:
+    """|generator's behaviour log-prob - trainer's log-prob| over the sampled tokens, same weights:
+
+        gap_t = |behavior_logp_t - logp_t|   (max, mean and 99th percentile over all tokens)
+
+    The generator samples with the hf backend; the trainer's forward scores the same tokens.
+    In float32 the two agree to ~1e-5; in bf16 they differ by how the two computations round.
+    """
+    from swarmnode.tasks import TaskRef
+    from swarmnode.trainer.experience import ScoredGroup, collate
+    from swarmnode.trainer.forward import completion_logprobs, resolve_chunking
+
+    model = copy.deepcopy(policy.model)  # the generator patches its model's head when fp32_logits is set
+    generator = HFGenerator(model, policy.tokenizer, fp32_logits=fp32_logits)
+    generations = generator.generate(prompts, samples, params)
+    groups = [ScoredGroup(ref=TaskRef("sum2", 0, i), prompt_token_ids=g.prompt_token_ids,
+                          completion_token_ids=[c.token_ids for c in g.completions],
+                          behavior_logprobs=[c.logprobs for c in g.completions], rewards=[0.0] * samples, policy_version=0)
+              for i, g in enumerate(generations)]
+    batch = collate(groups, policy.tokenizer.pad_token_id).to(generator.device)
+    with torch.no_grad():
+        logp = completion_logprobs(model, batch, params.temperature, chunking=resolve_chunking(chunking, generator.device))
+    gaps = (batch.behavior_logp - logp).abs()[batch.completion_mask.bool()].float()
+    return {"max": float(gaps.max()), "mean": float(gaps.mean()), "p99": float(torch.quantile(gaps, 0.99)),
+            "tokens": int(gaps.numel())}

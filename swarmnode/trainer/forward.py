@@ -1,16 +1,25 @@
-"""The trainer's forward pass: log-probs of the completion tokens, each prompt run once.
+"""The trainer's forward pass: log-probs of the completion tokens, and how a batch is cut for it.
 
-A group's completions share their prompt, so the prompt runs through the model once per group
-and its keys/values are handed to every completion of the group (gradients flow back through
-them to the shared prompt pass). Completions are then run in chunks of similar length, so a
-batch whose answers take 2-3 tokens is not padded out to its one 8-token sample. On the bundled
-policy this cuts the positions the model runs over per 32x8 batch from ~3,300 (every row =
-prompt + completion, padded to the longest) to ~870, and from ~1,400 to ~420 for the rows left
-once zero-advantage groups are dropped; `scripts/bench_trainer.py` times an update against the
-one-sequence-per-row pass.
+Three ways to run a batch (`chunking`, config `training.forward_chunking`), all with the same
+result (tests/unit/test_trainer_forward.py):
 
-The result equals the plain pass over padded prompt + completion rows: attention never crosses
-into padding, and positions count real tokens only (tests/unit/test_trainer_forward.py).
+- `length`: a group's completions share their prompt, so the prompt runs through the model
+  once per group and its keys/values are handed to every completion of the group (gradients
+  flow back through them to the shared prompt pass). Completions then run in chunks of similar
+  length, so a batch whose answers take 2-3 tokens is not padded out to its one 8-token sample.
+  On the bundled policy on a CPU this cuts the positions per 32x8 batch from ~3,300 to ~870.
+- `single`: the shared prompt pass, then all completions in one chunk.
+- `plain`: every row is its prompt + completion, padded; one forward call. On a GPU the calls
+  and shapes of the chunked pass cost more than the padding saves.
+
+`auto` takes the one measured fastest on the device type (AUTO_CHUNKING): `length` on a CPU;
+`plain` on a GPU. Measured with `scripts/bench_trainer.py` on an H100 (README, "GPU nodes"):
+a Qwen2 of Qwen2.5-0.5B's shape in bf16, 64 prompts x 8 samples x 128 tokens, 67.4k
+completion tokens/s plain, 53.6k single, 34.2k length; the bundled policy in fp32 12.9k plain,
+8.0k single, 7.9k length.
+
+A batch too large for the device's memory is cut into micro-batches of rows (micro_batches)
+whose gradients the trainer accumulates; `micro_batch_budget` sizes them.
 """
 from __future__ import annotations
 
@@ -24,6 +33,20 @@ from swarmnode.trainer.objectives import token_logprobs
 # One more forward call costs about as much as this many extra padded positions on a small
 # model (Python and kernel launch overhead per layer); chunks merge while padding is cheaper.
 CHUNK_OVERHEAD_POSITIONS = 96
+CHUNKINGS = ("auto", "length", "single", "plain")
+AUTO_CHUNKING = {"cpu": "length", "cuda": "plain"}
+# Without a free-memory reading (a CPU), micro-batches are sized to this many bytes of activations.
+CPU_ACTIVATION_BYTES = 4 * 2**30
+# Share of a GPU's free memory (after weights and optimizer state) a micro-batch may use: the
+# generator shares the GPU and grows its KV cache while the trainer runs.
+GPU_MEMORY_FRACTION = 0.5
+
+
+def resolve_chunking(chunking: str, device: torch.device) -> str:
+    """The chunking to run: `chunking` itself, or for "auto" the one measured fastest on the device type."""
+    if chunking not in CHUNKINGS:
+        raise ValueError(f"training.forward_chunking is one of {', '.join(CHUNKINGS)}, got {chunking!r}")
+    return AUTO_CHUNKING.get(device.type, AUTO_CHUNKING["cpu"]) if chunking == "auto" else chunking
 
 
 def length_chunks(lengths: list[int], overhead: int = CHUNK_OVERHEAD_POSITIONS) -> list[list[int]]:
@@ -46,12 +69,90 @@ def length_chunks(lengths: list[int], overhead: int = CHUNK_OVERHEAD_POSITIONS) 
     return chunks
 
 
+def micro_batches(lengths: list[int], budget: int) -> list[list[int]]:
+    """Row indices cut into micro-batches of at most `budget` padded positions, shortest rows first.
+
+    A micro-batch of n rows whose longest (prompt + completion) is w costs n * w positions;
+    rows join the current micro-batch in order of length while that stays <= budget. A row
+    longer than the budget is a micro-batch of its own.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    parts: list[list[int]] = []
+    for i in order:
+        if parts and (len(parts[-1]) + 1) * lengths[i] <= budget:
+            parts[-1].append(i)
+        else:
+            parts.append([i])
+    return parts
+
+
+def training_bytes_per_position(config, dtype_bytes: int) -> int:
+    """Activation memory one position costs a forward + backward of a decoder LM, estimated:
+
+        bytes = layers * (34 * hidden + 10 * intermediate) * dtype_bytes / 2 + 12 * vocab
+
+    (per layer: the saved inputs of the norms, projections, attention and gated MLP; per
+    position: float32 logits, their log-softmax and its gradient). On a Qwen2 of Qwen2.5-0.5B's
+    shape in bf16 this gives 1.90 MB; measured on an H100 1.66 MB (peak memory 33.1 GiB with
+    micro-batches of <= 21,965 positions, 48.6 GiB with <= 32,000): it errs on the safe side.
+    """
+    # transformers maps GPT-2's n_embd / n_layer to these names too (attribute_map).
+    hidden = config.hidden_size
+    intermediate = getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None) or 4 * hidden
+    layers = config.num_hidden_layers
+    return int(layers * (34 * hidden + 10 * intermediate) * dtype_bytes / 2 + 12 * config.vocab_size)
+
+
+def micro_batch_budget(model, device: torch.device) -> int:
+    """Padded positions per micro-batch: GPU_MEMORY_FRACTION of the GPU's free memory (the
+    allocator's cached but unused blocks count as free), or CPU_ACTIVATION_BYTES on a CPU,
+    divided by training_bytes_per_position. At least 256."""
+    per_position = training_bytes_per_position(model.config, next(model.parameters()).element_size())
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        available = GPU_MEMORY_FRACTION * (free + cached)
+    else:
+        available = CPU_ACTIVATION_BYTES
+    return max(256, int(available // per_position))
+
+
+def row_lengths(batch: TrainBatch) -> list[int]:
+    """Positions each row runs over in a plain pass: its prompt's tokens + its completion's."""
+    prompt_lengths = batch.prompt_mask.sum(dim=1)[batch.group_ids]
+    return (prompt_lengths + batch.completion_lengths).tolist()
+
+
 def completion_logprobs(model, batch: TrainBatch, temperature: float = 1.0,
-                        overhead: int = CHUNK_OVERHEAD_POSITIONS) -> torch.Tensor:
+                        overhead: int = CHUNK_OVERHEAD_POSITIONS, chunking: str = "length") -> torch.Tensor:
     """log pi(completion token) for every row and position, [B, C] (0 on padding).
 
-    Differentiable with respect to the model's parameters when grad is enabled.
+    Differentiable with respect to the model's parameters when grad is enabled. `chunking` is
+    "length" (chunks merged while their padding costs less than `overhead`), "single" or "plain".
     """
+    if chunking == "plain":
+        return padded_logprobs(model, batch, temperature)
+    if chunking == "single":
+        overhead = 1 << 62
+    elif chunking != "length":
+        raise ValueError(f"chunking is length, single or plain, got {chunking!r}")
+    return _shared_prompt_logprobs(model, batch, temperature, overhead)
+
+
+def padded_logprobs(model, batch: TrainBatch, temperature: float = 1.0) -> torch.Tensor:
+    """The plain pass: row b = its prompt (left-padded) + its completion (right-padded), one
+    forward call over [B, P + C]; logits only at the C positions that score completion tokens."""
+    width = batch.completion_ids.shape[1]
+    ids = torch.cat([batch.prompt_ids[batch.group_ids], batch.completion_ids], dim=1)
+    mask = torch.cat([batch.prompt_mask[batch.group_ids], batch.completion_mask.long()], dim=1)
+    # Position P - 1 (the prompt's last token) scores completion token 0, ..., P + C - 2 token C - 1.
+    logits = model(input_ids=ids, attention_mask=mask, position_ids=left_pad_positions(mask),
+                   use_cache=False, logits_to_keep=width + 1).logits[:, :-1]
+    return token_logprobs(logits / temperature, batch.completion_ids) * batch.completion_mask
+
+
+def _shared_prompt_logprobs(model, batch: TrainBatch, temperature: float, overhead: int) -> torch.Tensor:
+    """Each prompt once, its keys/values shared by its completions, run in length_chunks."""
     device = batch.prompt_ids.device
     prompt_positions = left_pad_positions(batch.prompt_mask)
     prompt_out = model(input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask, position_ids=prompt_positions,

@@ -1,4 +1,10 @@
-"""One optimizer step of the decoupled-PPO GRPO trainer on a batch of scored groups."""
+"""One optimizer step of the decoupled-PPO GRPO trainer on a batch of scored groups.
+
+A batch runs through the model in micro-batches of rows sized to the device's memory
+(forward.micro_batches), their gradients accumulated: each micro-batch's loss is weighted by
+its share of the batch's tokens, so the sum is the one-shot token-level mean exactly
+(tests/unit/test_trainer.py compares the gradients).
+"""
 from __future__ import annotations
 
 import copy
@@ -7,8 +13,15 @@ from dataclasses import dataclass, field
 
 import torch
 
+from swarmnode.policy.hf_backend import attention_backends, use_fp32_logits
 from swarmnode.trainer.experience import ScoredGroup, collate
-from swarmnode.trainer.forward import completion_logprobs
+from swarmnode.trainer.forward import (
+    completion_logprobs,
+    micro_batch_budget,
+    micro_batches,
+    resolve_chunking,
+    row_lengths,
+)
 from swarmnode.trainer.objectives import (
     decoupled_ppo_loss,
     external_sample_mask,
@@ -38,6 +51,14 @@ class TrainerConfig:
     # below this policy's has its samples dropped as implausible (a weight-inflation attack)
     # and is reported.
     external_max_logprob_gap: float = 1.0
+    # Padded positions per forward + backward; None: sized from the device's free memory
+    # (forward.micro_batch_budget). Larger batches are cut into micro-batches.
+    micro_batch_tokens: int | None = None
+    forward_chunking: str = "auto"  # auto | length | single | plain (see trainer.forward)
+    # A bf16 / fp16 model's output layer runs in float32 (policy.hf_backend.use_fp32_logits);
+    # set it on the generator too: the two must agree on log-probs.
+    fp32_logits: bool = False
+    cudnn_attention: bool = False  # see policy.hf_backend.attention_backends
 
 
 @dataclass
@@ -64,6 +85,11 @@ class Trainer:
         self.pad_id = pad_id
         self.config = config
         self.version = version
+        self.chunking = resolve_chunking(config.forward_chunking, self.device)
+        if config.micro_batch_tokens is not None and config.micro_batch_tokens < 1:
+            raise ValueError(f"training.micro_batch_tokens must be >= 1, got {config.micro_batch_tokens}")
+        if config.fp32_logits:
+            use_fp32_logits(self.model)
         # fused: one kernel over all parameters instead of a dozen small ops per tensor, which on
         # a small model is a visible share of the step (CPU since torch 2.4, and GPU).
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
@@ -72,10 +98,27 @@ class Trainer:
             self.reference = copy.deepcopy(model).eval().requires_grad_(False)
 
     def _logp(self, model, batch) -> torch.Tensor:
-        return completion_logprobs(model, batch, self.config.temperature)
+        return completion_logprobs(model, batch, self.config.temperature, chunking=self.chunking)
+
+    def micro_batches(self, batch) -> list[torch.Tensor]:
+        """Bool row masks [B], one per micro-batch (one mask of all rows when the batch fits)."""
+        budget = self.config.micro_batch_tokens or micro_batch_budget(self.model, self.device)
+        lengths = row_lengths(batch)
+        if len(lengths) * max(lengths) <= budget:
+            return [torch.ones(len(lengths), dtype=torch.bool, device=self.device)]
+        masks = []
+        for rows in micro_batches(lengths, budget):
+            mask = torch.zeros(len(lengths), dtype=torch.bool, device=self.device)
+            mask[rows] = True
+            masks.append(mask)
+        return masks
 
     def step(self, groups: list[ScoredGroup]) -> StepResult:
         """Advantages per group, drop zero-advantage groups, one AdamW step. Bumps the version."""
+        with attention_backends(self.device, self.config.cudnn_attention):
+            return self._step(groups)
+
+    def _step(self, groups: list[ScoredGroup]) -> StepResult:
         start = time.perf_counter()
         reward_mean = sum(sum(g.rewards) for g in groups) / max(1, sum(g.size for g in groups))
         local = [g for g in groups if g.is_local]
@@ -97,43 +140,83 @@ class Trainer:
         mask = batch.completion_mask
         if self.config.external_positive_only:
             mask = mask * external_sample_mask(advantages, batch.external)[:, None]
+        parts = self.micro_batches(batch)
         # The model stays in eval mode: dropout (GPT-2 has it) would make the trainer's
         # log-probs noisy against the generator's, which never drops units.
-        logp = self._logp(self.model, batch)
-        ref_logp = None
-        if self.reference is not None:
-            with torch.no_grad():
-                ref_logp = self._logp(self.reference, batch)
-        # Text sampled by another model has no behaviour log-probs under this policy: it is
-        # re-scored here, the current policy standing in as behaviour (weight 1, no correction).
-        behavior_logp = torch.where(batch.behavior_known[:, None], batch.behavior_logp, logp.detach())
+        whole = self._logp(self.model, batch) if len(parts) == 1 else None
         row_sources = [groups[int(kept_groups[g])].source for g in batch.group_ids.tolist()]
-        implausible = self._implausible_rows(row_sources, batch.external, logp.detach(), behavior_logp, mask)
+        implausible = self._implausible_rows(row_sources, batch, whole, parts, mask)
         mask = mask * (~implausible).to(mask.dtype)[:, None]
-        behavior_logp = truncate_behavior_logp(behavior_logp, logp.detach(), batch.external)
-        # One update per batch: the proximal policy is the current one before the step.
-        loss, stats = decoupled_ppo_loss(
-            logp, logp.detach(), behavior_logp, advantages, mask,
-            eps_low=self.config.eps_low, eps_high=self.config.eps_high,
-            behavior_weight_cap=self.config.behavior_weight_cap, ref_logp=ref_logp, kl_coef=self.config.kl_coef,
-        )
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss, stats = self._accumulate(batch, parts, whole, advantages, mask)
         stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm))
+        stats["micro_batches"] = float(len(parts))
         self.optimizer.step()
         self.version += 1
         senders: dict[str, int] = {}
         for row in implausible.nonzero().flatten().tolist():
             senders[row_sources[row]] = senders.get(row_sources[row], 0) + 1
         return StepResult(
-            self.version, True, float(loss.detach()), reward_mean, len(groups), used,
+            self.version, True, loss, reward_mean, len(groups), used,
             batch.num_completion_tokens, time.perf_counter() - start, stats, **mix, implausible=senders,
         )
 
-    def _implausible_rows(self, row_sources: list[str], external, logp, behavior_logp, mask) -> torch.Tensor:
-        """Bool [B]: peers' rows whose sender's pooled log-prob gap is over the config's bound."""
+    def _accumulate(self, batch, parts, whole, advantages, mask) -> tuple[float, dict[str, float]]:
+        """Backward over each micro-batch, its loss weighted by its share of the batch's tokens:
+
+            loss = sum_k (n_k / N) * loss_k,   loss_k the token-level mean over micro-batch k's n_k tokens
+
+        which is the token-level mean over all N tokens (the stats are combined the same way).
+        `whole` is the log-probs of the whole batch when it is one micro-batch (already run).
+        One update per batch: the proximal policy is the current one before the step.
+        """
+        total_tokens = mask.sum().clamp(min=1.0)
+        loss_sum, stats_sum = 0.0, {}
+        for rows in parts:
+            part = batch if whole is not None else batch.select(rows)
+            logp = whole if whole is not None else self._logp(self.model, part)
+            width = logp.shape[1]
+            proximal = logp.detach()
+            # Text sampled by another model has no behaviour log-probs under this policy: it is
+            # re-scored here, the current policy standing in as behaviour (weight 1, no correction).
+            behavior_logp = torch.where(part.behavior_known[:, None], part.behavior_logp, proximal)
+            behavior_logp = truncate_behavior_logp(behavior_logp, proximal, part.external)
+            ref_logp = None
+            if self.reference is not None:
+                with torch.no_grad():
+                    ref_logp = self._logp(self.reference, part)
+            part_mask = mask[rows, :width]
+            loss, stats = decoupled_ppo_loss(
+                logp, proximal, behavior_logp, advantages[rows], part_mask,
+                eps_low=self.config.eps_low, eps_high=self.config.eps_high,
+                behavior_weight_cap=self.config.behavior_weight_cap, ref_logp=ref_logp, kl_coef=self.config.kl_coef,
+            )
+            share = part_mask.sum() / total_tokens
+            (loss * share).backward()
+            share = float(share)
+            loss_sum += float(loss.detach()) * share
+            for name, value in stats.items():
+                stats_sum[name] = stats_sum.get(name, 0.0) + value * share
+        return loss_sum, stats_sum
+
+    def _implausible_rows(self, row_sources: list[str], batch, whole, parts, mask) -> torch.Tensor:
+        """Bool [B]: peers' rows whose sender's pooled log-prob gap is over the config's bound.
+
+        The gap is pooled over the whole batch, so a batch cut into micro-batches first runs
+        them all without grad for this policy's log-probs (only when peers' rows are in it).
+        """
+        external = batch.external
         if not bool(external.any()):
             return external
+        if whole is not None:
+            logp = whole.detach()
+        else:
+            logp = torch.zeros_like(batch.behavior_logp)
+            with torch.no_grad():
+                for rows in parts:
+                    part = self._logp(self.model, batch.select(rows))
+                    logp[rows, : part.shape[1]] = part
+        behavior_logp = torch.where(batch.behavior_known[:, None], batch.behavior_logp, logp)
         index: dict[str, int] = {}
         sender_ids = torch.tensor([index.setdefault(s, len(index)) for s in row_sources], device=logp.device)
         pooled = sender_mean(mean_logprob_gap(logp, behavior_logp, mask), mask.sum(-1), sender_ids)

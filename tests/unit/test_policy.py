@@ -5,7 +5,16 @@ import torch
 from transformers import AutoTokenizer
 
 from swarmnode.policy import PolicyLoadError, SamplingParams, load_policy
-from swarmnode.policy.hf_backend import HFGenerator, format_prompt, left_pad
+from swarmnode.policy.hf_backend import (
+    AUTO_TRIALS,
+    HFGenerator,
+    bucket_size,
+    decode_candidates,
+    fastest,
+    format_prompt,
+    left_pad,
+    use_fp32_logits,
+)
 from swarmnode.policy.sampling import sample_next, top_p_filter
 from tests.helpers import save_random_tiny_policy, teacher_forced_logprobs
 
@@ -50,7 +59,9 @@ def test_loop_matches_generate_on_greedy_and_logprobs_match_teacher_forcing(tiny
     greedy = SamplingParams(temperature=0.0, max_new_tokens=8)
     loop = HFGenerator(policy.model, policy.tokenizer, decode="loop").generate(prompts, 1, greedy)
     gen = HFGenerator(policy.model, policy.tokenizer, decode="generate").generate(prompts, 1, greedy)
+    bucketed = HFGenerator(policy.model, policy.tokenizer, decode="bucketed").generate(prompts, 1, greedy)
     assert [g.completions[0].token_ids for g in loop] == [g.completions[0].token_ids for g in gen]
+    assert [g.completions[0].token_ids for g in loop] == [g.completions[0].token_ids for g in bucketed]
 
     sampled = HFGenerator(policy.model, policy.tokenizer).generate(prompts, 4, SamplingParams(temperature=0.8, max_new_tokens=8, seed=1))
     for group in sampled:
@@ -102,22 +113,61 @@ def test_finish_completion_cuts_at_eos_and_stop_strings():
     assert c.finish_reason == "length" and c.logprobs == [-0.1] * 3
 
 
-def test_rows_that_end_early_leave_the_batch_and_the_rest_stay_exact(tiny_dir):
+def test_bucket_size_by_hand():
+    assert [bucket_size(n, 48) for n in (1, 2, 3, 5, 16, 17, 33, 48)] == [1, 2, 4, 8, 16, 32, 48, 48]
+    assert decode_candidates("auto", torch.device("cpu")) == ("loop",)
+    assert decode_candidates("auto", torch.device("cuda", 0)) == ("loop", "generate")
+    assert decode_candidates("bucketed", torch.device("cuda")) == ("bucketed",)
+    with pytest.raises(ValueError, match="model.decode"):
+        decode_candidates("fast", torch.device("cpu"))
+    assert fastest({"loop": [5.0, 9.0], "generate": [8.0, 8.5]}) == "loop"  # the best trial counts
+    assert fastest({"loop": [], "generate": [1.0]}) == "generate"
+
+
+def test_auto_decode_tries_each_candidate_then_keeps_the_fastest(tiny_dir):
+    policy = load_policy(str(tiny_dir))
+    generator = HFGenerator(policy.model, policy.tokenizer)
+    generator.decode_rates = {"loop": [], "generate": []}  # a GPU's candidates, on this CPU
+    params = SamplingParams(temperature=1.0, max_new_tokens=4, seed=0)
+    ran = []
+    for _ in range(2 * AUTO_TRIALS + 2):
+        ran.append(generator.decode)
+        assert len(generator.generate(["1+2=", "3+4="], 2, params)) == 2
+    assert ran[: 2 * AUTO_TRIALS] == ["loop", "generate"] * AUTO_TRIALS  # taking turns
+    assert [len(r) for r in generator.decode_rates.values()] == [AUTO_TRIALS, AUTO_TRIALS] and not generator.on_trial
+    assert ran[2 * AUTO_TRIALS:] == [fastest(generator.decode_rates)] * 2
+
+
+@pytest.mark.parametrize("decode", ["loop", "bucketed"])
+def test_rows_that_end_early_leave_the_batch_and_the_rest_stay_exact(tiny_dir, decode):
     """Shared prefill + dropping finished rows: every sample still gets teacher-forced log-probs."""
     policy = load_policy(str(tiny_dir))
     params = SamplingParams(temperature=1.0, max_new_tokens=8, seed=5)
     prompts = ["1+2=", "34+5+67=", "9=", "12+30="]
-    first = HFGenerator(policy.model, policy.tokenizer).generate(prompts, 6, params)
+    first = HFGenerator(policy.model, policy.tokenizer, decode=decode).generate(prompts, 6, params)
     counts: dict[int, int] = {}
     for c in (c for g in first for c in g.completions):
         for t in c.token_ids:
             counts[t] = counts.get(t, 0) + 1
     # Make the most sampled token the end token, so that rows end at many different steps.
     policy.tokenizer.eos_token_id = max(counts, key=counts.get)
-    groups = HFGenerator(policy.model, policy.tokenizer).generate(prompts, 6, params)
+    groups = HFGenerator(policy.model, policy.tokenizer, decode=decode).generate(prompts, 6, params)
     lengths = {len(c.token_ids) for g in groups for c in g.completions}
     assert len(lengths) >= 3 and max(lengths) == 8  # some rows ended early, others ran on
     for group in groups:
         for c in group.completions:
             recomputed = teacher_forced_logprobs(policy.model, group.prompt_token_ids, c.token_ids, 1.0)
             assert torch.allclose(recomputed, torch.tensor(c.logprobs), atol=1e-4)
+
+
+def test_fp32_logits_of_a_bf16_model_are_the_float32_head_of_its_hidden_states(tiny_dir):
+    import copy
+
+    model = load_policy(str(tiny_dir), dtype="bfloat16").model
+    ids = torch.tensor([[5, 6, 7, 8]])
+    hidden = model.model(input_ids=ids).last_hidden_state
+    assert model(input_ids=ids).logits.dtype == torch.bfloat16
+    assert use_fp32_logits(model) and not use_fp32_logits(load_policy(str(tiny_dir)).model)  # float32: left alone
+    logits = copy.deepcopy(model)(input_ids=ids).logits  # a copy (the generator's) keeps the float32 head
+    assert logits.dtype == torch.float32
+    assert torch.allclose(logits, hidden.float() @ model.lm_head.weight.float().T, atol=1e-5)

@@ -106,3 +106,41 @@ def test_dropping_zero_advantage_groups_leaves_the_update_unchanged(tiny_model):
     Trainer(mixed, 0, TrainerConfig(lr=1e-2)).step([informative, flat])
     for a, b in zip(alone.parameters(), mixed.parameters()):
         assert torch.allclose(a, b, atol=1e-6)
+
+
+def mixed_groups():
+    """Local and peers' groups of varied lengths, one peer's without behaviour log-probs."""
+    groups = [group(rewards=(1.0, 0.0, 0.5), completions=((5, 6), (7,), (8, 9, 10, 11)), prompt=(1, 2, 3)),
+              group(rewards=(0.0, 1.0), completions=((4, 4, 4), (3,)), prompt=(9,), source="peerA"),
+              group(rewards=(1.0, 0.0), completions=((2, 12, 13, 14, 15), (6, 6)), prompt=(3, 1), source="peerB")]
+    groups[2].behavior_logprobs = None
+    return groups
+
+
+@pytest.mark.parametrize("kl_coef", [0.0, 0.1])
+def test_micro_batched_step_equals_the_one_shot_step(tiny_model, kl_coef):
+    """Gradient accumulation over micro-batches gives the one-shot step's loss, stats and gradients."""
+    config = {"lr": 1e-3, "max_grad_norm": 1e9, "kl_coef": kl_coef, "external_positive_only": True}
+    results, models = {}, {}
+    for budget in (None, 8):  # None: the whole batch fits; 8 positions: one or two rows per micro-batch
+        models[budget] = copy.deepcopy(tiny_model)
+        trainer = Trainer(models[budget], pad_id=0, config=TrainerConfig(micro_batch_tokens=budget, **config))
+        results[budget] = trainer.step(mixed_groups())
+    assert results[None].stats["micro_batches"] == 1 and results[8].stats["micro_batches"] >= 4
+    assert results[None].stats["grad_norm"] > 1e-3
+    assert results[8].loss == pytest.approx(results[None].loss, abs=1e-6)
+    for name in ("clip_fraction", "mean_ratio", "mean_behavior_weight", "approx_kl", "grad_norm"):
+        assert results[8].stats[name] == pytest.approx(results[None].stats[name], abs=1e-5)
+    for one_shot, micro in zip(models[None].parameters(), models[8].parameters()):
+        assert torch.allclose(one_shot.grad, micro.grad, atol=1e-6)
+        assert torch.allclose(one_shot, micro, atol=1e-6)
+
+
+def test_micro_batched_step_drops_an_implausible_peer_like_the_one_shot_step(tiny_model):
+    groups = mixed_groups()
+    groups[1].behavior_logprobs = [[-9.0] * len(c) for c in groups[1].completion_token_ids]  # understated: inflated weights
+    dropped = {}
+    for budget in (None, 8):
+        trainer = Trainer(copy.deepcopy(tiny_model), pad_id=0, config=TrainerConfig(micro_batch_tokens=budget))
+        dropped[budget] = trainer.step(groups).implausible
+    assert dropped[None] == dropped[8] == {"peerA": 2}

@@ -6,7 +6,14 @@ import torch
 
 from swarmnode.tasks import TaskRef
 from swarmnode.trainer.experience import ScoredGroup, collate
-from swarmnode.trainer.forward import completion_logprobs, length_chunks
+from swarmnode.trainer.forward import (
+    completion_logprobs,
+    length_chunks,
+    micro_batches,
+    resolve_chunking,
+    row_lengths,
+    training_bytes_per_position,
+)
 from tests.helpers import teacher_forced_logprobs
 
 
@@ -17,6 +24,27 @@ def test_length_chunks_by_hand():
     assert length_chunks([1, 2, 8, 1, 2], overhead=24) == [[0, 3, 1, 4, 2]]
     assert length_chunks([3, 3, 3], overhead=0) == [[0, 1, 2]]  # equal lengths never split
     assert length_chunks([], overhead=0) == []
+
+
+def test_micro_batches_by_hand():
+    # sorted: 2,3,5,9 (rows 1,3,0,2); budget 10: 2 rows of <= 3 cost 6, a third row of 5 would cost 15.
+    assert micro_batches([5, 2, 9, 3], budget=10) == [[1, 3], [0], [2]]
+    assert micro_batches([5, 2, 9, 3], budget=36) == [[1, 3, 0, 2]]  # 4 rows x 9 = 36
+    assert micro_batches([4, 4, 4], budget=1) == [[0], [1], [2]]  # a row over budget goes alone
+    assert micro_batches([], budget=8) == []
+
+
+def test_resolve_chunking_per_device():
+    assert resolve_chunking("auto", torch.device("cpu")) == "length"
+    assert resolve_chunking("auto", torch.device("cuda", 0)) == "plain"
+    assert resolve_chunking("single", torch.device("cuda")) == "single"
+    with pytest.raises(ValueError, match="training.forward_chunking"):
+        resolve_chunking("fast", torch.device("cpu"))
+
+
+def test_training_bytes_per_position_by_hand(tiny_model):
+    # 1 layer x (34 x 16 + 10 x 32) x 4 / 2 + 12 x 16 = 1728 + 192
+    assert training_bytes_per_position(tiny_model.config, 4) == 1920
 
 
 def random_groups(vocab, seed):
@@ -40,12 +68,13 @@ def gpt2_model():
 
 
 @pytest.mark.parametrize("arch", ["qwen2", "gpt2"])
-@pytest.mark.parametrize("overhead", [0, 10_000])  # one chunk per length / one chunk in all
-def test_shared_prompt_pass_equals_plain_pass_values_and_gradients(tiny_model, arch, overhead):
+# one chunk per length / one chunk in all / plain padded rows
+@pytest.mark.parametrize("chunking,overhead", [("length", 0), ("length", 10_000), ("single", 0), ("plain", 0)])
+def test_every_chunking_equals_teacher_forcing_values_and_gradients(tiny_model, arch, chunking, overhead):
     model = tiny_model if arch == "qwen2" else gpt2_model()
     groups = random_groups(16, seed=3)
     batch = collate(groups, pad_id=0)
-    got = completion_logprobs(model, batch, temperature=0.7, overhead=overhead)
+    got = completion_logprobs(model, batch, temperature=0.7, overhead=overhead, chunking=chunking)
     rows = [(g, c) for g in groups for c in g.completion_token_ids]
     expected = torch.zeros_like(got)
     assert 0 in {len(c) for _, c in rows}  # an empty completion is in the batch: it scores nothing
@@ -71,3 +100,9 @@ def test_select_keeps_chosen_rows_and_their_prompts(tiny_model):
     part = completion_logprobs(tiny_model, small)
     assert torch.allclose(full[:, : part.shape[1]], part, atol=1e-5)
     assert not full[:, part.shape[1]:].any()  # trimmed columns held padding only
+
+
+def test_row_lengths_count_prompt_and_completion_tokens():
+    groups = random_groups(16, seed=3)
+    batch = collate(groups, pad_id=0)
+    assert row_lengths(batch) == [len(g.prompt_token_ids) + len(c) for g in groups for c in g.completion_token_ids]
