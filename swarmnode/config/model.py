@@ -92,6 +92,11 @@ class TrainingConfig(_Section):
         "uniform", description="which received groups a step takes (see trainer/selection.py)"
     )
     external_max_staleness: int = Field(8, ge=0, description="a peer's group of version v trains version n only if n - v <= this")
+    foreign_text_objective: Literal["plain", "shaped"] = Field(
+        "plain", description="another model's text: plain (re-scored as if sampled here) or shaped "
+                             "(LUFFY's p / (p + gamma): at most a quarter of an own sample's weight per token)"
+    )
+    foreign_shaping_gamma: float = Field(0.1, gt=0, description="gamma of the shaped objective for another model's text")
     external_positive_only: bool = Field(False, description="train only on peers' samples with positive advantage")
     external_wait_s: float = Field(0.0, ge=0, description="how long a step waits for its J external groups (0: take what is there)")
     samples_per_prompt: int = Field(8, ge=2, description="GRPO group size")

@@ -73,7 +73,8 @@ def trainer_config(config: NodeConfig) -> TrainerConfig:
                          external_max_logprob_gap=config.limits.external_max_logprob_gap,
                          micro_batch_tokens=None if t.micro_batch_tokens == "auto" else t.micro_batch_tokens,
                          forward_chunking=t.forward_chunking, fp32_logits=config.model.fp32_logits,
-                         cudnn_attention=config.model.cudnn_attention)
+                         cudnn_attention=config.model.cudnn_attention,
+                         foreign_text_objective=t.foreign_text_objective, foreign_shaping_gamma=t.foreign_shaping_gamma)
 
 
 def generator_options(config: NodeConfig) -> dict:

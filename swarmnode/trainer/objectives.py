@@ -97,6 +97,8 @@ def decoupled_ppo_loss(
     behavior_weight_cap: float | None = None,
     ref_logp: Tensor | None = None,
     kl_coef: float = 0.0,
+    shaped_rows: Tensor | None = None,
+    shaping_gamma: float = 0.1,
 ) -> tuple[Tensor, dict[str, float]]:
     """Decoupled PPO loss (AReaL) with asymmetric clipping and a token-level mean (DAPO).
 
@@ -107,6 +109,9 @@ def decoupled_ppo_loss(
         J_t     = w_t * min(ratio_t * A, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A)
         loss    = -sum_{b,t} mask * J_t / sum_{b,t} mask
                   + kl_coef * sum_{b,t} mask * k3_kl(logp, ref_logp) / sum_{b,t} mask
+
+    On `shaped_rows` (bool [B]: text another model sampled, whose behaviour probabilities are
+    unknown) J_t is instead shaped_objective(logp_t, A, shaping_gamma), unclipped.
 
     Shapes: logp, proximal_logp, behavior_logp, mask are [B, T] (mask is 1 on completion
     tokens); advantages are [B] (one per sequence, broadcast over its tokens) or [B, T].
@@ -144,6 +149,9 @@ def decoupled_ppo_loss(
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) * advantages
     objective = behavior_weight * torch.minimum(unclipped, clipped)
+    if shaped_rows is not None and bool(shaped_rows.any()):
+        shaped = shaped_objective(logp, advantages, shaping_gamma)
+        objective = torch.where(shaped_rows[:, None] & mask, shaped, objective)
     loss = -masked_mean(objective)
 
     if ref_logp is not None:
@@ -161,6 +169,20 @@ def decoupled_ppo_loss(
         if ref_logp is not None:
             stats["kl_to_ref"] = kl_to_ref.item()
     return loss, stats
+
+
+def shaped_objective(logp: Tensor, advantages: Tensor, gamma: float) -> Tensor:
+    """LUFFY's shaped importance weight (arXiv 2504.14945) for text this policy did not sample:
+
+        J_t = f(p_t) * A,   f(p) = p / (p + gamma),   p_t = exp(logp_t)
+
+    Its gradient is A * gamma p / (p + gamma)^2 * grad log p: per token at most A / 4 (at
+    p = gamma), and small both where the policy already agrees (p -> 1: ~gamma) and where the
+    text is far from anything it would say (p -> 0). Another model's sample thus never weighs
+    more than a quarter of one this node drew itself, whatever its tokens. [B, T] -> [B, T].
+    """
+    p = torch.exp(logp)
+    return p / (p + gamma) * advantages
 
 
 def staleness_mask(behavior_versions: Tensor, current_version: int, max_staleness: int) -> Tensor:

@@ -59,6 +59,11 @@ class TrainerConfig:
     # set it on the generator too: the two must agree on log-probs.
     fp32_logits: bool = False
     cudnn_attention: bool = False  # see policy.hf_backend.attention_backends
+    # Another model's text (no behaviour log-probs): "plain" re-scores it as if this policy
+    # had sampled it (weight 1); "shaped" uses objectives.shaped_objective (LUFFY), at most a
+    # quarter of an own sample's weight per token.
+    foreign_text_objective: str = "plain"
+    foreign_shaping_gamma: float = 0.1
 
 
 @dataclass
@@ -190,6 +195,8 @@ class Trainer:
                 logp, proximal, behavior_logp, advantages[rows], part_mask,
                 eps_low=self.config.eps_low, eps_high=self.config.eps_high,
                 behavior_weight_cap=self.config.behavior_weight_cap, ref_logp=ref_logp, kl_coef=self.config.kl_coef,
+                shaped_rows=~part.behavior_known if self.config.foreign_text_objective == "shaped" else None,
+                shaping_gamma=self.config.foreign_shaping_gamma,
             )
             share = part_mask.sum() / total_tokens
             (loss * share).backward()

@@ -327,3 +327,29 @@ def test_one_sgd_step_moves_sequence_logprob_with_advantage_sign(advantage, shou
     after, _ = sequence_logp(model, sequence)
     assert (after > before) if should_increase else (after < before)
     assert abs(after - before) > 1e-4
+
+
+def test_shaped_objective_for_another_models_text_by_hand():
+    from swarmnode.trainer.objectives import shaped_objective
+
+    # f(p) = p / (p + 0.1); d f / d logp = 0.1 p / (p + 0.1)^2
+    #   p = 0.1: f = 0.5,       gradient 0.01 / 0.04 = 0.25 (the largest: a quarter of A)
+    #   p = 0.9: f = 0.9,       gradient 0.09 / 1.0  = 0.09
+    #   p = 0.01: f = 1/11,     gradient 0.001 / 0.0121 = 0.0826...
+    logp = t([[math.log(0.1), math.log(0.9), math.log(0.01)]]).requires_grad_()
+    j = shaped_objective(logp, t([[2.0]]), 0.1)
+    assert_close(j, [[1.0, 1.8, 2.0 / 11]])
+    j.sum().backward()
+    assert_close(logp.grad, [[0.5, 0.18, 2 * 0.001 / 0.0121]])
+
+
+def test_shaped_rows_replace_the_ppo_term_only_on_another_models_rows():
+    # Row 0 (own sample, ratio 1.1, A = 1): PPO term 1.1. Row 1 (another model's text, p = 0.1,
+    # A = 1): shaped 0.5, however its proximal / behaviour inputs look. Token mean over 2.
+    logp = t([[math.log(1.1) + math.log(0.5)], [math.log(0.1)]]).requires_grad_()
+    proximal = t([[math.log(0.5)], [math.log(0.1)]])
+    loss, _ = decoupled_ppo_loss(logp, proximal, proximal, t([1.0, 1.0]), torch.ones(2, 1),
+                                 shaped_rows=torch.tensor([False, True]), shaping_gamma=0.1)
+    loss.backward()
+    assert_close(loss, -(1.1 + 0.5) / 2)
+    assert_close(logp.grad, [[-1.1 / 2], [-0.25 / 2]])
