@@ -97,3 +97,31 @@ def test_cli_errors_are_one_line(tmp_path, args, expected):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and expected in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_the_node_hands_device_and_objective_settings_to_its_trainer_and_generator(tmp_path):
+    from swarmnode.node.training import generator_options, trainer_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("model:\n  decode: generate\n  cudnn_attention: true\n  fp32_logits: true\n"
+                    "training:\n  micro_batch_tokens: 4096\n  forward_chunking: plain\n"
+                    "  foreign_text_objective: shaped\n  foreign_shaping_gamma: 0.2\n")
+    config = load_config(path, environ={})
+    t = trainer_config(config)
+    assert (t.micro_batch_tokens, t.forward_chunking, t.fp32_logits, t.cudnn_attention) == (4096, "plain", True, True)
+    assert (t.foreign_text_objective, t.foreign_shaping_gamma) == ("shaped", 0.2)
+    assert generator_options(config) == {"decode": "generate", "fp32_logits": True, "cudnn_attention": True}
+    auto = trainer_config(NodeConfig())
+    assert auto.micro_batch_tokens is None and auto.forward_chunking == "auto"  # sized per device
+
+
+def test_bad_device_settings_get_one_line_naming_the_field(tmp_path):
+    path = tmp_path / "c.yaml"
+    for text, field in (("training:\n  micro_batch_tokens: 0\n", "training.micro_batch_tokens"),
+                        ("training:\n  forward_chunking: sideways\n", "training.forward_chunking"),
+                        ("model:\n  decode: fast\n", "model.decode"),
+                        ("training:\n  foreign_shaping_gamma: 0\n", "training.foreign_shaping_gamma")):
+        path.write_text(text)
+        with pytest.raises(ConfigError) as info:
+            load_config(path, environ={})
+        assert field in str(info.value) and "\n" not in str(info.value).strip()
