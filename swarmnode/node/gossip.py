@@ -28,9 +28,9 @@ from swarmnode.identity import NodeIdentity
 from swarmnode.node.sharing import groups_to_batch
 from swarmnode.node.training import TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason
+from swarmnode.protocol.peer_record import age_problem
 from swarmnode.protocol.rollouts import (
     CheckedAnnouncement,
-    batch_age_problem,
     build_announcement,
     open_rollout_batch,
     seal_rollout_batch,
@@ -307,7 +307,7 @@ class RolloutGossip:
             return after
         # The cursor moves first: whatever fails below, this batch is never taken again.
         self.ledger.advance(peer, batch.batch_id)
-        problem = batch_age_problem(batch, now=now, max_age_s=self.config.limits.max_batch_age_s)
+        problem = age_problem(batch.created_at, now=now, max_age_s=self.config.limits.max_batch_age_s)
         if problem is not None:
             await self._reject(peer, batch.batch_id, [problem])
             return batch.batch_id

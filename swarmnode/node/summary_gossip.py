@@ -28,7 +28,7 @@ from swarmnode.node.gossip import RolloutGossip
 from swarmnode.node.training import OutgoingSummary, TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
-from swarmnode.protocol.peer_record import MAX_CLOCK_SKEW_S
+from swarmnode.protocol.peer_record import age_problem
 from swarmnode.protocol.summaries import CheckedSummaryAnnouncement, build_summary_announcement, open_summary, seal_summary
 from swarmnode.summaries import Received, check_summary, dense_bytes, fetch_allowance, norm_bound
 from swarmnode.swarm.bounded import LRUMap
@@ -251,11 +251,10 @@ class SummaryGossip:
             summary, _ = open_summary(envelope, served_by=peer, public_key=public_key)
             if summary.summary_id != summary_id:
                 raise Rejected(RejectReason.REPLAYED, f"asked for summary {summary_id}, got {summary.summary_id}", peer)
-            now = self.transport.dht_time()
-            if summary.created_at > now + MAX_CLOCK_SKEW_S:
-                raise Rejected(RejectReason.FROM_FUTURE, f"made {summary.created_at - now:.0f}s ahead", peer)
-            if summary.created_at < now - self.config.limits.max_batch_age_s:
-                raise Rejected(RejectReason.EXPIRED, f"made {now - summary.created_at:.0f}s ago", peer)
+            problem = age_problem(summary.created_at, now=self.transport.dht_time(),
+                                  max_age_s=self.config.limits.max_batch_age_s)
+            if problem is not None:
+                raise Rejected(*problem, peer)
             outer = self.training.outer
             tensors, norm = check_summary(summary, sender=peer, base_fingerprint=self.training.base_fingerprint,
                                           shapes=outer.shapes, max_norm=max_norm)

@@ -36,6 +36,17 @@ def check_lifetime(timestamp: float, expires_at: float, *, now: float, max_ttl_s
         raise Rejected(RejectReason.LIFETIME, f"claims {expires_at - timestamp:.0f}s of life, over {max_ttl_s:g}s", sender)
 
 
+def age_problem(created_at: float, *, now: float, max_age_s: float) -> tuple[RejectReason, str] | None:
+    """Why an opened message (a rollout batch, a gradient summary) made at `created_at` is too
+    new or too old to take, or None: made no later than now plus clock skew, and no earlier
+    than `max_age_s` ago."""
+    if created_at > now + MAX_CLOCK_SKEW_S:
+        return RejectReason.FROM_FUTURE, f"made {created_at - now:.0f}s ahead"
+    if created_at < now - max_age_s:
+        return RejectReason.EXPIRED, f"made {now - created_at:.0f}s ago, over {max_age_s:g}s"
+    return None
+
+
 @dataclass(frozen=True)
 class PeerRecordFields:
     """What a node says about itself, apart from keys and times."""

@@ -14,7 +14,7 @@ from typing import Any
 from swarmnode.identity import NodeIdentity, verify_binding
 from swarmnode.protocol.codec import MessageKind, Rejected, RejectReason, VerifiedMessage, open_envelope, seal
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.protocol.peer_record import DEFAULT_MAX_TTL_S, MAX_CLOCK_SKEW_S, check_lifetime
+from swarmnode.protocol.peer_record import DEFAULT_MAX_TTL_S, check_lifetime
 
 
 @dataclass(frozen=True)
@@ -92,13 +92,3 @@ def open_rollout_batch(data: object, *, served_by: str, public_key: bytes) -> tu
     """Open a batch fetched from peer `served_by` (see `open_served`). Returns (batch, size in bytes)."""
     verified = open_served(data, MessageKind.ROLLOUT_BATCH, served_by=served_by, public_key=public_key)
     return verified.message, verified.size  # type: ignore[return-value]
-
-
-def batch_age_problem(batch: rollout_batch_pb2.RolloutBatch, *, now: float, max_age_s: float) -> tuple[RejectReason, str] | None:
-    """Why an opened batch is too new or too old to take, or None: made no later than now plus
-    clock skew, and no earlier than `max_age_s` ago."""
-    if batch.created_at > now + MAX_CLOCK_SKEW_S:
-        return RejectReason.FROM_FUTURE, f"made {batch.created_at - now:.0f}s ahead"
-    if batch.created_at < now - max_age_s:
-        return RejectReason.EXPIRED, f"made {now - batch.created_at:.0f}s ago, over {max_age_s:g}s"
-    return None

@@ -183,6 +183,22 @@ def start_hostile(command: list[str], log_path: Path) -> subprocess.Popen:
         log.close()
 
 
+def run_hostile(command: list[str], out: Path, log_path: Path, timeout_s: float) -> tuple[dict[str, Any], str]:
+    """Run the hostile peer to its end (killed if still running after timeout_s); returns its
+    result (`out`) and the tail of its log. Fails the test if it exited non-zero or reported errors."""
+    proc = start_hostile(command, log_path)
+    try:
+        rc = proc.wait(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    result = read_result(out)
+    tail = log_path.read_text(errors="replace")[-4000:]
+    assert rc == 0 and not result["errors"], f"the hostile peer failed (rc {rc}): {result['errors']}\n{tail}"
+    return result, tail
+
+
 def read_result(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))

@@ -35,7 +35,7 @@ import pytest
 
 from swarmnode.node.local_swarm import LocalSwarm
 from tests.hostile.attacks import ALL, EXPECTED
-from tests.hostile.victim import Monitor, hostile_command, rates, read_result, sample, start_hostile, write_honest_config
+from tests.hostile.victim import Monitor, hostile_command, rates, run_hostile, sample, write_honest_config
 from tests.integration.conftest import status_json, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
@@ -57,19 +57,10 @@ HOSTILE_TIMEOUT_S = 240
 MIN_THROUGHPUT_SHARE = 0.25
 
 
-def run_hostile(tmp_path, name: str, maddr: str, attacks: list[str]) -> dict:
+def run_attacks(tmp_path, name: str, maddr: str, attacks: list[str]) -> dict:
     out = tmp_path / f"{name}.json"
-    proc = start_hostile(hostile_command(maddr, ",".join(attacks), out, seconds=ATTACK_SECONDS,
-                                         identities=FLOOD_IDENTITIES), tmp_path / f"{name}.log")
-    try:
-        rc = proc.wait(timeout=HOSTILE_TIMEOUT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    result = read_result(out)
-    log_tail = (tmp_path / f"{name}.log").read_text(errors="replace")[-3000:]
-    assert rc == 0 and not result["errors"], f"the hostile peer failed (rc {rc}): {result['errors']}\n{log_tail}"
+    command = hostile_command(maddr, ",".join(attacks), out, seconds=ATTACK_SECONDS, identities=FLOOD_IDENTITIES)
+    result, log_tail = run_hostile(command, out, tmp_path / f"{name}.log", HOSTILE_TIMEOUT_S)
     assert set(result["attacks"]) == set(attacks), log_tail
     return result
 
@@ -142,11 +133,11 @@ def test_hostile_peer_cannot_stop_training_or_silence_honest_peers(tmp_path):
             started = time.time()
             served_before = served_to_honest()
 
-            phase1 = run_hostile(tmp_path, "phase1", maddr, PHASE1)
+            phase1 = run_attacks(tmp_path, "phase1", maddr, PHASE1)
             time.sleep(2.0)
             status1 = status_json(victim.home)
             served_during = served_to_honest() - served_before
-            phase2 = run_hostile(tmp_path, "phase2", maddr, PHASE2)
+            phase2 = run_attacks(tmp_path, "phase2", maddr, PHASE2)
             # The flood's values live on (100 s): node1 must still be heard after it, not only during it.
             time.sleep(6.0)
             after_flood = time.time()

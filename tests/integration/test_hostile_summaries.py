@@ -25,7 +25,7 @@ from swarmnode.node.local_swarm import LocalSwarm
 from tests.hostile.attacks import EXPECTED
 from tests.hostile.summary_attacks import SUMMARIES
 from tests.hostile.summary_crafting import CORRUPTIONS
-from tests.hostile.victim import hostile_command, read_result, start_hostile, write_honest_config
+from tests.hostile.victim import hostile_command, run_hostile, write_honest_config
 from tests.integration.conftest import status_json, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -73,17 +73,9 @@ def test_hostile_summaries_are_rejected_struck_and_never_merged(tmp_path):
         base = first["summaries"]["base_fingerprint"]
 
         out, log = tmp_path / "hostile.json", tmp_path / "hostile.log"
-        proc = start_hostile(hostile_command(first["multiaddrs"][0], ",".join(SUMMARIES), out, seconds=ATTACK_SECONDS,
-                                             extra=["--base-fingerprint", base]), log)
-        try:
-            rc = proc.wait(timeout=HOSTILE_TIMEOUT_S)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        result = read_result(out)
-        tail = log.read_text(errors="replace")[-4000:]
-        assert rc == 0 and not result["errors"], f"the hostile peer failed (rc {rc}): {result['errors']}\n{tail}"
+        command = hostile_command(first["multiaddrs"][0], ",".join(SUMMARIES), out, seconds=ATTACK_SECONDS,
+                                  extra=["--base-fingerprint", base])
+        result, tail = run_hostile(command, out, log, HOSTILE_TIMEOUT_S)
         assert list(result["attacks"]) == list(SUMMARIES), tail
 
         # node0 trains on: steps grow past the attacks, a checkpoint is written after them, and

@@ -7,8 +7,8 @@ from swarmnode.node.sharing import RolloutIntake, groups_to_batch
 from swarmnode.protocol import build_peer_record
 from swarmnode.protocol.codec import MessageKind, Rejected, RejectReason, seal
 from swarmnode.protocol.generated import rollout_batch_pb2
+from swarmnode.protocol.peer_record import age_problem
 from swarmnode.protocol.rollouts import (
-    batch_age_problem,
     build_announcement,
     check_announcement,
     open_rollout_batch,
@@ -173,9 +173,9 @@ def test_open_rollout_batch_round_trip_and_rejections(make_identity):
     assert rejection(open_rollout_batch, announce(a), **opened).reason == RejectReason.WRONG_KIND
     # Made too long ago, or in the future (beyond the clock-skew allowance).
     for created_at, reason in ((NOW - 301, RejectReason.EXPIRED), (NOW + 31, RejectReason.FROM_FUTURE)):
-        assert batch_age_problem(small_batch(created_at), now=NOW, max_age_s=300)[0] == reason
-    assert batch_age_problem(small_batch(NOW - 299), now=NOW, max_age_s=300) is None
-    assert batch_age_problem(small_batch(NOW + 29), now=NOW, max_age_s=300) is None
+        assert age_problem(created_at, now=NOW, max_age_s=300)[0] == reason
+    assert age_problem(NOW - 299, now=NOW, max_age_s=300) is None
+    assert age_problem(NOW + 29, now=NOW, max_age_s=300) is None
 
 
 # -- outbox ------------------------------------------------------------------------------------

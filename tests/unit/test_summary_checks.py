@@ -21,6 +21,7 @@ from swarmnode.config import NodeConfig
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.limits import check_ranges, check_structure
+from swarmnode.protocol.peer_record import MAX_CLOCK_SKEW_S
 from swarmnode.protocol.summaries import CheckedSummaryAnnouncement, seal_summary
 from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, check_summary, compress, norm_bound
 from swarmnode.summaries.outer import global_norm
@@ -215,14 +216,21 @@ def gossip_with(loop: OuterLoop):
     return gossip, transport, rollouts
 
 
-def test_fetched_summaries_enter_the_inbox_only_when_every_check_passes(make_identity):
-    peer = make_identity()
+def loop_with_own_summary(**config) -> OuterLoop:
+    """An outer loop over tiny_model() that has made one summary of its own: a node fetches
+    peers' summaries only once it has an own norm to judge them by."""
     model = tiny_model()
-    loop = OuterLoop(model, OuterConfig(every_steps=1, compression=CFG))
+    loop = OuterLoop(model, OuterConfig(every_steps=1, compression=CFG, **config))
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.05)
-    loop.step(publish=True)  # an own norm: the node fetches only once it has one
+    loop.step(publish=True)
+    return loop
+
+
+def test_fetched_summaries_enter_the_inbox_only_when_every_check_passes(make_identity):
+    peer = make_identity()
+    loop = loop_with_own_summary()
     gossip, transport, rollouts = gossip_with(loop)
     next_id = iter(range(1, 1000))
 
@@ -267,12 +275,7 @@ def test_a_stalling_peer_does_not_hold_up_summaries_from_others(make_identity):
     summaries are fetched meanwhile (each peer's fetch is a task of its own), and stopping the
     loop cancels the stalled fetch."""
     staller, honest = make_identity(), make_identity()
-    model = tiny_model()
-    loop = OuterLoop(model, OuterConfig(every_steps=1, compression=CFG))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05)
-    loop.step(publish=True)
+    loop = loop_with_own_summary()
     gossip, transport, rollouts = gossip_with(loop)
     gossip.config.summaries.fetch_interval_s = 0.02
     announced = {staller.peer_id: 1, honest.peer_id: 1}
@@ -319,12 +322,7 @@ def test_each_outer_step_fetches_only_what_it_will_merge(make_identity):
     """Five peers announce a new summary at every outer step; the node fetches and checks
     partners_per_step (2) of them per outer step of its own, not all five."""
     peers = [make_identity() for _ in range(5)]
-    model = tiny_model()
-    loop = OuterLoop(model, OuterConfig(every_steps=1, partners_per_step=2, compression=CFG))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05)
-    loop.step(publish=True)
+    loop = loop_with_own_summary(partners_per_step=2)
     gossip, transport, rollouts = gossip_with(loop)
     gossip.config.summaries.fetch_interval_s = 0.02
     by_id = {ident.peer_id: ident for ident in peers}
@@ -359,3 +357,15 @@ def test_each_outer_step_fetches_only_what_it_will_merge(make_identity):
     assert asyncio.run(run()) == [2, 4, 6]
     assert gossip.counters["accepted"] == 6 and gossip.rejected == {}
     assert len(set(asked)) >= 3  # drawn at random among the peers, not always the same two
+
+
+def test_a_summary_made_too_long_ago_or_ahead_is_rejected_for_its_age(make_identity):
+    peer = make_identity()
+    gossip, transport, _ = gossip_with(loop_with_own_summary())
+    max_age = gossip.config.limits.max_batch_age_s
+    for offset, reason in ((-max_age - 10, RejectReason.EXPIRED), (MAX_CLOCK_SKEW_S + 10, RejectReason.FROM_FUTURE)):
+        s = summary()
+        s.summary_id, s.created_at = 1, transport.dht_time() + offset
+        with pytest.raises(Rejected) as info:
+            gossip._check(seal_summary(peer, s), peer.peer_id, peer.public_key, 1, max_norm=1e9)
+        assert info.value.reason == reason and info.value.sender == peer.peer_id
