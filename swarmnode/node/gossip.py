@@ -21,7 +21,7 @@ import os
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, TypeVar
 
 from swarmnode.config import NodeConfig
 from swarmnode.identity import NodeIdentity
@@ -71,6 +71,24 @@ def _percentile(values: list[float], q: float) -> float | None:
         return None
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+Announced = TypeVar("Announced")
+
+
+async def read_newest_per_peer(transport: Transport, key_of: Callable[[int], str], window_s: float,
+                               check: Callable[[list, float], Iterable[Announced]],
+                               rank: Callable[[Announced], int]) -> list[Announced]:
+    """The valid announcement of highest `rank` of every other peer under the current and
+    previous windows' keys (`key_of(window)`), as `check` (RecordIntake) passes them."""
+    newest: dict[str, Announced] = {}
+    for window in windows_to_read(window_index(transport.dht_time(), window_s)):
+        values = await transport.get(key_of(window))
+        for a in check(values, transport.dht_time()):
+            held = newest.get(a.peer_id)
+            if held is None or rank(a) > rank(held):
+                newest[a.peer_id] = a
+    return list(newest.values())
 
 
 class RolloutGossip:
@@ -244,14 +262,9 @@ class RolloutGossip:
 
     async def _read_announcements(self) -> list[CheckedAnnouncement]:
         """The newest valid announcement of every other peer in the current and previous windows."""
-        newest: dict[str, CheckedAnnouncement] = {}
-        for window in windows_to_read(window_index(self.transport.dht_time(), self.config.swarm.window_s)):
-            values = await self.transport.get(rollouts_key(self.config.swarm.name, window))
-            for a in self.records.announcements(values, self.transport.dht_time()):
-                held = newest.get(a.peer_id)
-                if held is None or a.announcement.last_batch_id > held.announcement.last_batch_id:
-                    newest[a.peer_id] = a
-        return list(newest.values())
+        swarm = self.config.swarm
+        return await read_newest_per_peer(self.transport, lambda w: rollouts_key(swarm.name, w), swarm.window_s,
+                                          self.records.announcements, lambda a: a.announcement.last_batch_id)
 
     async def _fetch_slot(self, a: CheckedAnnouncement) -> None:
         """Fetch from one peer once one of limits.max_concurrent_fetches slots is free."""

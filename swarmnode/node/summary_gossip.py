@@ -24,7 +24,7 @@ from typing import Any
 
 from swarmnode.config import NodeConfig
 from swarmnode.identity import NodeIdentity
-from swarmnode.node.gossip import RolloutGossip
+from swarmnode.node.gossip import RolloutGossip, read_newest_per_peer
 from swarmnode.node.training import OutgoingSummary, TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
@@ -36,7 +36,7 @@ from swarmnode.swarm.peers import RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter
 from swarmnode.swarm.summaries import SUMMARY_PROTOCOL, SummaryOutbox, fetch_request, parse_fetch_response
 from swarmnode.swarm.transport import RequestFailed, Transport
-from swarmnode.swarm.windows import summaries_key, window_index, windows_to_read
+from swarmnode.swarm.windows import summaries_key, window_index
 
 log = logging.getLogger("swarmnode.summaries")
 # A summary is made every H steps (seconds apart at the least): more often than this from one
@@ -192,14 +192,10 @@ class SummaryGossip:
         return out
 
     async def _read_announcements(self) -> list[CheckedSummaryAnnouncement]:
-        newest: dict[str, CheckedSummaryAnnouncement] = {}
-        for window in windows_to_read(window_index(self.transport.dht_time(), self.config.swarm.window_s)):
-            values = await self.transport.get(summaries_key(self.config.swarm.name, window))
-            for a in self.records.summary_announcements(values, self.transport.dht_time()):
-                held = newest.get(a.peer_id)
-                if held is None or a.announcement.summary_id > held.announcement.summary_id:
-                    newest[a.peer_id] = a
-        return list(newest.values())
+        """The newest valid summary announcement of every other peer in the current and previous windows."""
+        swarm = self.config.swarm
+        return await read_newest_per_peer(self.transport, lambda w: summaries_key(swarm.name, w), swarm.window_s,
+                                          self.records.summary_announcements, lambda a: a.announcement.summary_id)
 
     async def _fetch_slot(self, a: CheckedSummaryAnnouncement) -> None:
         try:
