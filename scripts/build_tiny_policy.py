@@ -3,11 +3,17 @@
 
 RL on a CPU needs a policy that already speaks the task format (answers, then stops at eos) but
 is still weak, so that reward has room to rise within minutes. This trains a ~1M-parameter
-Qwen2 from scratch on the default tasks and keeps the checkpoint whose held-out greedy accuracy
-is closest to --target-accuracy (inside [5%, 40%]); accuracy climbs fast, so it evaluates often.
+Qwen2 from scratch on the default tasks (or --tasks) and keeps the checkpoint whose held-out
+greedy accuracy is closest to --target-accuracy (inside [5%, 40%]); accuracy climbs fast, so it
+evaluates often.
 
 Run from the repository root:  .venv/bin/python scripts/build_tiny_policy.py
-(options: --out DIR, --minutes M, --seed S, --eval-size N, --target-accuracy A, --loss all|answer)
+(options: --out DIR, --tasks T1,T2, --minutes M, --seed S, --eval-size N, --target-accuracy A,
+--loss all|answer)
+
+The diverse swarm's second start model, a letter-counting specialist that has never seen a sum:
+    .venv/bin/python scripts/build_tiny_policy.py --tasks rg:letter_counting \
+        --out swarmnode/assets/tiny-letters --minutes 6
 """
 from __future__ import annotations
 
@@ -104,9 +110,9 @@ def train(model, tokenizer, args, on_eval) -> tuple[dict | None, list[dict]]:
     """Train until accuracy passes STOP_ABOVE or time runs out. Returns the kept checkpoint
     (state dict and its evaluation) and every evaluation."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.0)
-    eval_set = heldout_items(DEFAULT_TASKS, args.eval_size)
+    eval_set = heldout_items(args.tasks, args.eval_size)
     # sum2 has only 10^4 distinct questions: keep the held-out ones out of training.
-    stream = prompt_stream(DEFAULT_TASKS, TRAIN_SEED_BASE + args.seed, exclude=questions_of(eval_set))
+    stream = prompt_stream(args.tasks, TRAIN_SEED_BASE + args.seed, exclude=questions_of(eval_set))
     kept, evaluations, step, losses = None, [], 0, []
     start = time.monotonic()
     while time.monotonic() - start < args.minutes * 60:
@@ -154,7 +160,7 @@ def build_info(model, args, kept: dict, evaluations: list[dict], seconds: float)
                       steps_saved=kept["eval"]["step"], steps_run=evaluations[-1]["step"], seconds=round(seconds, 1),
                       train_seeds=f">= {TRAIN_SEED_BASE} (seed {TRAIN_SEED_BASE + args.seed})",
                       held_out_questions_excluded=True),
-        held_out=dict(tasks=list(DEFAULT_TASKS), seed=HELDOUT_SEED, size_per_task=args.eval_size,
+        held_out=dict(tasks=list(args.tasks), seed=HELDOUT_SEED, size_per_task=args.eval_size,
                       max_new_tokens=MAX_NEW_TOKENS, decoding="greedy"),
         accuracy=kept["eval"]["accuracy"], mean_accuracy=kept["eval"]["mean"],
         target_accuracy=args.target_accuracy, evaluations=evaluations, seed=args.seed,
@@ -185,6 +191,8 @@ def save(model, tokenizer, kept: dict, info: dict, out: Path) -> None:
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=ROOT / "swarmnode" / "assets" / "tiny-policy")
+    p.add_argument("--tasks", type=lambda text: tuple(t.strip() for t in text.split(",") if t.strip()),
+                   default=DEFAULT_TASKS, help="comma-separated task names to train on (default: %(default)s)")
     p.add_argument("--minutes", type=float, default=12.0, help="training time budget")
     p.add_argument("--seed", type=int, default=0, help="seeds torch and the training items")
     p.add_argument("--eval-size", type=int, default=256, help="held-out items per task (seed 0)")

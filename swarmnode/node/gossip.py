@@ -165,6 +165,7 @@ class RolloutGossip:
             groups, window=window_index(now, self.config.swarm.window_s), batch_id=batch_id,
             model_fingerprint=self.training.fingerprint, tokenizer_fingerprint=self.training.tokenizer_fingerprint,
             now=now, temperature=t.temperature, top_p=t.top_p, eos_ids=self.training.eos_ids,
+            base_fingerprint=self.training.base_fingerprint,
         )
         return batch_id, seal_rollout_batch(self.identity, batch)
 

@@ -3,10 +3,13 @@ re-scored and turned into external groups for the experience buffer (pure: no I/
 
 A receiver trusts nothing a peer says about quality: it regenerates every task item from its
 (task, seed, index), requires the prompt to be that item's question, and scores every
-completion with its own verifier. A peer with the same model fingerprint (and sampling
-temperature) shares token ids, so its per-token log-probs serve as behaviour log-probs; for
-any other model only the text counts: it is re-tokenised here and re-scored under this node's
-policy by the trainer (behaviour log-probs None).
+completion with its own verifier. A peer with the same model fingerprint, the same initial
+weights (base fingerprint) and sampling temperature shares token ids and, near enough, this
+node's probabilities, so its per-token log-probs serve as behaviour log-probs. For any other
+model only the text counts: it is re-tokenised here and re-scored under this node's policy by
+the trainer (behaviour log-probs None). A fine-tune of the same architecture is "another
+model": its log-probs sit far from this node's, and using them would drop (and blame) an
+honest peer as implausible.
 
 Lengths are this node's own: a completion longer than it would generate itself (its
 max_new_tokens; for another model's text, that times a re-tokenisation allowance) is rejected,
@@ -28,11 +31,12 @@ from swarmnode.trainer.experience import ScoredGroup
 
 def groups_to_batch(groups: list[ScoredGroup], *, window: int, batch_id: int, model_fingerprint: str,
                     tokenizer_fingerprint: str, now: float, temperature: float, top_p: float,
-                    eos_ids: set[int]) -> rollout_batch_pb2.RolloutBatch:
+                    eos_ids: set[int], base_fingerprint: str = "") -> rollout_batch_pb2.RolloutBatch:
     """This node's local groups as one RolloutBatch (policy version: the oldest group's)."""
     batch = rollout_batch_pb2.RolloutBatch(
         window=window, policy_version=min(g.policy_version for g in groups), model_fingerprint=model_fingerprint,
         tokenizer_fingerprint=tokenizer_fingerprint, created_at=now, batch_id=batch_id, temperature=temperature, top_p=top_p,
+        base_fingerprint=base_fingerprint,
     )
     for g in groups:
         wire = batch.groups.add(prompt=g.prompt)
@@ -62,9 +66,10 @@ class RolloutIntake:
     """Turns a verified peer batch into external ScoredGroups for this node (see module doc)."""
 
     def __init__(self, tokenizer, *, model_fingerprint: str, tasks: list[str], temperature: float,
-                 max_completion_tokens: int, max_foreign_completion_tokens: int):
+                 max_completion_tokens: int, max_foreign_completion_tokens: int, base_fingerprint: str = ""):
         self.tokenizer = tokenizer
         self.model_fingerprint = model_fingerprint
+        self.base_fingerprint = base_fingerprint
         self.temperature = temperature
         self.max_completion_tokens = max_completion_tokens
         self.max_foreign_completion_tokens = max_foreign_completion_tokens
@@ -88,7 +93,8 @@ class RolloutIntake:
 
     def same_model(self, batch: rollout_batch_pb2.RolloutBatch) -> bool:
         # The wire's temperature is a float32: compare at float32 precision.
-        return batch.model_fingerprint == self.model_fingerprint and math.isclose(batch.temperature, self.temperature, rel_tol=1e-6)
+        return (batch.model_fingerprint == self.model_fingerprint and batch.base_fingerprint == self.base_fingerprint
+                and math.isclose(batch.temperature, self.temperature, rel_tol=1e-6))
 
     def accept(self, batch: rollout_batch_pb2.RolloutBatch, sender: str, current_version: int) -> IntakeResult:
         """Checked, re-scored external groups of `batch`, and a (reason, detail) per rejected group."""

@@ -284,7 +284,7 @@ class TrainingService:
         self._runner = runner
         # Its own tokenizer copy: fast tokenizers are not safe to share across threads.
         self.intake = RolloutIntake(copy.deepcopy(policy.tokenizer), model_fingerprint=policy.fingerprint,
-                                    tasks=list(rollout.tasks), temperature=rollout.sampling.temperature,
+                                    base_fingerprint=self.base_fingerprint, tasks=list(rollout.tasks), temperature=rollout.sampling.temperature,
                                     **completion_limits(self.config))
         self._buffer = buffer
         steps = state.steps

@@ -99,7 +99,7 @@ class Crafter:
         import torch
 
         from swarmnode.policy import load_policy
-        from swarmnode.policy.loading import tokenizer_fingerprint
+        from swarmnode.policy.loading import base_fingerprint, tokenizer_fingerprint
 
         torch.set_num_threads(1)
         policy = load_policy("bundled:tiny-policy")
@@ -108,6 +108,9 @@ class Crafter:
         self.tokenizer = policy.tokenizer
         self.model_fingerprint = policy.fingerprint
         self.tokenizer_fingerprint = tokenizer_fingerprint(policy.tokenizer)
+        # The victim's initial weights are these: same-model batches claim its base, so their
+        # log-probs are taken as behaviour log-probs.
+        self.base_fingerprint = base_fingerprint(policy.model)
         self.vocab_size = len(policy.tokenizer)
         eos = policy.tokenizer.eos_token_id
         self.eos = eos if isinstance(eos, int) else min(eos)
@@ -172,7 +175,7 @@ class Crafter:
             window=window, policy_version=policy_version,
             model_fingerprint=self.model_fingerprint if model_fingerprint is None else model_fingerprint,
             tokenizer_fingerprint=self.tokenizer_fingerprint, created_at=created_at, batch_id=batch_id,
-            temperature=temperature, top_p=top_p,
+            temperature=temperature, top_p=top_p, base_fingerprint=self.base_fingerprint,
         )
         batch.groups.extend(groups)
         return batch
@@ -481,10 +484,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     peer = HostilePeer(args)
     result: dict[str, Any] = {"victim": peer.victim_id, "attacks": {}, "errors": {}}
     if args.base_fingerprint or any(ATTACKS[n].__module__.endswith("summary_attacks") for n in names):
-        from swarmnode.policy.loading import base_fingerprint
-
         # A same-base peer to the victim: it publishes summaries, and fetches this peer's.
-        peer.base_fingerprint = args.base_fingerprint or base_fingerprint(peer.crafter.model)
+        peer.base_fingerprint = args.base_fingerprint or peer.crafter.base_fingerprint
         result["base_fingerprint"] = peer.base_fingerprint
     try:
         await peer.start()

@@ -101,3 +101,35 @@ def test_swarm_local_rounds_without_a_model_is_one_line(tmp_path, local_config):
                            "--config", str(local_config)], capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "--rounds needs a config that trains a model" in proc.stderr
+
+
+def test_a_node_weak_at_a_task_trains_on_peers_groups_of_it(tmp_path, sharing_config):
+    """node0 starts from the letter-counting specialist (same architecture and tokenizer as the
+    bundled sums policy, other weights) and never solves a sum itself: its own sum2 groups are
+    all wrong, so alone it has nothing to learn from. node1, the sums policy, solves some. With
+    `own_need` node0 takes node1's sum2 groups, as text (another base: its log-probs are not
+    node0's, and an honest different model is neither dropped as implausible nor struck)."""
+    env = {0: {"SWARMNODE__MODEL__NAME_OR_PATH": "bundled:tiny-letters", "SWARMNODE__TRAINING__TASKS": "[sum2]",
+               "SWARMNODE__TRAINING__EXTERNAL_SELECTION": "own_need"},
+           1: {"SWARMNODE__TRAINING__TASKS": "[sum2]"}}
+    swarm = LocalSwarm(tmp_path / "swarm", 2, sharing_config, node_env=lambda i: env[i])
+    with swarm:
+        swarm.start()
+        ids = [status_json(n.home)["peer_id"] for n in swarm.nodes]
+        home0 = swarm.nodes[0].home
+
+        def trained_on_peers_sums():
+            s = status_json(home0)
+            return (s["training"]["external_trained_by_task"] or {}).get("sum2", 0) >= 8 and s
+
+        status = wait_until(trained_on_peers_sums, timeout=240, interval=1.0,
+                            what="the letters node to train on 8 of the sums node's sum2 groups")
+        assert status["model_fingerprint"] == status_json(swarm.nodes[1].home)["model_fingerprint"]
+        assert status["training"]["own_success"]["sum2"] < 0.1  # it is weak at sums: why it takes them
+        assert ids[1] not in status["messages"]["rejected_by_sender"]
+        assert status["rollouts"]["senders"][ids[1]]["accepted"] > 0
+    with sqlite3.connect(home0.root / "rollouts.sqlite") as db:
+        taken = db.execute("SELECT COUNT(*), MAX(same_model) FROM received_groups WHERE sender = ?", (ids[1],)).fetchone()
+        assert taken[0] > 0 and taken[1] == 0  # other initial weights: text, not token ids and log-probs
+    with sqlite3.connect(home0.root / "metrics.sqlite") as db:
+        assert db.execute("SELECT MAX(value) FROM metrics WHERE name = 'external_groups'").fetchone()[0] > 0

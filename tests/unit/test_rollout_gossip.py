@@ -299,10 +299,10 @@ def policy():
     return load_policy("bundled:tiny-policy")
 
 
-def make_intake(policy, tasks=("sum2", "sum3"), temperature=1.0, foreign_tokens=64):
+def make_intake(policy, tasks=("sum2", "sum3"), temperature=1.0, foreign_tokens=64, base="base-a"):
     """An intake for a node generating at most 8 tokens (`foreign_tokens` for another model's re-tokenised text)."""
     return RolloutIntake(policy.tokenizer, model_fingerprint=policy.fingerprint, tasks=list(tasks), temperature=temperature,
-                         max_completion_tokens=8, max_foreign_completion_tokens=foreign_tokens)
+                         max_completion_tokens=8, max_foreign_completion_tokens=foreign_tokens, base_fingerprint=base)
 
 
 @pytest.fixture
@@ -323,9 +323,9 @@ def scored(item, completions, *, texts=None, version=5, logprobs=None, reported=
     )
 
 
-def to_batch(groups, fingerprint, temperature=1.0, eos_ids=frozenset({EOS})):
+def to_batch(groups, fingerprint, temperature=1.0, eos_ids=frozenset({EOS}), base="base-a"):
     return groups_to_batch(groups, window=4, batch_id=9, model_fingerprint=fingerprint, tokenizer_fingerprint="tok",
-                           now=NOW, temperature=temperature, top_p=0.95, eos_ids=set(eos_ids))
+                           now=NOW, temperature=temperature, top_p=0.95, eos_ids=set(eos_ids), base_fingerprint=base)
 
 
 def test_bundled_tokenizer_and_task_items_by_hand(policy):
@@ -463,3 +463,19 @@ def test_different_temperature_is_not_the_same_model(policy):
     assert intake.same_model(to_batch([scored(item, [[55]])], policy.fingerprint, temperature=1.0))
     assert not intake.same_model(to_batch([scored(item, [[55]])], policy.fingerprint, temperature=0.5))
     assert not intake.same_model(to_batch([scored(item, [[55]])], "other", temperature=1.0))
+
+
+def test_a_fine_tune_of_the_same_architecture_is_another_model(policy):
+    """Same architecture and tokenizer (model fingerprint) but other initial weights: the sender's
+    log-probs are not this policy's, so only its text counts (no behaviour log-probs)."""
+    intake = make_intake(policy, tasks=["sum2"], base="base-a")
+    item = get_task("sum2").item(7, 0)
+    group = scored(item, [byte_ids(item.answer) + [EOS]], texts=[item.answer], logprobs=[[-0.01] * 3])
+    assert intake.same_model(to_batch([group], policy.fingerprint, base="base-a"))
+    other = to_batch([group], policy.fingerprint, base="base-b")
+    assert not intake.same_model(other)
+    result = intake.accept(other, "peer", current_version=3)
+    assert not result.same_model and not result.rejected
+    [taken] = result.groups
+    assert taken.behavior_logprobs is None
+    assert taken.completion_token_ids == [byte_ids(item.answer) + [EOS]] and taken.rewards == [1.0]

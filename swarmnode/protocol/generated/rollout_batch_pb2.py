@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n swarmnode/v1/rollout_batch.proto\x12\x0cswarmnode.v1\"4\n\x07TaskRef\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\x0c\n\x04seed\x18\x02 \x01(\x04\x12\r\n\x05index\x18\x03 \x01(\x04\"w\n\nCompletion\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x15\n\ttoken_ids\x18\x02 \x03(\rB\x02\x10\x01\x12\x14\n\x08logprobs\x18\x03 \x03(\x02\x42\x02\x10\x01\x12\x17\n\x0freported_reward\x18\x04 \x01(\x02\x12\x15\n\rfinish_reason\x18\x05 \x01(\t\"r\n\x0cRolloutGroup\x12#\n\x04task\x18\x01 \x01(\x0b\x32\x15.swarmnode.v1.TaskRef\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12-\n\x0b\x63ompletions\x18\x03 \x03(\x0b\x32\x18.swarmnode.v1.Completion\"\xe6\x01\n\x0cRolloutBatch\x12\x0e\n\x06window\x18\x01 \x01(\x04\x12\x16\n\x0epolicy_version\x18\x02 \x01(\x04\x12\x19\n\x11model_fingerprint\x18\x03 \x01(\t\x12\x1d\n\x15tokenizer_fingerprint\x18\x04 \x01(\t\x12*\n\x06groups\x18\x05 \x03(\x0b\x32\x1a.swarmnode.v1.RolloutGroup\x12\x12\n\ncreated_at\x18\x06 \x01(\x01\x12\x10\n\x08\x62\x61tch_id\x18\x07 \x01(\x04\x12\x13\n\x0btemperature\x18\x08 \x01(\x02\x12\r\n\x05top_p\x18\t \x01(\x02\"\xc0\x01\n\x13RolloutAnnouncement\x12\x0f\n\x07peer_id\x18\x01 \x01(\t\x12\x0e\n\x06window\x18\x02 \x01(\x04\x12\x16\n\x0e\x66irst_batch_id\x18\x03 \x01(\x04\x12\x15\n\rlast_batch_id\x18\x04 \x01(\x04\x12\x19\n\x11model_fingerprint\x18\x05 \x01(\t\x12\x11\n\ttimestamp\x18\x06 \x01(\x01\x12\x12\n\nexpires_at\x18\x07 \x01(\x01\x12\x17\n\x0fpeer_id_binding\x18\x08 \x01(\x0c\"B\n\x13RolloutFetchRequest\x12\x16\n\x0e\x61\x66ter_batch_id\x18\x01 \x01(\x04\x12\x13\n\x0bmax_batches\x18\x02 \x01(\r\")\n\x14RolloutFetchResponse\x12\x11\n\tenvelopes\x18\x01 \x03(\x0c\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n swarmnode/v1/rollout_batch.proto\x12\x0cswarmnode.v1\"4\n\x07TaskRef\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\x0c\n\x04seed\x18\x02 \x01(\x04\x12\r\n\x05index\x18\x03 \x01(\x04\"w\n\nCompletion\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x15\n\ttoken_ids\x18\x02 \x03(\rB\x02\x10\x01\x12\x14\n\x08logprobs\x18\x03 \x03(\x02\x42\x02\x10\x01\x12\x17\n\x0freported_reward\x18\x04 \x01(\x02\x12\x15\n\rfinish_reason\x18\x05 \x01(\t\"r\n\x0cRolloutGroup\x12#\n\x04task\x18\x01 \x01(\x0b\x32\x15.swarmnode.v1.TaskRef\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12-\n\x0b\x63ompletions\x18\x03 \x03(\x0b\x32\x18.swarmnode.v1.Completion\"\x80\x02\n\x0cRolloutBatch\x12\x0e\n\x06window\x18\x01 \x01(\x04\x12\x16\n\x0epolicy_version\x18\x02 \x01(\x04\x12\x19\n\x11model_fingerprint\x18\x03 \x01(\t\x12\x1d\n\x15tokenizer_fingerprint\x18\x04 \x01(\t\x12*\n\x06groups\x18\x05 \x03(\x0b\x32\x1a.swarmnode.v1.RolloutGroup\x12\x12\n\ncreated_at\x18\x06 \x01(\x01\x12\x10\n\x08\x62\x61tch_id\x18\x07 \x01(\x04\x12\x13\n\x0btemperature\x18\x08 \x01(\x02\x12\r\n\x05top_p\x18\t \x01(\x02\x12\x18\n\x10\x62\x61se_fingerprint\x18\n \x01(\t\"\xc0\x01\n\x13RolloutAnnouncement\x12\x0f\n\x07peer_id\x18\x01 \x01(\t\x12\x0e\n\x06window\x18\x02 \x01(\x04\x12\x16\n\x0e\x66irst_batch_id\x18\x03 \x01(\x04\x12\x15\n\rlast_batch_id\x18\x04 \x01(\x04\x12\x19\n\x11model_fingerprint\x18\x05 \x01(\t\x12\x11\n\ttimestamp\x18\x06 \x01(\x01\x12\x12\n\nexpires_at\x18\x07 \x01(\x01\x12\x17\n\x0fpeer_id_binding\x18\x08 \x01(\x0c\"B\n\x13RolloutFetchRequest\x12\x16\n\x0e\x61\x66ter_batch_id\x18\x01 \x01(\x04\x12\x13\n\x0bmax_batches\x18\x02 \x01(\r\")\n\x14RolloutFetchResponse\x12\x11\n\tenvelopes\x18\x01 \x03(\x0c\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,11 +42,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ROLLOUTGROUP']._serialized_start=225
   _globals['_ROLLOUTGROUP']._serialized_end=339
   _globals['_ROLLOUTBATCH']._serialized_start=342
-  _globals['_ROLLOUTBATCH']._serialized_end=572
-  _globals['_ROLLOUTANNOUNCEMENT']._serialized_start=575
-  _globals['_ROLLOUTANNOUNCEMENT']._serialized_end=767
-  _globals['_ROLLOUTFETCHREQUEST']._serialized_start=769
-  _globals['_ROLLOUTFETCHREQUEST']._serialized_end=835
-  _globals['_ROLLOUTFETCHRESPONSE']._serialized_start=837
-  _globals['_ROLLOUTFETCHRESPONSE']._serialized_end=878
+  _globals['_ROLLOUTBATCH']._serialized_end=598
+  _globals['_ROLLOUTANNOUNCEMENT']._serialized_start=601
+  _globals['_ROLLOUTANNOUNCEMENT']._serialized_end=793
+  _globals['_ROLLOUTFETCHREQUEST']._serialized_start=795
+  _globals['_ROLLOUTFETCHREQUEST']._serialized_end=861
+  _globals['_ROLLOUTFETCHRESPONSE']._serialized_start=863
+  _globals['_ROLLOUTFETCHRESPONSE']._serialized_end=904
 # @@protoc_insertion_point(module_scope)
