@@ -103,7 +103,12 @@ def arm_config(base: dict, arm: str, args: argparse.Namespace) -> dict:
     s["enabled"] = arm != "independent"
     if arm == "summaries+rollouts":
         t.update(local_rollouts=args.prompts // 2, external_rollouts=args.prompts // 2, external_wait_s=2.0)
-    for dotted, value in parse_overrides(args.set).items():
+    return apply_overrides(cfg, args.set)
+
+
+def apply_overrides(cfg: dict, items: list[str]) -> dict:
+    """`cfg` with each --set section.field=value applied (in place; returned)."""
+    for dotted, value in parse_overrides(items).items():
         *path, leaf = dotted.split(".")
         node = cfg
         for key in path:

@@ -1,0 +1,99 @@
+"""scripts/sapo_experiment.py and sapo_results.py: the runs' configs and plan, and the summary
+arithmetic on hand-made runs."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def exp():
+    return load("sapo_experiment")
+
+
+@pytest.fixture(scope="module")
+def res():
+    return load("sapo_results")
+
+
+BASE = {"training": {"data_seed": 1000, "local_rollouts": 8, "external_rollouts": 8, "tasks": ["sum2"]},
+        "rollouts": {"share": True}}
+
+
+def test_alone_shares_nothing_and_no_split_merges_summaries(exp):
+    args = exp.parse_args(["--rounds", "100", "--evals", "4", "--set", "training.lr=2e-4"])
+    alone = exp.run_config(BASE, args, 8, 0, exp.ALONE)
+    shared = exp.run_config(BASE, args, 2, 6, "own_need")
+    assert alone["rollouts"]["share"] is False and alone["training"]["external_rollouts"] == 0
+    assert shared["rollouts"]["share"] is True and shared["training"]["external_selection"] == "own_need"
+    assert (shared["training"]["local_rollouts"], shared["training"]["external_rollouts"]) == (2, 6)
+    for cfg in (alone, shared):
+        assert cfg["summaries"]["enabled"] is False
+        assert cfg["training"]["tasks"] == ["sum2", "rg:letter_counting"]
+        assert cfg["training"]["eval_every"] == 25 and cfg["training"]["eval_size"] == 256
+        assert float(cfg["training"]["lr"]) == 2e-4  # the node config reads "2e-4" as a float
+    assert BASE["training"]["tasks"] == ["sum2"]  # the base is copied, not changed
+
+
+def test_plan_runs_8_0_once_per_seed_and_every_split_before_the_next(exp):
+    args = exp.parse_args(["--seeds", "0", "1", "--splits", "8/0,4/4", "--selections", "nonzero_advantage,own_need"])
+    assert exp.plan(args) == [("8/0", "alone", 0), ("8/0", "alone", 1),
+                              ("4/4", "nonzero_advantage", 0), ("4/4", "own_need", 0),
+                              ("4/4", "nonzero_advantage", 1), ("4/4", "own_need", 1)]
+
+
+def node(i, own, final, initial, everything=None):
+    tasks = {"a": initial, "b": initial, "mean": initial}
+    return {"node": i, "model": f"m{i % 2}", "cumulative_reward": sum(own), "own_reward_per_round": own,
+            "cumulative_reward_all_rollouts": sum(everything or own),
+            "initial_heldout": tasks, "final_heldout": {"a": final, "b": final, "mean": final},
+            "external_trained_by_task": {"a": 1}}
+
+
+def run(split, selection, seed, finals, own):
+    return {"split": split, "selection": selection, "seed": seed, "seconds": 1.0,
+            "nodes": [node(i, own, f, 0.1 * (i + 1)) for i, f in enumerate(finals)]}
+
+
+def test_summary_by_hand(exp, res):
+    runs = [run("8/0", "alone", 0, [0.2, 0.3], [0.1] * 10), run("8/0", "alone", 1, [0.4, 0.3], [0.1] * 10),
+            run("4/4", "nonzero_advantage", 0, [0.5, 0.5], [0.2] * 10),
+            run("4/4", "nonzero_advantage", 1, [0.5, 0.7], [0.2] * 10),
+            run("4/4", "own_need", 0, [0.6, 0.6], [0.3] * 10), run("4/4", "own_need", 1, [0.6, 0.6], [0.3] * 10)]
+    args = exp.parse_args(["--seeds", "0", "1", "--splits", "8/0,4/4", "--nodes", "2"])
+    s = res.summarise(runs, args, "cmd")
+    alone, paper = s["selections"]["nonzero_advantage"]["8/0"], s["configs"]["4/4"]
+    assert s["configs"] is s["selections"]["nonzero_advantage"]
+    assert alone["cumulative_reward"] == pytest.approx(1.0) and alone["selection"] == "alone"
+    assert paper["cumulative_reward"] == pytest.approx(2.0) and paper["vs_8_0"] == pytest.approx(2.0)
+    # held-out: nodes start at 0.1 and 0.2 (mean 0.15); 8/0 ends at mean(0.25, 0.35) = 0.3
+    assert alone["initial_heldout_accuracy"] == pytest.approx(0.15)
+    assert alone["final_heldout_accuracy_mean"] == pytest.approx(0.3)
+    assert alone["final_heldout_half_range"] == pytest.approx(0.05)
+    assert paper["final_heldout_accuracy_mean"] == pytest.approx(0.55)
+    assert paper["per_node"][1]["final_heldout"]["mean"] == pytest.approx(0.6)
+    assert paper["per_node"][0]["external_trained_by_task"] == {"a": 2}  # summed over seeds
+    g = s["goals"]
+    assert g["alone_heldout_gain_points"] == pytest.approx(15.0)
+    assert g["nonzero_advantage_4_4_vs_8_0_cumulative"] == pytest.approx(2.0)
+    assert g["own_need_vs_nonzero_advantage_4_4_cumulative"] == pytest.approx(1.5)
+    assert g["own_need_minus_nonzero_advantage_4_4_heldout_points"] == pytest.approx(5.0)
+    # The weakest node starts lowest (node 0, 0.1); alone it ends at mean(0.2, 0.4) = 0.3.
+    w = s["weakest_node"]
+    assert w["node"] == 0 and w["alone_final_heldout"]["mean"] == pytest.approx(0.3)
+    assert w["with_sharing"]["own_need"]["4/4"]["gain_vs_alone_points"] == pytest.approx(30.0)
+
+
+def test_tail_mean_is_the_last_fifth(res):
+    assert res.tail_mean([0.0] * 8 + [1.0, 0.5]) == pytest.approx(0.75)
