@@ -8,7 +8,14 @@ bytes per rollout batch on the wire, publish-to-accepted latency p50/p99 across 
 swarm-I/O CPU per second of node uptime (event-loop thread + gossip workers + p2pd) and RSS
 per node (python + p2pd), and the ratio of the two runs' swarm-I/O CPU shares.
 
+Other processes on the machine stretch wall time, so each run also reports swarm-I/O CPU as a
+share of the nodes' own CPU (every thread of the node process plus its p2pd, /proc), both taken
+from the first poll at which every node trains to the end, and (from nodes that count them) how
+many fetch requests, held long-polls, DHT announcement reads and stores a node made per second
+of uptime. --set overrides a key of configs/local-train.yaml for both runs (repeatable).
+
     .venv/bin/python scripts/bench_gossip.py --nodes 4 --rounds 150
+    .venv/bin/python scripts/bench_gossip.py --nodes 4 --rounds 150 --set rollouts.long_poll_s=0
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ from rich.table import Table
 
 from swarmnode.config import load_config
 from swarmnode.home import read_runtime
+from swarmnode.node.gossip import _process_cpu_s
 from swarmnode.node.local_swarm import LocalSwarm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,8 +40,49 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from sapo_experiment import node_memory_mib  # noqa: E402
 
 
+RATES = ("fetch_requests", "empty_fetches", "requests_served", "requests_held", "announcement_reads", "announcements")
+
+
+def apply_overrides(config: dict, overrides: list[str]) -> None:
+    """--set section.key=value (value parsed as YAML) into the loaded config dict."""
+    for item in overrides:
+        path, _, value = item.partition("=")
+        *sections, key = path.split(".")
+        node = config
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = yaml.safe_load(value)
+
+
+def per_node_second(gossip: list[dict], key: str) -> float | None:
+    rates = [g[key] / g["uptime_s"] for g in gossip if g.get(key) is not None and g.get("uptime_s")]
+    return round(statistics.mean(rates), 2) if rates else None
+
+
+def cpu_sample(swarm: LocalSwarm, rows: list[dict]) -> list[tuple[float, float]] | None:
+    """(swarm-I/O CPU, node process + p2pd CPU) per node, in seconds; None until every node trains."""
+    sample = []
+    for node, row in zip(swarm.nodes, rows):
+        gossip, training = row.get("rollouts") or {}, row.get("training") or {}
+        if gossip.get("swarm_cpu_s") is None or not training.get("policy_version"):
+            return None
+        runtime = read_runtime(node.home)
+        pids = [runtime.get("pid")] + [c.get("pid") for c in runtime.get("children", [])]
+        sample.append((gossip["swarm_cpu_s"], sum(_process_cpu_s(pid) for pid in pids if pid)))
+    return sample
+
+
+def share_of_node_cpu(first: list[tuple[float, float]] | None, last: list[tuple[float, float]] | None) -> float | None:
+    """Mean over nodes of (swarm-I/O CPU) / (node CPU) between two samples."""
+    if not first or not last:
+        return None
+    shares = [(s1 - s0) / (n1 - n0) for (s0, n0), (s1, n1) in zip(first, last) if n1 > n0]
+    return round(statistics.mean(shares), 4) if shares else None
+
+
 def run(args, name: str, local: int, external: int, share: bool, console: Console) -> dict:
     base = yaml.safe_load((ROOT / "configs" / "local-train.yaml").read_text(encoding="utf-8"))
+    apply_overrides(base, args.set)
     base["training"].update(local_rollouts=local, external_rollouts=external, external_wait_s=2.0 if external else 0.0,
                             eval_every=100_000, checkpoint_every=100_000)
     base["rollouts"]["share"] = share
@@ -48,9 +97,12 @@ def run(args, name: str, local: int, external: int, share: bool, console: Consol
     with swarm:
         swarm.start()
         rows = swarm.poll()
+        first = cpu_sample(swarm, rows)
         while not swarm.training_done(rows):
             time.sleep(2.0)
             rows = swarm.poll()
+            first = first or cpu_sample(swarm, rows)
+        last = cpu_sample(swarm, rows)
         memory = [node_memory_mib(read_runtime(n.home)) for n in swarm.nodes]
     gossip = [r.get("rollouts") or {} for r in rows]
     values = lambda key: [g[key] for g in gossip if g.get(key) is not None]  # noqa: E731
@@ -60,6 +112,8 @@ def run(args, name: str, local: int, external: int, share: bool, console: Consol
         "latency_p50_s": round(statistics.median(values("latency_p50_s")), 3) if values("latency_p50_s") else None,
         "latency_p99_s": round(max(values("latency_p99_s")), 3) if values("latency_p99_s") else None,
         "swarm_cpu_share": round(statistics.mean(values("gossip_time_share")), 4),
+        "swarm_share_of_node_cpu": share_of_node_cpu(first, last),
+        "per_node_s": {key: per_node_second(gossip, key) for key in RATES},
         "cpu_breakdown_s": [g.get("swarm_cpu_breakdown_s") for g in gossip],
         "memory_mib": round(statistics.mean(m for m in memory if m is not None), 1),
     }
@@ -73,23 +127,31 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=150)
     p.add_argument("--root", type=Path, default=ROOT / "runs" / "bench-gossip")
     p.add_argument("--json", action="store_true", help="last line: one JSON object with the figures")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a key of configs/local-train.yaml in both runs (repeatable)")
     args = p.parse_args(argv)
     console = Console()
     sharing = run(args, "sharing-4-4", 4, 4, True, console)
     baseline = run(args, "no-sharing-8-0", 8, 0, False, console)
     table = Table(title=f"rollout gossip, {args.nodes} nodes x {args.rounds} rounds")
-    for col in ("run", "bytes/batch", "latency p50", "latency p99", "swarm I/O CPU share", "RSS/node MiB"):
+    for col in ("run", "bytes/batch", "latency p50", "latency p99", "swarm I/O CPU share", "of node CPU", "RSS/node MiB"):
         table.add_column(col, justify="right")
     for r in (sharing, baseline):
+        of_node = f"{100 * r['swarm_share_of_node_cpu']:.2f}%" if r["swarm_share_of_node_cpu"] is not None else "-"
         table.add_row(r["name"], str(r["bytes_per_batch"] or "-"), f"{r['latency_p50_s'] or 0:.3f} s", f"{r['latency_p99_s'] or 0:.3f} s",
-                      f"{100 * r['swarm_cpu_share']:.2f}%", f"{r['memory_mib']:.0f}")
+                      f"{100 * r['swarm_cpu_share']:.2f}%", of_node, f"{r['memory_mib']:.0f}")
     console.print(table)
     added = sharing["swarm_cpu_share"] - baseline["swarm_cpu_share"]
     ratio = sharing["swarm_cpu_share"] / baseline["swarm_cpu_share"] if baseline["swarm_cpu_share"] else float("inf")
     console.print(f"gossip adds {100 * added:.2f}% of node wall time in CPU (swarm I/O share x{ratio:.2f} the no-sharing baseline)")
+    added_of_node = None
+    if sharing["swarm_share_of_node_cpu"] is not None and baseline["swarm_share_of_node_cpu"] is not None:
+        added_of_node = round(sharing["swarm_share_of_node_cpu"] - baseline["swarm_share_of_node_cpu"], 4)
+        console.print(f"gossip adds {100 * added_of_node:.2f}% of the nodes' own CPU")
+    console.print(f"per node and second of uptime (sharing run): {sharing['per_node_s']}")
     if args.json:
         print(json.dumps({"sharing": sharing, "baseline": baseline, "gossip_cpu_share_added": round(added, 4),
-                          "swarm_cpu_share_ratio": round(ratio, 3)}))
+                          "swarm_cpu_share_ratio": round(ratio, 3), "gossip_share_of_node_cpu_added": added_of_node}))
     return 0
 
 

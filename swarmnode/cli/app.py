@@ -98,6 +98,8 @@ def run(
     status_port: Optional[int] = typer.Option(None, "--status-port", min=0, max=65535, help="port of the local status endpoint"),
     client_mode: Optional[bool] = typer.Option(None, "--client-mode/--no-client-mode", help="node cannot accept inbound connections"),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING, ERROR"),
+    slowdown: Optional[float] = typer.Option(
+        None, "--slowdown", help="make the node X times slower for real (X >= 1; config training.slowdown)"),
 ) -> None:
     """Run the node daemon in the foreground (Ctrl-C or SIGTERM stops it cleanly)."""
     from swarmnode.node.runner import run_daemon
@@ -111,6 +113,10 @@ def run(
         overrides["status.port"] = status_port
     if client_mode is not None:
         overrides["network.client_mode"] = client_mode
+    if slowdown is not None:
+        if problem := _slowdown_problem(slowdown):  # named as the flag, not as a line of the config file
+            fail(f"--slowdown: {problem}")
+        overrides["training.slowdown"] = slowdown
     config_path = config if config is not None else node_home.config
     if config is None and not node_home.config.exists():
         fail(f"{root} is not a node home (no config.yaml); create it with: swarmnode init --home {root}")
@@ -186,6 +192,8 @@ def swarm_local(
     config: Optional[Path] = typer.Option(None, "--config", help="config for every node (default: configs/local.yaml)"),
     duration: Optional[float] = typer.Option(None, "--duration", min=1, help="stop after this many seconds (default: until Ctrl-C)"),
     rounds: Optional[int] = typer.Option(None, "--rounds", min=1, help="each node trains this many steps, then all stop"),
+    slowdowns: Optional[str] = typer.Option(
+        None, "--slowdowns", help="comma-separated slowdowns, node i gets the (i mod count)-th, e.g. 1,2,4"),
 ) -> None:
     """Start N real daemons on 127.0.0.1 (the first as bootstrap) with a live table; Ctrl-C stops all.
 
@@ -201,6 +209,7 @@ def swarm_local(
         node_config = load_config(cfg_path, environ={})
     except ConfigError as e:
         fail(str(e))
+    factors = _parse_slowdowns(slowdowns) if slowdowns is not None else None
     if rounds is not None and not node_config.model.name_or_path:
         fail(f"--rounds needs a config that trains a model; {cfg_path} sets no model.name_or_path "
              "(try --config with model.name_or_path: bundled:tiny-policy, e.g. the bundled local-train.yaml)")
@@ -211,7 +220,10 @@ def swarm_local(
             env["SWARMNODE__TRAINING__MAX_STEPS"] = str(rounds)
         return env
 
-    swarm = LocalSwarm(root.resolve(), nodes, cfg_path, node_env=node_env)
+    def node_args(index: int) -> list[str]:
+        return [] if factors is None else ["--slowdown", repr(factors[index % len(factors)])]
+
+    swarm = LocalSwarm(root.resolve(), nodes, cfg_path, node_env=node_env, node_args=node_args)
     from swarmnode.cli.render import swarm_table
 
     console = Console()
@@ -236,6 +248,31 @@ def swarm_local(
         pass
     (root / "summary.json").write_text(json.dumps(rows, indent=2, default=str), encoding="utf-8")
     console.print(f"stopped {nodes} nodes; homes, logs and summary.json in {root}")
+
+
+def _slowdown_problem(value: float) -> str | None:
+    """Why `value` is no valid training.slowdown (the config model's own check), or None."""
+    from pydantic import ValidationError
+
+    from swarmnode.config.model import TrainingConfig
+
+    try:
+        TrainingConfig(slowdown=value)
+    except ValidationError as e:
+        return f"{value:g} is not a valid training.slowdown: {e.errors()[0]['msg']}"
+    return None
+
+
+def _parse_slowdowns(text: str) -> list[float]:
+    """--slowdowns "1,2,4" as floats, each checked as training.slowdown is, before any node starts."""
+    try:
+        factors = [float(part) for part in text.split(",")]
+    except ValueError:
+        fail(f"--slowdowns {text}: expected comma-separated numbers >= 1, e.g. 1,2,4")
+    for factor in factors:
+        if problem := _slowdown_problem(factor):
+            fail(f"--slowdowns {text}: {problem}")
+    return factors
 
 
 @bench_app.command("async")

@@ -35,19 +35,44 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
 
 
+def _rate(value: float | None) -> str:
+    """A measured figure in at most 6 characters: - (not measured yet), 0.42, 12.3, 1234, 12k, 1.2M."""
+    if not value:
+        return "-"
+    if value < 10:
+        return f"{value:.2f}"
+    if value < 100:
+        return f"{value:.1f}"
+    if value < 99_999.5:
+        return f"{value:.0f}"
+    return f"{value / 1000:.0f}k" if value < 999_500 else f"{value / 1e6:.1f}M"
+
+
+PEER_COLUMNS = ("peer", "seen", "state", "device", "GFLOP/s", "gen\ntok/s", "train\nsmp/s", "s/step", "version")
+
+
 def peers_table(peers: list[dict[str, Any]]) -> Table:
-    table = Table(title=f"peers ({len(peers)})", title_justify="left")
-    for col in ("peer id", "seen for", "last record", "state", "device", "GFLOP/s", "version"):
-        table.add_column(col)
+    """One line per peer within 80 columns: short id, how long it has been seen, state, device,
+    and its measured speeds (matmul at start; generation tokens/s, train samples/s and seconds
+    per step from its real work, as its record claims them). Full ids: `--json`."""
+    table = Table(title=f"peers ({len(peers)}; full ids and figures: --json)", title_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0))
+    for col in PEER_COLUMNS:
+        numeric = col not in ("peer", "state", "device", "version")
+        table.add_column(col, justify="right" if numeric else "left", no_wrap=True,
+                         max_width=12 if col == "device" else 8 if col == "version" else None, overflow="ellipsis")
     for p in peers:
         device = p.get("device", {})
+        capability = p.get("capability", {})
         table.add_row(
-            p["peer_id"],
+            _short(p["peer_id"]),
             _age(p.get("age_s", 0.0)),
-            f"{_age(p.get('record_age_s', 0.0))} ago",
             p.get("state", "?"),
-            f"{device.get('kind', '?')} ({device.get('cpu_cores', '?')} cores)" if device.get("kind") == "cpu" else device.get("name", "?"),
-            f"{p.get('capability', {}).get('matmul_gflops', 0.0):.1f}",
+            f"cpu {device.get('cpu_cores', '?')}c" if device.get("kind") == "cpu" else device.get("name", "?"),
+            _rate(capability.get("matmul_gflops")),
+            _rate(p.get("generate_tokens_per_s")),
+            _rate(p.get("train_samples_per_s")),
+            _rate(p.get("seconds_per_step")),
             p.get("software_version", "?"),
         )
     return table
@@ -79,7 +104,8 @@ def status_view(s: dict[str, Any]) -> Group:
     train.add_row("model", str(training.get("model") or "-"))
     train.add_row("phase", str(training.get("phase") or "-"))
     for key in ("policy_version", "steps", "reward_mean", "local_reward_mean", "heldout_accuracy", "generate_tokens_per_s",
-                "train_samples_per_s", "staleness_histogram", "dropped_stale", "external_trained", "external_pool"):
+                "train_samples_per_s", "seconds_per_step", "slowdown", "staleness_histogram", "dropped_stale",
+                "external_trained", "external_pool"):
         value = training.get(key)
         train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else str(value))
     parts = [info, Text(""), Text("training", style="bold underline"), train]

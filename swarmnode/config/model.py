@@ -127,6 +127,13 @@ class TrainingConfig(_Section):
         "auto", description="trainer forward: length-chunked shared prompts, one chunk, or plain padded rows; "
                             "auto: the one measured fastest on the device (trainer/forward.py)"
     )
+    # One machine can hold a heterogeneous swarm: the pause is proportional to the work measured,
+    # so a node at 3 delivers a third of what it could, whatever each batch costs.
+    slowdown: float = Field(
+        1.0, ge=1.0, le=1000.0, allow_inf_nan=False,
+        description="make this node X times slower for real (`swarmnode run --slowdown X`): after each generated "
+                    "batch and each train step it pauses (X - 1) times that work's measured time; 1: full speed"
+    )
 
     @field_validator("micro_batch_tokens")
     @classmethod
@@ -142,6 +149,19 @@ class RolloutGossipConfig(_Section):
     announce_ttl_s: float = Field(20.0, gt=0, description="how long an announcement stays valid")
     fetch_interval_s: float = Field(1.0, gt=0, description="how often peers' announcements are read and new batches fetched")
     fetch_timeout_s: float = Field(5.0, gt=0, description="a batch fetch from one peer gives up after this long")
+    # A fetch is a long-poll: a peer with nothing new answers when it has (or after this long),
+    # so an idle peer costs one request per long_poll_s instead of one per fetch interval.
+    long_poll_s: float = Field(
+        5.0, ge=0, le=60, description="how long a fetch may wait at the peer for a new batch, and how long this node "
+                                      "holds a peer's fetch (0: plain polling)"
+    )
+    max_held_requests: int = Field(
+        64, ge=0, le=4096, description="peers' long-polls held at once (one per peer); more are answered at once"
+    )
+    discover_interval_s: float = Field(
+        10.0, gt=0, description="how often the DHT is read for new peers' rollout announcements (known peers are "
+                                "fetched from directly; their announcements are re-read only before they lapse)"
+    )
     keep_batches: int = Field(64, ge=1, description="batches this node keeps for peers to fetch")
     backlog_batches: int = Field(4, ge=1, description="batches fetched from a newly seen peer")
     strike_limit: int = Field(20, ge=1, description="rejected groups from one peer within strike_window_s before it is ignored")

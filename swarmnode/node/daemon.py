@@ -20,6 +20,7 @@ from swarmnode.node.summary_gossip import SummaryGossip
 from swarmnode.node.training import TrainingService
 from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, build_peer_record
 from swarmnode.protocol.generated import peer_record_pb2
+from swarmnode.protocol.limits import CAPABILITY_CAPS
 from swarmnode.status.server import StatusServer
 from swarmnode.status.snapshot import JoinState, build_status
 from swarmnode.swarm.backoff import backoff_delay
@@ -171,6 +172,16 @@ class Node:
         self.capability.matmul_gflops = gflops
         log.info("measured %.1f GFLOP/s (fp32 matmul) on %s", gflops, self.device.kind)
 
+    def _current_capability(self) -> Capability:
+        """The matmul figure measured at start and, once the node trains, the smoothed speeds of
+        its real work (0 until measured), each held under the cap peers check it against."""
+        capability = Capability()
+        capability.CopyFrom(self.capability)
+        if self.training is not None:
+            for name, value in self.training.speed.snapshot().items():
+                setattr(capability, name, min(value or 0.0, CAPABILITY_CAPS[name]))
+        return capability
+
     def _record_fields(self) -> PeerRecordFields:
         return PeerRecordFields(
             software_version=__version__,
@@ -179,7 +190,7 @@ class Node:
             model_fingerprint=self.model_fingerprint,
             base_fingerprint=self.training.base_fingerprint if self.training is not None else "",
             device=self.device,
-            capability=self.capability,
+            capability=self._current_capability(),
             state=self.state,
             client_mode=self.config.network.client_mode,
         )
@@ -279,7 +290,7 @@ class Node:
             peers=self.table.entries(),
             stats=self.stats,
             device=self.device,
-            capability=self.capability,
+            capability=self._current_capability(),
             model_fingerprint=self.model_fingerprint,
             training=self.training.snapshot() if self.training is not None else None,
             rollouts=self.gossip.snapshot() if self.gossip is not None else None,

@@ -2,11 +2,13 @@
 
 Publish: each generated batch is sealed and kept in a RolloutOutbox; a small signed
 announcement (the batch-id range) goes into the DHT under the current window's rollouts key
-with this node's peer id as subkey. Fetch: every fetch interval the node reads the current and
-previous windows' announcements, asks each peer for the batches it has not seen over a direct
-libp2p request, verifies them and hands them to the training service (re-scored there, in a
-worker thread). Every rejection is counted by reason and sender and written to SQLite; a peer
-past the strike limit is ignored for a while, and its standing is saved so a restart keeps it.
+with this node's peer id as subkey. Fetch: the node reads the current and previous windows'
+announcements to find peers (every discover interval, or when a known one is about to lapse),
+asks each peer for the batches it has not seen over a direct libp2p request (a long-poll: a
+peer with nothing new answers when it has), verifies them and hands them to the training
+service (checked and re-scored in one worker thread per response; node/rollout_fetch.py). Every
+rejection is counted by reason and sender and written to SQLite; a peer past the strike limit
+is ignored for a while, and its standing is saved so a restart keeps it.
 
 What a peer may cost this node is bounded (config `limits`, docs/security.md): requests it may
 make of this node and batches taken from it per second (token buckets per verified peer id),
@@ -25,23 +27,18 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from swarmnode.config import NodeConfig
 from swarmnode.identity import NodeIdentity
+from swarmnode.node.rollout_fetch import RolloutFetching
 from swarmnode.node.sharing import groups_to_batch
 from swarmnode.node.training import TrainingService
-from swarmnode.protocol.codec import Rejected, RejectReason
-from swarmnode.protocol.peer_record import age_problem
-from swarmnode.protocol.rollouts import (
-    CheckedAnnouncement,
-    build_announcement,
-    open_rollout_batch,
-    seal_rollout_batch,
-)
+from swarmnode.protocol.codec import RejectReason
+from swarmnode.protocol.rollouts import CheckedAnnouncement, build_announcement, seal_rollout_batch
 from swarmnode.store.rollouts import RolloutStore
 from swarmnode.store.standing import StandingRow, StandingStore
 from swarmnode.swarm.bounded import LRUMap
 from swarmnode.swarm.peers import MessageStats, RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter
-from swarmnode.swarm.rollouts import ROLLOUT_PROTOCOL, RolloutOutbox, SenderLedger, fetch_request, parse_fetch_response
-from swarmnode.swarm.transport import RequestFailed, Transport
+from swarmnode.swarm.rollouts import ROLLOUT_PROTOCOL, HeldRequests, RolloutOutbox, SenderLedger, parse_fetch_request
+from swarmnode.swarm.transport import Transport
 from swarmnode.swarm.windows import rollouts_key, window_index, windows_to_read
 
 log = logging.getLogger("swarmnode.gossip")
@@ -76,6 +73,29 @@ def _percentile(values: list[float], q: float) -> float | None:
 Announced = TypeVar("Announced")
 
 
+class Waiters:
+    """Futures of held long-polls, all woken when a batch is added or the node stops. Futures
+    are made on the running loop at each wait, so nothing here is bound to one event loop."""
+
+    def __init__(self) -> None:
+        self._futures: set[asyncio.Future] = set()
+
+    async def wait(self, timeout: float) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self._futures.add(future)
+        try:
+            await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            self._futures.discard(future)
+
+    def wake(self) -> None:
+        for future in self._futures:
+            if not future.done():
+                future.set_result(None)
+
+
 async def read_newest_per_peer(transport: Transport, key_of: Callable[[int], str], window_s: float,
                                check: Callable[[list, float], Iterable[Announced]],
                                rank: Callable[[Announced], int]) -> list[Announced]:
@@ -91,7 +111,7 @@ async def read_newest_per_peer(transport: Transport, key_of: Callable[[int], str
     return list(newest.values())
 
 
-class RolloutGossip:
+class RolloutGossip(RolloutFetching):
     def __init__(self, config: NodeConfig, identity: NodeIdentity, transport: Transport, training: TrainingService,
                  records: RecordIntake, stats: MessageStats, home_root: Path):
         self.config = config
@@ -116,6 +136,15 @@ class RolloutGossip:
         # Consecutive failed fetches per peer: a peer that times out (or stalls on purpose) is
         # asked again only after 2^failures fetch intervals, so stallers cannot hold every slot.
         self._failing: LRUMap[str, int] = LRUMap(limits.max_tracked_senders)
+        # Answers of nothing, given at once, in a row per peer: a peer that does not hold our
+        # long-polls (an older version, or out of slots) is asked less often, down to one
+        # request per long_poll_s, until it sends something again.
+        self._idle: LRUMap[str, int] = LRUMap(limits.max_tracked_senders)
+        self.holds = HeldRequests(cfg.max_held_requests)  # peers' long-polls this node holds
+        self._held_wake = Waiters()
+        self._long_polls_out = 0  # this node's long-polls in flight (each holds a fetch slot)
+        self._closing = False
+        self._reread_announcements = False  # set when a peer's batch is signed with another key
         self._new_batch = asyncio.Event()
         self.started = time.monotonic()
         self.busy_s = 0.0  # wall time spent on gossip work (network waits included), not sleeping
@@ -124,7 +153,9 @@ class RolloutGossip:
         self.counters = dict(batches_published=0, groups_published=0, bytes_published=0, announcements=0,
                              batches_fetched=0, bytes_fetched=0, groups_accepted=0, groups_rejected=0,
                              groups_skipped_other_task=0,
-                             fetch_failures=0, peers_ignored=0, store_errors=0, fetch_waits=0)
+                             fetch_failures=0, peers_ignored=0, store_errors=0, fetch_waits=0,
+                             fetch_requests=0, empty_fetches=0, requests_served=0, requests_held=0,
+                             announcement_reads=0)
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # publish -> accepted here, seconds
 
     async def start(self) -> None:
@@ -135,9 +166,33 @@ class RolloutGossip:
         # `remote` is the libp2p-authenticated peer id: a peer over its rate gets an empty answer.
         if not self.serve_limiter.allow(remote, time.monotonic()):
             return EMPTY_FETCH_RESPONSE
-        return self.outbox.answer(request)
+        self.counters["requests_served"] += 1
+        parsed = parse_fetch_request(request)
+        if parsed is not None and parsed.wait_ms and not self.outbox.has_after(parsed.after_batch_id):
+            await self._hold(remote, parsed.after_batch_id, min(parsed.wait_ms / 1000, self.config.rollouts.long_poll_s))
+        return self.outbox.answer_parsed(parsed)
+
+    async def _hold(self, remote: str, after: int, wait_s: float) -> None:
+        """Keep a peer's long-poll until a batch newer than `after` is added, `wait_s` passes or
+        the node stops; over the per-peer or total bound it is answered at once. A caller that
+        gives up cancels this handler (hivemind relays the cancel), which frees the slot."""
+        if wait_s <= 0 or self._closing or not self.holds.acquire(remote):
+            return
+        self.counters["requests_held"] += 1
+        deadline = time.monotonic() + wait_s
+        try:
+            while not self._closing and not self.outbox.has_after(after):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                await self._held_wake.wait(remaining)
+        finally:
+            self.holds.release(remote)
 
     def close(self) -> None:
+        """Answer every held long-poll now (the daemon stops the transport next), then close the stores."""
+        self._closing = True
+        self._held_wake.wake()
         self.store.close()
         self.standings.close()
 
@@ -147,13 +202,6 @@ class RolloutGossip:
         cpu = time.thread_time()
         try:
             return self._seal_batch(groups)
-        finally:
-            self.worker_cpu_s += time.thread_time() - cpu
-
-    def _receive(self, batch, peer: str):
-        cpu = time.thread_time()
-        try:
-            return self.training.receive(batch, peer)
         finally:
             self.worker_cpu_s += time.thread_time() - cpu
 
@@ -187,6 +235,7 @@ class RolloutGossip:
                 self.counters["bytes_published"] += len(envelope)
             if drained:
                 self._new_batch.set()
+                self._held_wake.wake()  # answer the peers waiting for a new batch
             await asyncio.sleep(0.1)
 
     async def announce_loop(self) -> None:
@@ -212,135 +261,13 @@ class RolloutGossip:
             self.busy_s += time.perf_counter() - start
             await asyncio.sleep(cfg.announce_interval_s)
 
-    # -- fetch ---------------------------------------------------------------------------------
-
-    async def fetch_loop(self) -> None:
-        """Ask known peers for new batches every fetch interval; re-read the DHT's announcements
-        (to find peers and key changes) only every announce interval: a direct request to a
-        peer costs far less than a DHT lookup.
-
-        Each peer is fetched by a task of its own, and a peer whose last fetch is still running
-        is skipped: a peer that stalls its answers slows only itself, never the fetches from
-        the others. This loop owns those tasks and cancels them when it stops."""
-        cfg = self.config.rollouts
-        known: dict[str, CheckedAnnouncement] = {}
-        last_read = -float("inf")
-        inflight: dict[str, asyncio.Task] = {}
-        rounds = 0
-        try:
-            while True:
-                rounds += 1
-                await asyncio.sleep(cfg.fetch_interval_s)
-                if not self.training.ready or self.config.training.external_rollouts == 0:
-                    continue
-                start = time.perf_counter()
-                try:
-                    if time.monotonic() - last_read >= cfg.announce_interval_s:
-                        # Merged, not replaced: a read that came back short (a DHT answer refused
-                        # whole) must not forget peers whose announcements are still valid.
-                        now = self.transport.dht_time()
-                        known = {p: a for p, a in known.items() if a.announcement.expires_at > now}
-                        known.update((a.peer_id, a) for a in await self._read_announcements())
-                        last_read = time.monotonic()
-                except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
-                    log.warning("reading rollout announcements failed (%s)", e)
-                now = self.transport.dht_time()
-                for a in known.values():
-                    if a.peer_id in inflight or a.announcement.expires_at <= now or self.ledger.ignored(a.peer_id, now):
-                        continue
-                    failures = self._failing.get(a.peer_id) or 0
-                    if failures and rounds % (2 ** min(failures, 6)):
-                        continue  # backing off a peer whose fetches keep failing
-                    task = asyncio.create_task(self._fetch_slot(a))
-                    inflight[a.peer_id] = task
-                    task.add_done_callback(lambda _, peer=a.peer_id: inflight.pop(peer, None))
-                self.busy_s += time.perf_counter() - start
-        finally:
-            tasks = list(inflight.values())
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    # -- fetch (the rest is in node/rollout_fetch.py) ------------------------------------------
 
     async def _read_announcements(self) -> list[CheckedAnnouncement]:
         """The newest valid announcement of every other peer in the current and previous windows."""
         swarm = self.config.swarm
         return await read_newest_per_peer(self.transport, lambda w: rollouts_key(swarm.name, w), swarm.window_s,
                                           self.records.announcements, lambda a: a.announcement.last_batch_id)
-
-    async def _fetch_slot(self, a: CheckedAnnouncement) -> None:
-        """Fetch from one peer once one of limits.max_concurrent_fetches slots is free."""
-        if self._fetch_slots.locked():
-            self.counters["fetch_waits"] += 1
-        start = time.perf_counter()
-        try:
-            async with self._fetch_slots:
-                await self._fetch_from(a)
-        except Exception as e:  # noqa: BLE001 - one peer's bad round must not stop the others
-            log.warning("fetching rollouts from %s failed (%s: %s)", a.peer_id, type(e).__name__, e)
-        self.busy_s += time.perf_counter() - start
-
-    async def _fetch_from(self, a: CheckedAnnouncement) -> None:
-        peer = a.peer_id
-        cursor = self.ledger.standing(peer).cursor
-        # A new peer: its recent backlog only. A known one: whatever is newer than the cursor
-        # (the announcement read may be older than the peer's newest batch).
-        after = cursor if cursor is not None else self.ledger.start_after(peer, a.announcement.first_batch_id, a.announcement.last_batch_id)
-        if after is None:
-            return
-        try:
-            response = await self.transport.request(peer, ROLLOUT_PROTOCOL, fetch_request(after), self.config.rollouts.fetch_timeout_s)
-        except RequestFailed as e:
-            self.counters["fetch_failures"] += 1
-            self._failing[peer] = (self._failing.get(peer) or 0) + 1
-            log.debug("%s", e)
-            return
-        self._failing.pop(peer)
-        envelopes = parse_fetch_response(response)
-        if envelopes is None:
-            await self._reject(peer, None, [(RejectReason.MALFORMED, "fetch response does not decode")])
-            return
-        for envelope in envelopes:
-            # Over its rate, the rest waits for the next fetch: the cursor stays where it is.
-            if self.ledger.ignored(peer, self.transport.dht_time()) or not self.accept_limiter.allow(peer, time.monotonic()):
-                break
-            after = await self._take_batch(peer, a.public_key, envelope, after)
-        await self._save_standing(peer)
-
-    async def _take_batch(self, peer: str, public_key: bytes, envelope: bytes, after: int) -> int:
-        """Check one fetched envelope and hand its groups to training; returns the new cursor."""
-        self.counters["batches_fetched"] += 1
-        self.counters["bytes_fetched"] += len(envelope)
-        now = self.transport.dht_time()
-        try:
-            batch, _ = open_rollout_batch(envelope, served_by=peer, public_key=public_key)
-        except Rejected as r:
-            await self._reject(peer, None, [(r.reason, r.detail)])
-            return after
-        if batch.batch_id <= after:  # a peer may not serve old batches as new
-            await self._reject(peer, batch.batch_id, [(RejectReason.REPLAYED, f"batch {batch.batch_id} <= {after}")])
-            return after
-        # The cursor moves first: whatever fails below, this batch is never taken again.
-        self.ledger.advance(peer, batch.batch_id)
-        problem = age_problem(batch.created_at, now=now, max_age_s=self.config.limits.max_batch_age_s)
-        if problem is not None:
-            await self._reject(peer, batch.batch_id, [problem])
-            return batch.batch_id
-        result = await asyncio.to_thread(self._receive, batch, peer)
-        self.latencies.append(max(0.0, self.transport.dht_time() - batch.created_at))
-        if result.groups:
-            self.counters["groups_accepted"] += len(result.groups)
-            for _ in result.groups:
-                self.stats.accept("rollout_group")
-            try:
-                await asyncio.to_thread(self.store.accepted, peer, batch.batch_id, result.groups, result.same_model)
-            except Exception as e:  # noqa: BLE001 - a full disk must not replay or un-count the batch
-                self.counters["store_errors"] += 1
-                log.warning("storing groups of batch %d from %s failed (%s)", batch.batch_id, peer, e)
-        self.counters["groups_skipped_other_task"] += result.skipped_other_task
-        self.ledger.record(peer, len(result.groups), 0, now)
-        if result.rejected:
-            await self._reject(peer, batch.batch_id, result.rejected)
-        return batch.batch_id
 
     async def _reject(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]]) -> None:
         await asyncio.to_thread(self.blame, peer, batch_id, reasons)
@@ -369,9 +296,6 @@ class RolloutGossip:
         """The trainer's verdict on peers' samples whose log-probs inflate their weight."""
         for peer, samples in senders.items():
             self.blame(peer, None, [(RejectReason.IMPLAUSIBLE_LOGPROBS, f"{samples} samples")])
-
-    async def _save_standing(self, peer: str) -> None:
-        await asyncio.to_thread(self._save_standing_now, peer)
 
     def _save_standing_now(self, peer: str) -> None:
         s = self.ledger.standing(peer)
@@ -408,7 +332,7 @@ class RolloutGossip:
             "senders": self.ledger.snapshot(self.transport.dht_time()),
         }
 
-    LIMIT_KEYS = ("serve_refused", "accept_deferred", "fetch_waits", "tracked_senders", "senders_evicted")
+    LIMIT_KEYS = ("serve_refused", "accept_deferred", "fetch_waits", "tracked_senders", "senders_evicted", "held_refused")
 
     def limits_snapshot(self) -> dict[str, int]:
         """How often each per-peer bound was hit, and how much per-peer state is held (LIMIT_KEYS)."""
@@ -418,4 +342,5 @@ class RolloutGossip:
             "fetch_waits": self.counters["fetch_waits"],
             "tracked_senders": len(self.ledger),
             "senders_evicted": self.ledger.evicted,
+            "held_refused": self.holds.refused,
         }

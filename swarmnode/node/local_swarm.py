@@ -41,12 +41,15 @@ class LocalNode:
 
 class LocalSwarm:
     def __init__(self, root: Path, size: int, config_path: Path, extra_args: list[str] | None = None,
-                 node_env: Callable[[int], dict[str, str]] | None = None):
+                 node_env: Callable[[int], dict[str, str]] | None = None,
+                 node_args: Callable[[int], list[str]] | None = None):
         self.root = root
         self.config_path = config_path
         self.extra_args = list(extra_args or [])
         # Per-node environment, e.g. SWARMNODE__TRAINING__DATA_SEED so each node draws its own questions.
         self.node_env = node_env or (lambda index: {})
+        # Per-node `swarmnode run` flags, e.g. --slowdown X for a heterogeneous swarm on one machine.
+        self.node_args = node_args or (lambda index: [])
         self.nodes = [LocalNode(i, NodeHome(root / f"node{i}"), root / f"node{i}" / "node.log") for i in range(size)]
         self.bootstrap_maddrs: list[str] = []
 
@@ -58,7 +61,7 @@ class LocalSwarm:
         if node.index > 0:
             for maddr in self.bootstrap_maddrs:
                 args += ["--initial-peer", maddr]
-        args += self.extra_args
+        args += self.extra_args + self.node_args(node.index)
         log = open(node.log_path, "ab")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.node_env(node.index)}
         node.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)

@@ -29,6 +29,7 @@ from swarmnode.policy.loading import (
     tokenizer_fingerprint,
 )
 from swarmnode.protocol.generated import rollout_batch_pb2
+from swarmnode.scheduler import SpeedMeter
 from swarmnode.store.checkpoints import (
     BackgroundCheckpointer,
     TrainingState,
@@ -36,6 +37,7 @@ from swarmnode.store.checkpoints import (
     load_checkpoint,
     load_outer_state,
 )
+from swarmnode.status.snapshot import speed_figures
 from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, OuterResult
 from swarmnode.store.metrics import MetricsStore
 from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
@@ -144,6 +146,9 @@ class TrainingService:
         # Groups generated here, waiting for the node's event loop to share them.
         self.outgoing: queue.Queue[list[ScoredGroup]] = queue.Queue(maxsize=OUTGOING_CAPACITY)
         self.intake: RolloutIntake | None = None
+        # Smoothed speeds of this node's real work (generator and trainer threads feed it; the
+        # daemon publishes them in its PeerRecord and status).
+        self.speed = SpeedMeter()
         # Gradient summaries: the outer loop (None until the model is loaded, or when disabled),
         # summaries made here for the event loop to publish, and how many peers in the table
         # share this node's base weights (set by the daemon's poll loop).
@@ -276,11 +281,12 @@ class TrainingService:
             # The child loads the model itself and takes the trainer's weights before its first batch.
             runner = ProcessAsyncRunner(policy.name, trainer, rollout, stream_start=start_index,
                                         exclude=questions_of(items), threads=1, buffer=buffer, on_generated=self._share,
-                                        dtype=self.config.model.dtype)
+                                        dtype=self.config.model.dtype, slowdown=t.slowdown)
         else:
             stream = prompt_stream(rollout.tasks, rollout.data_seed, start_index, exclude=questions_of(items))
             runner = AsyncRunner(make_generator(self.config, trainer, policy), trainer, stream, rollout,
-                                 buffer=buffer, on_generated=self._share)
+                                 buffer=buffer, on_generated=self._share, slowdown=t.slowdown)
+        runner.on_generate_timing = self.speed.generated
         self._runner = runner
         # Its own tokenizer copy: fast tokenizers are not safe to share across threads.
         self.intake = RolloutIntake(copy.deepcopy(policy.tokenizer), model_fingerprint=policy.fingerprint,
@@ -288,8 +294,6 @@ class TrainingService:
                                     **completion_limits(self.config))
         self._buffer = buffer
         steps = state.steps
-        train_seconds = 0.0
-        trained_samples = 0
 
         def evaluate() -> None:
             accuracy = greedy_accuracy(evaluator, items, rollout.sampling.max_new_tokens)
@@ -299,16 +303,19 @@ class TrainingService:
             log.info("policy version %d: held-out accuracy %.3f", trainer.version, accuracy["mean"])
 
         def on_step(result: StepResult, dropped: int) -> None:
-            nonlocal steps, train_seconds, trained_samples
+            nonlocal steps, last_step_end
             steps += 1
             self._version = result.version
             if result.implausible:
                 self.on_implausible(result.implausible)
             if result.local_reward_mean is not None:
                 self._local_rewards.append(result.local_reward_mean)
-            if result.trained:
-                train_seconds += result.seconds
-                trained_samples += result.groups * rollout.samples_per_prompt
+            if result.trained:  # a step without gradient skips the model: no measure of training speed
+                self.speed.trained(result.groups * rollout.samples_per_prompt, result.completion_tokens,
+                                   result.seconds + result.pause_seconds)
+            step_end = time.perf_counter()
+            self.speed.stepped(step_end - last_step_end)
+            last_step_end = step_end
             self._rewards.append(result.reward_mean)
             position = start_index * len(rollout.tasks) + runner.items_generated
             self.metrics.record(result.version, {"reward_mean": result.reward_mean, "loss": result.loss,
@@ -326,8 +333,6 @@ class TrainingService:
                     external_trained_by_task=dict(runner.buffer.stats.external_taken_by_task),
                     own_success={task: round(s, 4) for task, s in sorted(runner.buffer.own_success_snapshot().items())},
                     external_pool=runner.buffer.external_available(),
-                    generate_tokens_per_s=round(runner.generated_tokens / max(runner.generate_seconds, 1e-9), 1),
-                    train_samples_per_s=round(trained_samples / max(train_seconds, 1e-9), 1),
                     staleness_histogram={str(k): v for k, v in sorted(runner.buffer.stats.staleness.items())},
                     dropped_stale=runner.buffer.stats.dropped_stale,
                 )
@@ -346,6 +351,7 @@ class TrainingService:
         with self._lock:
             self._state.update(running=True, phase="training", policy_version=trainer.version, steps=steps)
         evaluate()
+        last_step_end = time.perf_counter()  # the step cadence leaves out loading and the first evaluation
         remaining = None if t.max_steps is None else max(0, t.max_steps - steps)
         if not self._stopping.is_set() and remaining != 0:
             runner.run(remaining, on_step)
@@ -422,8 +428,8 @@ class TrainingService:
             "own_success": state.get("own_success"),
             "external_pool": state.get("external_pool"),
             "heldout_accuracy": state.get("heldout_accuracy"),
-            "generate_tokens_per_s": state.get("generate_tokens_per_s"),
-            "train_samples_per_s": state.get("train_samples_per_s"),
+            **speed_figures(self.speed.snapshot()),
+            "slowdown": self.config.training.slowdown,
             "staleness_histogram": state.get("staleness_histogram"),
             "dropped_stale": state.get("dropped_stale"),
             "error": self.error,

@@ -42,7 +42,17 @@ MAX_TIMESTAMP = 1e11  # seconds since the epoch (year 5138): larger "times" are 
 MIN_LOGPROB = -1e4  # a sampled token's log-prob below this is not a probability anyone sampled at
 MAX_ABS_REWARD = 1e6
 MAX_TEMPERATURE = 100.0
-MAX_CAPABILITY = 1e15  # GFLOP/s, tokens/s
+MAX_CAPABILITY = 1e15  # GFLOP/s
+# A peer's measured speeds will steer what this node plans, so each has a cap beyond any honest
+# node (a whole GPU cluster samples ~1e7 tokens/s; no swarm waits 1e6 s, 11.6 days, for a step).
+# Over its cap a record is OUT_OF_RANGE; NaN, infinities and negatives are INVALID_FIELD.
+CAPABILITY_CAPS = {
+    "matmul_gflops": MAX_CAPABILITY,
+    "generate_tokens_per_s": 1e9,
+    "train_tokens_per_s": 1e9,
+    "train_samples_per_s": 1e8,
+    "seconds_per_step": 1e6,
+}
 
 _VALUE_BYTES = {
     gradient_summary_pb2.VALUE_DTYPE_FLOAT32: 4,
@@ -81,13 +91,7 @@ def check_peer_record(record: peer_record_pb2.PeerRecord) -> str | None:
         return "a string field is too long"
     if not record.swarm:
         return "swarm missing"
-    numbers = (
-        record.timestamp,
-        record.expires_at,
-        record.capability.matmul_gflops,
-        record.capability.generate_tokens_per_s,
-        record.capability.train_tokens_per_s,
-    )
+    numbers = (record.timestamp, record.expires_at, *(getattr(record.capability, k) for k in CAPABILITY_CAPS))
     if not all(_finite(x) and x >= 0 for x in numbers):
         return "a time or capability is negative or not finite"
     if record.expires_at <= record.timestamp:
@@ -249,9 +253,10 @@ def _times_out_of_range(**values: float) -> str | None:
 
 
 def ranges_of_peer_record(record: peer_record_pb2.PeerRecord) -> str | None:
-    c = record.capability
-    if any(x > MAX_CAPABILITY for x in (c.matmul_gflops, c.generate_tokens_per_s, c.train_tokens_per_s)):
-        return "a capability figure is beyond any device"
+    for name, cap in CAPABILITY_CAPS.items():
+        value = getattr(record.capability, name)
+        if value > cap:
+            return f"capability.{name} {value:g} is beyond any device (cap {cap:g})"
     return (_times_out_of_range(timestamp=record.timestamp, expires_at=record.expires_at)
             or _ints_out_of_range(memory_bytes=record.device.memory_bytes))
 

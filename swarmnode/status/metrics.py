@@ -64,8 +64,10 @@ TRAINING_GAUGES = {
     "steps": "Training steps taken",
     "reward_mean": "Mean reward of recent training batches",
     "heldout_accuracy": "Greedy accuracy on held-out task items",
-    "generate_tokens_per_s": "Tokens generated per second of generation",
-    "train_samples_per_s": "Samples trained per second of training",
+    "generate_tokens_per_s": "Tokens generated per second of generation (smoothed, slowdown included)",
+    "train_samples_per_s": "Samples trained per second of training (smoothed, slowdown included)",
+    "seconds_per_step": "Wall seconds between two training steps (smoothed)",
+    "slowdown": "training.slowdown: the node runs this many times slower than it could",
     "dropped_stale": "Rollout groups dropped for exceeding the staleness bound",
 }
 

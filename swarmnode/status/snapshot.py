@@ -8,7 +8,7 @@ key of empty_summaries_status().
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.swarm.peers import MessageStats, PeerEntry
@@ -30,6 +30,9 @@ TRAINING_NOT_RUNNING: dict[str, Any] = {
     "heldout_accuracy": None,
     "generate_tokens_per_s": None,
     "train_samples_per_s": None,
+    "train_tokens_per_s": None,
+    "seconds_per_step": None,
+    "slowdown": None,
     "staleness_histogram": None,
     "dropped_stale": None,
     "error": None,
@@ -109,12 +112,19 @@ def device_to_dict(device: peer_record_pb2.DeviceInfo) -> dict[str, Any]:
     }
 
 
+# A node's measured speeds (scheduler.SpeedMeter), in the status document with these many decimals.
+SPEED_DIGITS = {"generate_tokens_per_s": 1, "train_samples_per_s": 2, "train_tokens_per_s": 1, "seconds_per_step": 3}
+
+
+def speed_figures(speeds: Mapping[str, float | None]) -> dict[str, float | None]:
+    """The SPEED_DIGITS keys of `speeds`, rounded for the status document (None stays None)."""
+    return {k: None if speeds.get(k) is None else round(speeds[k], digits) for k, digits in SPEED_DIGITS.items()}
+
+
 def capability_to_dict(capability: peer_record_pb2.Capability) -> dict[str, Any]:
-    return {
-        "matmul_gflops": round(capability.matmul_gflops, 3),
-        "generate_tokens_per_s": capability.generate_tokens_per_s,
-        "train_tokens_per_s": capability.train_tokens_per_s,
-    }
+    """A PeerRecord's capability; a speed is 0 until that node has measured it."""
+    return {"matmul_gflops": round(capability.matmul_gflops, 3),
+            **speed_figures({k: getattr(capability, k) for k in SPEED_DIGITS})}
 
 
 def peer_to_dict(entry: PeerEntry, now: float) -> dict[str, Any]:
@@ -133,6 +143,8 @@ def peer_to_dict(entry: PeerEntry, now: float) -> dict[str, Any]:
         "multiaddrs": list(r.multiaddrs),
         "device": device_to_dict(r.device),
         "capability": capability_to_dict(r.capability),
+        # The figures the scheduler plans with, at the top of each entry (also under capability).
+        **{k: v for k, v in capability_to_dict(r.capability).items() if k != "matmul_gflops"},
     }
 
 

@@ -4,6 +4,10 @@ Batches never sit in the DHT: a node announces the range of batch ids it holds (
 bytes under swarmnode/<swarm>/rollouts/<window>, subkey = its peer id) and peers fetch the
 batches they have not seen over a direct libp2p request on ROLLOUT_PROTOCOL. These classes do
 no I/O; the node's loops move the bytes.
+
+A fetch may be a long-poll (RolloutFetchRequest.wait_ms): a server with nothing newer holds it
+until a batch is added or the wait ends, so an idle peer costs one request per wait, not one
+per fetch interval. Held requests are bounded (HeldRequests): one per peer, a few in all.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ ROLLOUT_PROTOCOL = "swarmnode/v1/rollouts"
 MAX_BATCHES_PER_FETCH = 16
 MAX_FETCH_RESPONSE_BYTES = 2 * 1024 * 1024  # under p2pd's 4 MiB message cap
 MAX_FETCH_REQUEST_BYTES = 64
+MAX_FAILURE_EXPONENT = 6  # a failing peer is asked at least every 2^6 fetch intervals
 
 
 class RolloutOutbox:
@@ -48,6 +53,11 @@ class RolloutOutbox:
                 return None
             return next(iter(self._batches)), next(reversed(self._batches))
 
+    def has_after(self, after_batch_id: int) -> bool:
+        """Whether a batch newer than `after_batch_id` is held (ids only grow: the newest decides)."""
+        with self._lock:
+            return bool(self._batches) and next(reversed(self._batches)) > after_batch_id
+
     def after(self, after_batch_id: int, max_batches: int) -> list[bytes]:
         """Envelopes of batches newer than `after_batch_id`, oldest first, within the size caps."""
         out, size = [], 0
@@ -65,19 +75,83 @@ class RolloutOutbox:
 
     def answer(self, request: bytes) -> bytes:
         """The response bytes to a fetch request; a malformed request gets an empty response."""
+        return self.answer_parsed(parse_fetch_request(request))
+
+    def answer_parsed(self, parsed: rollout_batch_pb2.RolloutFetchRequest | None) -> bytes:
         response = rollout_batch_pb2.RolloutFetchResponse()
-        if len(request) <= MAX_FETCH_REQUEST_BYTES:
-            try:
-                parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(request)
-            except Exception:  # noqa: BLE001 - garbage from a peer: answer nothing
-                parsed = None
-            if parsed is not None:
-                response.envelopes.extend(self.after(parsed.after_batch_id, parsed.max_batches))
+        if parsed is not None:
+            response.envelopes.extend(self.after(parsed.after_batch_id, parsed.max_batches))
         return response.SerializeToString()
 
 
-def fetch_request(after_batch_id: int, max_batches: int = MAX_BATCHES_PER_FETCH) -> bytes:
-    return rollout_batch_pb2.RolloutFetchRequest(after_batch_id=after_batch_id, max_batches=max_batches).SerializeToString()
+def fetch_request(after_batch_id: int, max_batches: int = MAX_BATCHES_PER_FETCH, wait_ms: int = 0) -> bytes:
+    return rollout_batch_pb2.RolloutFetchRequest(after_batch_id=after_batch_id, max_batches=max_batches,
+                                                 wait_ms=wait_ms).SerializeToString()
+
+
+def parse_fetch_request(data: bytes) -> rollout_batch_pb2.RolloutFetchRequest | None:
+    """A peer's fetch request, or None if it is too long or does not decode (answered empty).
+    Its integers are proto3 uint32/uint64, so in range; what they may cost is capped where used."""
+    if len(data) > MAX_FETCH_REQUEST_BYTES:
+        return None
+    try:
+        return rollout_batch_pb2.RolloutFetchRequest.FromString(data)
+    except Exception:  # noqa: BLE001 - garbage from a peer
+        return None
+
+
+class HeldRequests:
+    """Which peers' long-polls this node holds: at most one per peer and `capacity` in all, so a
+    stranger (or a flood of fresh identities) cannot pin handlers open; a request over either
+    bound is answered at once. Keyed by the libp2p-authenticated peer id; entries exist only
+    while held, so the map is bounded by `capacity`. Event-loop only (not thread-safe)."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._held: set[str] = set()
+        self.refused = 0  # long-polls answered at once for want of a slot
+
+    def acquire(self, peer_id: str) -> bool:
+        if peer_id in self._held or len(self._held) >= self.capacity:
+            self.refused += 1
+            return False
+        self._held.add(peer_id)
+        return True
+
+    def release(self, peer_id: str) -> None:
+        self._held.discard(peer_id)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
+def idle_exponent_cap(long_poll_s: float, fetch_interval_s: float) -> int:
+    """How far a peer that answers at once with nothing (it does not hold long-polls: an older
+    version, or out of held slots) is backed off: to at most one fetch per long_poll_s."""
+    ratio = long_poll_s / fetch_interval_s
+    return max(0, int(ratio).bit_length() - 1) if ratio >= 1 else 0
+
+
+def skip_fetch(round_no: int, failures: int, idle: int, idle_cap: int) -> bool:
+    """Whether fetch round `round_no` skips a peer: one with `failures` failed fetches in a row
+    is asked every 2^failures rounds (at most 2^MAX_FAILURE_EXPONENT), one that answered
+    nothing at once `idle` times in a row every 2^min(idle, idle_cap) rounds."""
+    exponent = max(min(failures, MAX_FAILURE_EXPONENT), min(idle, idle_cap))
+    return exponent > 0 and round_no % (2 ** exponent) != 0
+
+
+def announcements_due(now: float, last_read: float, expiries: list[float], discover_interval_s: float,
+                      refresh_s: float) -> bool:
+    """Whether to read the DHT's rollout announcements now (every time here is DHT time).
+
+    New peers are looked for every `discover_interval_s` (every `refresh_s` while none is known:
+    such a node has no one else to ask); known peers are fetched from directly, so their
+    announcements are re-read only when one would lapse within `refresh_s` (its owner
+    re-announces every refresh_s), and then not more often than every refresh_s."""
+    since = now - last_read
+    if since >= (discover_interval_s if expiries else min(refresh_s, discover_interval_s)):
+        return True
+    return since >= refresh_s and any(expires_at - now <= refresh_s for expires_at in expiries)
 
 
 def parse_fetch_response(data: bytes) -> list[bytes] | None:
@@ -194,5 +268,5 @@ class SenderLedger:
             }
 
 
-__all__ = ["ROLLOUT_PROTOCOL", "PeerStanding", "RolloutOutbox", "SenderLedger", "fetch_request",
-           "parse_fetch_response"]
+__all__ = ["ROLLOUT_PROTOCOL", "HeldRequests", "PeerStanding", "RolloutOutbox", "SenderLedger", "announcements_due",
+           "fetch_request", "idle_exponent_cap", "parse_fetch_request", "parse_fetch_response", "skip_fetch"]

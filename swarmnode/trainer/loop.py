@@ -9,6 +9,7 @@ the generator loads them before its next batch.
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -57,6 +58,17 @@ def generate_groups(generator: Generator, items: list[TaskItem], config: Rollout
 
 StepCallback = Callable[[StepResult, int], None]  # (result, dropped_stale)
 GroupsCallback = Callable[[list[ScoredGroup]], None]
+TimingCallback = Callable[[int, float], None]  # (completion tokens, wall seconds) of one generated batch
+
+
+def slowdown_pause_s(compute_s: float, slowdown: float) -> float:
+    """Seconds to pause after `compute_s` seconds of work so that it takes `slowdown` times as
+    long in all: (slowdown - 1) * compute_s; 0 at slowdown 1 or for a measurement that is
+    negative or not finite. A pause proportional to the measured work (not a fixed one) keeps
+    the ratio right however long each batch or step really takes."""
+    if not (math.isfinite(compute_s) and compute_s > 0 and slowdown > 1):
+        return 0.0
+    return (slowdown - 1.0) * compute_s
 
 
 def make_buffer(config: RolloutConfig, quality: Callable[[], dict] = dict, seed: int = 0) -> ExperienceBuffer:
@@ -81,7 +93,8 @@ class AsyncRunner:
     """Owns the generator thread; `run` trains on the calling thread and stops the generator."""
 
     def __init__(self, generator: Generator, trainer: Trainer, stream: Iterator[TaskItem], config: RolloutConfig,
-                 *, buffer: ExperienceBuffer | None = None, on_generated: GroupsCallback | None = None):
+                 *, buffer: ExperienceBuffer | None = None, on_generated: GroupsCallback | None = None,
+                 slowdown: float = 1.0):
         self.generator = generator
         self.trainer = trainer
         self.stream = stream
@@ -91,6 +104,10 @@ class AsyncRunner:
         # Called on the trainer thread after each step, before the weights go to the generator
         # (e.g. the outer step of gradient summaries, so the generator gets the merged weights).
         self.after_step: Callable[[StepResult], None] | None = None
+        # Called on the generator thread with each batch's tokens and wall seconds (e.g. to measure speed).
+        self.on_generate_timing: TimingCallback | None = None
+        # training.slowdown: after each batch and each step, pause (slowdown - 1) x its compute time.
+        self.slowdown = slowdown
         self._cond = threading.Condition()
         self._steps_done = 0
         self._published: tuple[int, dict] | None = None
@@ -116,15 +133,31 @@ class AsyncRunner:
                 items = list(itertools.islice(self.stream, self.config.prompts_per_step))
                 start = time.perf_counter()
                 groups = generate_groups(self.generator, items, self.config)
-                self.generate_seconds += time.perf_counter() - start
-                self.generated_tokens += sum(len(t) for g in groups for t in g.completion_token_ids)
+                self._pause(time.perf_counter() - start)  # before the groups go out: a slow node delivers late
+                seconds = time.perf_counter() - start
+                tokens = sum(len(t) for g in groups for t in g.completion_token_ids)
+                self.generate_seconds += seconds
+                self.generated_tokens += tokens
                 self.items_generated += len(items)
+                if self.on_generate_timing is not None:
+                    self.on_generate_timing(tokens, seconds)
                 self.buffer.put(groups)
                 if self.on_generated is not None:
                     self.on_generated(groups)
         except BaseException as e:  # noqa: BLE001 - surfaced by run()
             self._error = e
             self.buffer.close()
+
+    def _pause(self, compute_s: float) -> float:
+        """Sleep the slowdown's share of `compute_s` on this (worker) thread, woken early by
+        `stop()`; the seconds slept."""
+        pause = slowdown_pause_s(compute_s, self.slowdown)
+        if pause <= 0:
+            return 0.0
+        start = time.perf_counter()
+        with self._cond:
+            self._cond.wait_for(lambda: self._stop, timeout=pause)
+        return time.perf_counter() - start
 
     def stop(self) -> None:
         """Ask `run` to return after the step in progress (callable from any thread)."""
@@ -147,6 +180,7 @@ class AsyncRunner:
                 if self._stop or not take.groups:
                     break
                 result = self.trainer.step(take.groups)
+                result.pause_seconds = self._pause(result.seconds)  # before the new weights go out
                 if self.after_step is not None:
                     self.after_step(result)
                 with self._cond:

@@ -27,12 +27,21 @@ import torch
 import torch.multiprocessing as mp
 
 from swarmnode.trainer.buffer import ExperienceBuffer
-from swarmnode.trainer.loop import GroupsCallback, RolloutConfig, StepCallback, generate_groups, make_buffer, prompt_stream
+from swarmnode.trainer.loop import (
+    GroupsCallback,
+    RolloutConfig,
+    StepCallback,
+    TimingCallback,
+    generate_groups,
+    make_buffer,
+    prompt_stream,
+    slowdown_pause_s,
+)
 from swarmnode.trainer.trainer import StepResult, Trainer
 
 
 def _generator_main(model_name, dtype, shared, version, steps_done, cond, stop, out, config: RolloutConfig,
-                    stream_start: int, exclude, threads: int) -> None:
+                    stream_start: int, exclude, threads: int, slowdown: float = 1.0) -> None:
     """The child: generate, score and send batches until `stop`, loading shared weights."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # die with the trainer's process
@@ -58,6 +67,9 @@ def _generator_main(model_name, dtype, shared, version, steps_done, cond, stop, 
         items = list(itertools.islice(stream, config.prompts_per_step))
         start = time.perf_counter()
         groups = generate_groups(generator, items, config)
+        pause = slowdown_pause_s(time.perf_counter() - start, slowdown)
+        if pause > 0:
+            stop.wait(pause)  # training.slowdown, before the batch goes out; a stop ends it early
         seconds = time.perf_counter() - start
         tokens = sum(len(t) for g in groups for t in g.completion_token_ids)
         out.put((groups, {"seconds": seconds, "tokens": tokens, "items": len(items), "waited": waited}))
@@ -69,7 +81,7 @@ class ProcessAsyncRunner:
 
     def __init__(self, model_name: str, trainer: Trainer, config: RolloutConfig, *, stream_start: int = 0,
                  exclude: frozenset = frozenset(), threads: int = 1, buffer: ExperienceBuffer | None = None,
-                 on_generated: GroupsCallback | None = None, dtype: str = "float32"):
+                 on_generated: GroupsCallback | None = None, dtype: str = "float32", slowdown: float = 1.0):
         self.trainer = trainer
         self.config = config
         self.buffer = buffer if buffer is not None else make_buffer(config)
@@ -77,6 +89,9 @@ class ProcessAsyncRunner:
         # Called on the trainer thread after each step, before the weights go to the generator
         # (e.g. the outer step of gradient summaries, so the generator gets the merged weights).
         self.after_step: Callable[[StepResult], None] | None = None
+        # Called on the feeder thread with each batch's tokens and wall seconds (the child's pause included).
+        self.on_generate_timing: TimingCallback | None = None
+        self.slowdown = slowdown  # training.slowdown: the child pauses after each batch, run() after each step
         self.generated_tokens = 0
         self.generate_seconds = 0.0
         self.items_generated = 0
@@ -111,6 +126,8 @@ class ProcessAsyncRunner:
                 self.generated_tokens += stats["tokens"]
                 self.items_generated += stats["items"]
                 self.generator_wait_s += stats["waited"]
+                if self.on_generate_timing is not None:
+                    self.on_generate_timing(stats["tokens"], stats["seconds"])
                 self.buffer.put(groups)
                 if self.on_generated is not None:
                     self.on_generated(groups)
@@ -128,6 +145,16 @@ class ProcessAsyncRunner:
             self._steps_done.value += 1
             self._cond.notify_all()
 
+    def _pause(self, compute_s: float) -> float:
+        """Sleep the slowdown's share of `compute_s` on the trainer thread, woken early by
+        `stop()`; the seconds slept."""
+        pause = slowdown_pause_s(compute_s, self.slowdown)
+        if pause <= 0:
+            return 0.0
+        start = time.perf_counter()
+        self._stop.wait(pause)
+        return time.perf_counter() - start
+
     def stop(self) -> None:
         self._stop.set()
         with self._cond:
@@ -142,7 +169,7 @@ class ProcessAsyncRunner:
         self._process = self._context.Process(
             target=_generator_main, name="swarmnode-generator", daemon=True,
             args=(model_name, dtype, self._shared, self._version, self._steps_done, self._cond, self._stop, self._out,
-                  config, stream_start, exclude, threads),
+                  config, stream_start, exclude, threads, self.slowdown),
         )
         results = []
         try:
@@ -159,6 +186,7 @@ class ProcessAsyncRunner:
                 if self._stop.is_set() or not take.groups:
                     break
                 result = self.trainer.step(take.groups)
+                result.pause_seconds = self._pause(result.seconds)  # before the new weights go out
                 if self.after_step is not None:
                     self.after_step(result)
                 self._publish()

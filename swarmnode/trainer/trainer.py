@@ -81,6 +81,7 @@ class StepResult:
     local_groups: int = 0
     external_groups: int = 0
     implausible: dict[str, int] = field(default_factory=dict)  # sender -> samples dropped as implausible
+    pause_seconds: float = 0.0  # slept after the step for training.slowdown (set by the runner)
 
 
 class Trainer:

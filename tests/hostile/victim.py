@@ -30,7 +30,10 @@ HONEST_OVERRIDES: dict[str, dict[str, Any]] = {
     "model": {"name_or_path": "bundled:tiny-policy"},
     "training": {"local_rollouts": 4, "external_rollouts": 4, "external_wait_s": 1, "samples_per_prompt": 4,
                  "eval_every": 1000, "eval_size": 8, "checkpoint_every": 1000, "threads": 1},
-    "rollouts": {"fetch_interval_s": 0.5, "announce_interval_s": 1, "strike_limit": 20, "ignore_s": 600},
+    # Each attack's persona lives a few seconds: the victim looks for new peers every second (the
+    # default, rollouts.discover_interval_s = 10, would miss most of them).
+    "rollouts": {"fetch_interval_s": 0.5, "announce_interval_s": 1, "discover_interval_s": 1, "strike_limit": 20,
+                 "ignore_s": 600},
     "limits": {"max_peers": 64, "max_tracked_senders": 64, "max_values_per_key": 64, "serve_requests_per_s": 2,
                "serve_burst": 4},
 }

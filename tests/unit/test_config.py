@@ -53,6 +53,10 @@ def test_precedence_file_env_overrides(tmp_path):
         ("summaries:\n  announce_ttl_s: 300\n", "summaries.announce_ttl_s (300s) is over limits.max_record_ttl_s (120s)"),
         ("limits:\n  summary_max_norm_ratio: 1\n", "limits.summary_max_norm_ratio:"),
         ("limits:\n  max_summary_bytes: 100\n", "limits.max_summary_bytes:"),
+        ("training:\n  slowdown: 0.5\n", "training.slowdown: Input should be greater than or equal to 1 (got 0.5)"),
+        ("training:\n  slowdown: .nan\n", "training.slowdown: Input should be a finite number"),
+        ("training:\n  slowdown: .inf\n", "training.slowdown:"),
+        ("training:\n  slowdown: fast\n", "training.slowdown:"),
     ],
 )
 def test_errors_are_one_line_naming_the_field(tmp_path, text, expected):
@@ -87,6 +91,12 @@ def test_missing_file(tmp_path):
         (["run", "--home", "{home}", "--host-port", "abc"], "--host-port"),
         (["run", "--home", "{home}"], "not a node home"),
         (["status", "--home", "{home}"], "no swarmnode daemon is running"),
+        (["run", "--home", "{home}", "--slowdown", "0.5"], ("--slowdown: 0.5 is not a valid training.slowdown: "
+                                                           "Input should be greater than or equal to 1")),
+        (["run", "--home", "{home}", "--slowdown", "nan"], "--slowdown: nan is not a valid training.slowdown"),
+        (["run", "--home", "{home}", "--slowdown", "fast"], "'--slowdown'"),
+        (["swarm", "local", "--root", "{home}", "--slowdowns", "1,x"], "--slowdowns 1,x: expected comma-separated numbers"),
+        (["swarm", "local", "--root", "{home}", "--slowdowns", "1,2,0.9"], "--slowdowns 1,2,0.9: 0.9 is not a valid"),
     ],
 )
 def test_cli_errors_are_one_line(tmp_path, args, expected):
@@ -125,3 +135,25 @@ def test_bad_device_settings_get_one_line_naming_the_field(tmp_path):
         with pytest.raises(ConfigError) as info:
             load_config(path, environ={})
         assert field in str(info.value) and "\n" not in str(info.value).strip()
+
+
+def test_slowdown_defaults_to_full_speed_and_reaches_the_node(tmp_path):
+    assert NodeConfig().training.slowdown == 1.0
+    assert load_config(None, environ={"SWARMNODE__TRAINING__SLOWDOWN": "2.5"}).training.slowdown == 2.5
+    assert load_config(write(tmp_path, "training:\n  slowdown: 4\n"), {"training.slowdown": 3.0}, environ={}).training.slowdown == 3.0
+
+
+def test_swarm_local_gives_node_i_the_slowdown_i_mod_count(tmp_path, monkeypatch):
+    """`swarm local --slowdowns 1,2.5` runs node i with `--slowdown` slowdowns[i % 2] (no daemon starts here)."""
+    from swarmnode.cli import app as cli
+    from swarmnode.node import local_swarm
+
+    launched = {}
+
+    def fake_start(self, on_progress=None):
+        launched.update({n.index: self.node_args(n.index) for n in self.nodes})
+        raise local_swarm.LocalSwarmError("not starting daemons in a unit test")
+
+    monkeypatch.setattr(local_swarm.LocalSwarm, "start", fake_start)
+    assert cli.main(["swarm", "local", "--nodes", "3", "--root", str(tmp_path), "--slowdowns", "1,2.5"]) == 1
+    assert launched == {0: ["--slowdown", "1.0"], 1: ["--slowdown", "2.5"], 2: ["--slowdown", "1.0"]}

@@ -136,6 +136,7 @@ def test_a_stalling_peer_slows_only_itself_and_failing_peers_are_backed_off(tmp_
 
     gossip, fast, fast_announced = make_gossip(tmp_path, make_identity)
     gossip.config.rollouts.fetch_interval_s = 0.05
+    gossip.config.rollouts.long_poll_s = 0  # plain polling: a peer answering nothing is not backed off
     gossip.config.training.external_rollouts = 4
     gossip.training.ready = True
     _, slow, slow_announced = make_gossip(tmp_path / "slow", make_identity)

@@ -84,3 +84,28 @@ def test_process_runner_surfaces_a_failing_consumer_instead_of_hanging():
         runner.run(steps=50)
     assert isinstance(info.value.__cause__, OSError)
     assert not runner._process.is_alive() and runner._shared == {}
+
+
+def test_async_runner_with_a_slowdown_pauses_in_proportion_and_measures_the_pause(policy):
+    """slowdown 3: each batch and step takes 3x its compute, and the timings handed out include it."""
+    import time
+
+    generator, trainer = parts(policy)
+    computed, timings = [], []
+    generate = generator.generate
+
+    def timed_generate(*args, **kwargs):
+        start = time.perf_counter()
+        out = generate(*args, **kwargs)
+        computed.append(time.perf_counter() - start)
+        return out
+
+    generator.generate = timed_generate
+    runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG, slowdown=3.0)
+    runner.on_generate_timing = lambda tokens, seconds: timings.append((tokens, seconds))
+    results = runner.run(steps=3)
+    assert all(r.pause_seconds >= 2 * r.seconds * 0.99 for r in results)
+    # Every batch but the last (whose pause the end of the run may cut short) took >= 3x its generation.
+    assert len(timings) >= 3 and all(t > 0 for t, _ in timings)
+    assert all(seconds >= 3 * c * 0.99 for (_, seconds), c in list(zip(timings, computed))[:-1])
+    assert runner.generate_seconds == pytest.approx(sum(s for _, s in timings))
