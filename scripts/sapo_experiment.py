@@ -33,14 +33,12 @@ from pathlib import Path
 
 import yaml
 from rich.console import Console
-from rich.live import Live
 
-from swarmnode.cli.render import swarm_table
 from swarmnode.home import read_runtime
 from swarmnode.node.local_swarm import LocalSwarm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from summary_experiment import apply_overrides  # noqa: E402
+from summary_experiment import apply_overrides, wait_until_trained  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER_SELECTION = "nonzero_advantage"  # drop zero-advantage groups, then draw uniformly
@@ -105,24 +103,6 @@ def read_metrics(metrics_path: Path) -> dict:
     # only their order is used. An evaluation follows the counter of the step it came after.
     return {"own": [own[s] for s in sorted(own)], "all": [every[s] for s in sorted(every)],
             "evals": [[s, evals[s]] for s in sorted(evals)]}
-
-
-def wait_until_trained(swarm: LocalSwarm, rounds: int, caption: str, console: Console) -> list[dict]:
-    def done(row: dict) -> bool:
-        t = row.get("training") or {}
-        return "error" not in row and t.get("phase") == "done" and (t.get("steps") or 0) >= rounds
-
-    rows = swarm.poll()
-    with Live(swarm_table(rows, caption), console=console, refresh_per_second=1) as live:
-        while not all(done(r) for r in rows):
-            bad = [r["name"] for r in rows if r.get("error") == "not running"
-                   or str((r.get("training") or {}).get("phase", "")).startswith("failed")]
-            if bad:
-                raise SystemExit(f"{', '.join(bad)} failed; see the logs under {swarm.root}")
-            time.sleep(2.0)
-            rows = swarm.poll()
-            live.update(swarm_table(rows, caption))
-    return rows
 
 
 def node_memory_mib(runtime: dict) -> float | None:

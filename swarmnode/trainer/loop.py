@@ -71,6 +71,17 @@ def slowdown_pause_s(compute_s: float, slowdown: float) -> float:
     return (slowdown - 1.0) * compute_s
 
 
+def slowdown_sleep(compute_s: float, slowdown: float, wait: Callable[[float], object]) -> float:
+    """Pause slowdown_pause_s(compute_s, slowdown) with `wait(seconds)`, which returns early when
+    the runner stops; the seconds actually slept (0 without a pause)."""
+    pause = slowdown_pause_s(compute_s, slowdown)
+    if pause <= 0:
+        return 0.0
+    start = time.perf_counter()
+    wait(pause)
+    return time.perf_counter() - start
+
+
 def make_buffer(config: RolloutConfig, quality: Callable[[], dict] = dict, seed: int = 0) -> ExperienceBuffer:
     return ExperienceBuffer(config.max_staleness, external_max_staleness=config.external_max_staleness,
                             selection=config.external_selection, quality=quality, seed=seed)
@@ -151,13 +162,11 @@ class AsyncRunner:
     def _pause(self, compute_s: float) -> float:
         """Sleep the slowdown's share of `compute_s` on this (worker) thread, woken early by
         `stop()`; the seconds slept."""
-        pause = slowdown_pause_s(compute_s, self.slowdown)
-        if pause <= 0:
-            return 0.0
-        start = time.perf_counter()
+        return slowdown_sleep(compute_s, self.slowdown, self._wait_for_stop)
+
+    def _wait_for_stop(self, timeout: float) -> None:
         with self._cond:
-            self._cond.wait_for(lambda: self._stop, timeout=pause)
-        return time.perf_counter() - start
+            self._cond.wait_for(lambda: self._stop, timeout=timeout)
 
     def stop(self) -> None:
         """Ask `run` to return after the step in progress (callable from any thread)."""

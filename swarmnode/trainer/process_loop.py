@@ -35,7 +35,7 @@ from swarmnode.trainer.loop import (
     generate_groups,
     make_buffer,
     prompt_stream,
-    slowdown_pause_s,
+    slowdown_sleep,
 )
 from swarmnode.trainer.trainer import StepResult, Trainer
 
@@ -67,9 +67,8 @@ def _generator_main(model_name, dtype, shared, version, steps_done, cond, stop, 
         items = list(itertools.islice(stream, config.prompts_per_step))
         start = time.perf_counter()
         groups = generate_groups(generator, items, config)
-        pause = slowdown_pause_s(time.perf_counter() - start, slowdown)
-        if pause > 0:
-            stop.wait(pause)  # training.slowdown, before the batch goes out; a stop ends it early
+        # training.slowdown, before the batch goes out; a stop ends it early
+        slowdown_sleep(time.perf_counter() - start, slowdown, stop.wait)
         seconds = time.perf_counter() - start
         tokens = sum(len(t) for g in groups for t in g.completion_token_ids)
         out.put((groups, {"seconds": seconds, "tokens": tokens, "items": len(items), "waited": waited}))
@@ -148,12 +147,7 @@ class ProcessAsyncRunner:
     def _pause(self, compute_s: float) -> float:
         """Sleep the slowdown's share of `compute_s` on the trainer thread, woken early by
         `stop()`; the seconds slept."""
-        pause = slowdown_pause_s(compute_s, self.slowdown)
-        if pause <= 0:
-            return 0.0
-        start = time.perf_counter()
-        self._stop.wait(pause)
-        return time.perf_counter() - start
+        return slowdown_sleep(compute_s, self.slowdown, self._stop.wait)
 
     def stop(self) -> None:
         self._stop.set()
