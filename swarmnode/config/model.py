@@ -88,7 +88,7 @@ class TrainingConfig(_Section):
     tasks: list[str] = Field(default_factory=lambda: ["sum2", "sum3"], min_length=1)
     local_rollouts: int = Field(32, ge=1, description="I: groups (prompts) generated and trained per step")
     external_rollouts: int = Field(0, ge=0, description="J: groups from peers added to each step (swarm sampling)")
-    external_selection: Literal["uniform", "nonzero_advantage", "fresh_quality", "own_need"] = Field(
+    external_selection: Literal["uniform", "nonzero_advantage", "fresh_quality", "own_need", "balanced"] = Field(
         "uniform", description="which received groups a step takes (see trainer/selection.py)"
     )
     external_max_staleness: int = Field(8, ge=0, description="a peer's group of version v trains version n only if n - v <= this")
@@ -111,6 +111,10 @@ class TrainingConfig(_Section):
     kl_coef: float = Field(0.0, ge=0)
     data_seed: int = Field(1000, ge=1, description="training items come from this seed (held-out: seed 0)")
     eval_every: int = Field(10, ge=1, description="held-out accuracy every this many versions")
+    eval_every_s: float = Field(
+        0.0, ge=0, allow_inf_nan=False,
+        description="also evaluate after the first step at least this many seconds after the last evaluation "
+                    "(0: versions only); equal wall-time resolution for nodes of different speeds")
     eval_size: int = Field(64, ge=1, description="held-out items per task")
     checkpoint_every: int = Field(10, ge=1, description="checkpoint every this many versions")
     threads: int = Field(0, ge=0, description="torch threads (0: all cores)")
@@ -207,6 +211,30 @@ class SummariesConfig(_Section):
         return self
 
 
+class SchedulerConfig(_Section):
+    """The computing-power-aware scheduler (swarmnode/scheduler/plan.py): once per swarm window
+    it sets this node's local and external groups per step and its wait for peers' groups from
+    measured speeds. Off: training.local_rollouts, external_rollouts and external_wait_s as set."""
+
+    enabled: bool = Field(False, description="plan quotas per window from measured speeds (off: the fixed quotas)")
+    min_steps_per_window: int = Field(2, ge=1, le=1000, description="Q_min: a slower node gets smaller batches to take this many steps a window")
+    max_steps_per_window: int = Field(8, ge=1, le=1000, description="Q_max: a faster node gets larger batches to take at most this many")
+    min_local_rollouts: int = Field(1, ge=1, description="the fewest own groups per step a plan gives")
+    max_local_rollouts: int = Field(64, ge=1, description="the most own groups per step a plan gives")
+    publish_share: float = Field(0.5, gt=0, le=1, description="one generated batch takes at most this share of a window")
+    max_wait_share: float = Field(0.25, ge=0, le=1, description="a step waits for peers' groups at most this share of its length")
+
+    @model_validator(mode="after")
+    def _ranges(self) -> SchedulerConfig:
+        if self.min_steps_per_window > self.max_steps_per_window:
+            raise ValueError(f"scheduler.min_steps_per_window ({self.min_steps_per_window}) is over "
+                             f"scheduler.max_steps_per_window ({self.max_steps_per_window})")
+        if self.min_local_rollouts > self.max_local_rollouts:
+            raise ValueError(f"scheduler.min_local_rollouts ({self.min_local_rollouts}) is over "
+                             f"scheduler.max_local_rollouts ({self.max_local_rollouts})")
+        return self
+
+
 class LimitsConfig(_Section):
     """What one peer may cost this node: every bound on state, lifetimes, rates and sizes that
     a stranger's messages can reach (docs/security.md lists each with its rejection reason)."""
@@ -261,6 +289,7 @@ class NodeConfig(_Section):
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     rollouts: RolloutGossipConfig = Field(default_factory=RolloutGossipConfig)
     summaries: SummariesConfig = Field(default_factory=SummariesConfig)
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
 

@@ -15,6 +15,7 @@ from swarmnode.identity import NodeIdentity
 from swarmnode.node.capability import detect_device, matmul_gflops
 from swarmnode.node.gossip import RolloutGossip
 from swarmnode.node.leftovers import describe_children, kill_leftover_children
+from swarmnode.node.scheduling import plan_loop
 from swarmnode.node.storage import maintain_stores, storage_status
 from swarmnode.node.summary_gossip import SummaryGossip
 from swarmnode.node.training import TrainingService
@@ -140,6 +141,8 @@ class Node:
                     tasks.create_task(self.summaries.fetch_loop())
                 if self.gossip is not None and self.training is not None:
                     tasks.create_task(self._maintain_storage())
+                if self.training is not None:
+                    tasks.create_task(plan_loop(self.config, self.training, self.table.entries, self.transport.dht_time))
                 await self._stop.wait()
                 raise _Stopping
         except* _Stopping:

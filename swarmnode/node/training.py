@@ -29,7 +29,7 @@ from swarmnode.policy.loading import (
     tokenizer_fingerprint,
 )
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.scheduler import SpeedMeter
+from swarmnode.scheduler import DeliveryMeter, Plan, SpeedMeter
 from swarmnode.store.checkpoints import (
     BackgroundCheckpointer,
     TrainingState,
@@ -42,7 +42,7 @@ from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Outer
 from swarmnode.store.metrics import MetricsStore
 from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
 from swarmnode.trainer.experience import ScoredGroup
-from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, make_buffer, prompt_stream
+from swarmnode.trainer.loop import AsyncRunner, Quotas, RolloutConfig, idle_shares, make_buffer, prompt_stream
 from swarmnode.trainer.process_loop import ProcessAsyncRunner
 from swarmnode.trainer.trainer import StepResult, Trainer, TrainerConfig
 
@@ -125,6 +125,27 @@ def make_generator(config: NodeConfig, trainer: Trainer, policy) -> Generator:
                        **generator_options(config))
 
 
+def evaluation_due(version: int, seconds_since_last: float, every_versions: int, every_seconds: float) -> bool:
+    """Evaluate after this step: at every `every_versions`-th version, or once `every_seconds`
+    (> 0) have passed since the last evaluation."""
+    return version % every_versions == 0 or 0 < every_seconds <= seconds_since_last
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    """The plan as status shows it (training.plan)."""
+    return {"local_rollouts": plan.local_rollouts, "external_rollouts": plan.external_rollouts,
+            "external_wait_s": plan.external_wait_s, "steps_per_window": plan.steps_per_window, "reason": plan.reason}
+
+
+def staleness_histograms(stats) -> dict[str, dict[str, int]]:
+    """Groups trained per staleness tau (trained version - behaviour version, on this node's
+    clock): all, this node's own, and peers' (tau counted from this node's version at receipt)."""
+    def histogram(counter) -> dict[str, int]:
+        return {str(k): v for k, v in sorted(counter.items())}
+    return {"staleness_histogram": histogram(stats.staleness), "staleness_local": histogram(stats.staleness_local),
+            "staleness_external": histogram(stats.staleness_external)}
+
+
 class CheckpointFailures(RuntimeError):
     """Too many checkpoint writes failed in a row: training on without a save would lose the work."""
 
@@ -149,6 +170,11 @@ class TrainingService:
         # Smoothed speeds of this node's real work (generator and trainer threads feed it; the
         # daemon publishes them in its PeerRecord and status).
         self.speed = SpeedMeter()
+        # Groups accepted from each verified peer, as groups/s (the scheduler's observed supply).
+        self.deliveries = DeliveryMeter(max_peers=config.limits.max_tracked_senders)
+        # The scheduler's current plan (node/scheduling.py sets it once per window).
+        t = config.training
+        self.plan = Plan(t.local_rollouts, t.external_rollouts, t.external_wait_s, None, "not planned yet")
         # Gradient summaries: the outer loop (None until the model is loaded, or when disabled),
         # summaries made here for the event loop to publish, and how many peers in the table
         # share this node's base weights (set by the daemon's poll loop).
@@ -199,7 +225,15 @@ class TrainingService:
         result = self.intake.accept(batch, sender, self._version)
         if result.groups:
             self._buffer.put(result.groups)
+            self.deliveries.delivered(sender, len(result.groups))
         return result
+
+    def apply_plan(self, plan: Plan) -> None:
+        """The runner takes `plan`'s quotas from its next batch and step (any thread)."""
+        self.plan = plan
+        runner = self._runner
+        if runner is not None:
+            runner.quotas = Quotas(plan.local_rollouts, plan.external_rollouts, plan.external_wait_s)
 
     # -- lifecycle (called from the event loop) ------------------------------------------------
 
@@ -287,6 +321,8 @@ class TrainingService:
             runner = AsyncRunner(make_generator(self.config, trainer, policy), trainer, stream, rollout,
                                  buffer=buffer, on_generated=self._share, slowdown=t.slowdown)
         runner.on_generate_timing = self.speed.generated
+        plan = self.plan  # planned before the model loaded: the runner starts with it
+        runner.quotas = Quotas(plan.local_rollouts, plan.external_rollouts, plan.external_wait_s)
         self._runner = runner
         # Its own tokenizer copy: fast tokenizers are not safe to share across threads.
         self.intake = RolloutIntake(copy.deepcopy(policy.tokenizer), model_fingerprint=policy.fingerprint,
@@ -295,7 +331,11 @@ class TrainingService:
         self._buffer = buffer
         steps = state.steps
 
+        last_eval_at = time.perf_counter()
+
         def evaluate() -> None:
+            nonlocal last_eval_at
+            last_eval_at = time.perf_counter()
             accuracy = greedy_accuracy(evaluator, items, rollout.sampling.max_new_tokens)
             self.metrics.record(trainer.version, {f"heldout_accuracy/{k}": v for k, v in accuracy.items()})
             with self._lock:
@@ -312,7 +352,7 @@ class TrainingService:
                 self._local_rewards.append(result.local_reward_mean)
             if result.trained:  # a step without gradient skips the model: no measure of training speed
                 self.speed.trained(result.groups * rollout.samples_per_prompt, result.completion_tokens,
-                                   result.seconds + result.pause_seconds)
+                                   result.seconds + result.pause_seconds, groups=result.groups)
             step_end = time.perf_counter()
             self.speed.stepped(step_end - last_step_end)
             last_step_end = step_end
@@ -333,10 +373,12 @@ class TrainingService:
                     external_trained_by_task=dict(runner.buffer.stats.external_taken_by_task),
                     own_success={task: round(s, 4) for task, s in sorted(runner.buffer.own_success_snapshot().items())},
                     external_pool=runner.buffer.external_available(),
-                    staleness_histogram={str(k): v for k, v in sorted(runner.buffer.stats.staleness.items())},
+                    **staleness_histograms(runner.buffer.stats),
                     dropped_stale=runner.buffer.stats.dropped_stale,
+                    groups_generated=runner.items_generated,
+                    external_trained_by_sender=dict(runner.buffer.stats.external_taken_by_sender),
                 )
-            if result.trained and result.version % t.eval_every == 0:
+            if result.trained and evaluation_due(result.version, time.perf_counter() - last_eval_at, t.eval_every, t.eval_every_s):
                 evaluate()
             if result.trained and result.version % t.checkpoint_every == 0:
                 self._save_checkpoint(trainer, TrainingState(result.version, steps, position, {}))
@@ -431,6 +473,12 @@ class TrainingService:
             **speed_figures(self.speed.snapshot()),
             "slowdown": self.config.training.slowdown,
             "staleness_histogram": state.get("staleness_histogram"),
+            "staleness_local": state.get("staleness_local"),
+            "staleness_external": state.get("staleness_external"),
             "dropped_stale": state.get("dropped_stale"),
+            "groups_generated": state.get("groups_generated"),
+            "external_trained_by_sender": state.get("external_trained_by_sender"),
+            "plan": plan_to_dict(self.plan),
+            **(idle_shares(self._runner) if self._runner is not None else {"generator_idle_share": None, "trainer_idle_share": None}),
             "error": self.error,
         }

@@ -1,4 +1,15 @@
-"""The scheduler's math: this node's measured speed (more to come: per-window plans, staleness weights)."""
-from swarmnode.scheduler.speed import EMA_ALPHA, SpeedMeter, Throughput, ema, observe
+"""The scheduler's math: this node's measured speed, its peers' deliveries, and the per-window
+plan of how much it generates, trains and takes from peers (all pure but the meters' locks)."""
+from swarmnode.scheduler.plan import (
+    OwnSpeed,
+    PeerSupply,
+    Plan,
+    PlanLimits,
+    claimed_groups_per_s,
+    fixed_plan,
+    make_plan,
+)
+from swarmnode.scheduler.speed import EMA_ALPHA, DeliveryMeter, SpeedMeter, Throughput, delivery_rates, ema, observe
 
-__all__ = ["EMA_ALPHA", "SpeedMeter", "Throughput", "ema", "observe"]
+__all__ = ["EMA_ALPHA", "DeliveryMeter", "OwnSpeed", "PeerSupply", "Plan", "PlanLimits", "SpeedMeter", "Throughput",
+           "claimed_groups_per_s", "delivery_rates", "ema", "fixed_plan", "make_plan", "observe"]

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import math
 import threading
+import time
+from collections import deque
 from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from swarmnode.scheduler.plan import OwnSpeed
 
 # Weight of the newest observation. 0.2 halves an old observation's weight every ~3 new ones
 # (0.8^3 = 0.51): a node that slows down mid-run shows it within a few steps, while one odd
@@ -64,6 +69,33 @@ def observe(previous: Throughput | None, work: float, seconds: float, alpha: flo
     return Throughput(ema(previous.work, work, alpha), ema(previous.seconds, seconds, alpha), previous.observations + 1)
 
 
+FIT_OBSERVATIONS = 16  # the newest batches and steps the scheduler's cost lines are fitted to
+
+
+def fit_cost_line(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """(a, b) with seconds ~ a + b * groups, by least squares over (groups, seconds) points:
+
+        b = sum (x - x_mean)(y - y_mean) / sum (x - x_mean)^2,   a = y_mean - b * x_mean
+
+    When the sizes do not vary (or the fit gives b <= 0 or a < 0, which no real cost has), the
+    line through the origin instead: a = 0, b = sum x y / sum x^2. None without a point of
+    positive size."""
+    points = [(x, y) for x, y in points if x > 0 and y >= 0 and math.isfinite(x) and math.isfinite(y)]
+    if not points:
+        return None
+    n = len(points)
+    x_mean = sum(x for x, _ in points) / n
+    y_mean = sum(y for _, y in points) / n
+    sxx = sum((x - x_mean) ** 2 for x, _ in points)
+    if sxx > 0:
+        b = sum((x - x_mean) * (y - y_mean) for x, y in points) / sxx
+        a = y_mean - b * x_mean
+        if b > 0 and a >= 0:
+            return a, b
+    b = sum(x * y for x, y in points) / sum(x * x for x, _ in points)
+    return (0.0, b) if b > 0 else None
+
+
 class SpeedMeter:
     """This node's current estimates, fed from the generator and trainer threads (or the feeder
     thread of a generator process) and read by the event loop: every access holds a lock."""
@@ -75,18 +107,46 @@ class SpeedMeter:
         self._train: Throughput | None = None  # work: completions (samples) trained
         self._train_tokens: Throughput | None = None  # work: completion tokens trained
         self._step_seconds: float | None = None
+        self._generate_groups: Throughput | None = None  # work: groups generated and scored
+        # (groups, seconds) of the newest batches and steps: the plan's cost lines
+        self._generate_points: deque[tuple[float, float]] = deque(maxlen=FIT_OBSERVATIONS)
+        self._train_points: deque[tuple[float, float]] = deque(maxlen=FIT_OBSERVATIONS)
 
-    def generated(self, tokens: int, seconds: float) -> None:
-        """One generated batch: `tokens` completion tokens in `seconds` (slowdown pause included)."""
+    def generated(self, tokens: int, seconds: float, groups: int = 0) -> None:
+        """One generated batch: `groups` groups of `tokens` completion tokens in `seconds`
+        (slowdown pause included)."""
         with self._lock:
             self._generate = observe(self._generate, tokens, seconds, self.alpha)
+            if groups > 0:
+                self._generate_groups = observe(self._generate_groups, groups, seconds, self.alpha)
+                self._generate_points.append((groups, seconds))
 
-    def trained(self, samples: int, tokens: int, seconds: float) -> None:
-        """One train step with a gradient: `samples` completions taken in, `tokens` completion tokens
-        that reached the model (groups with a learning signal), in `seconds` (pause included)."""
+    def trained(self, samples: int, tokens: int, seconds: float, groups: int = 0) -> None:
+        """One train step with a gradient: `samples` completions (`groups` groups) taken in, `tokens`
+        completion tokens that reached the model (groups with a learning signal), in `seconds`
+        (pause included)."""
         with self._lock:
             self._train = observe(self._train, samples, seconds, self.alpha)
             self._train_tokens = observe(self._train_tokens, tokens, seconds, self.alpha)
+            if groups > 0:
+                self._train_points.append((groups, seconds))
+
+    def own_speed(self) -> OwnSpeed | None:
+        """This node's cost lines for the scheduler's plan (fit_cost_line over the newest
+        FIT_OBSERVATIONS batches and steps); None until both a batch and a step were timed."""
+        with self._lock:
+            generate, train = fit_cost_line(self._generate_points), fit_cost_line(self._train_points)
+        if generate is None or train is None:
+            return None
+        return OwnSpeed(generate_s=generate[1], train_s=train[1], generate_fixed_s=generate[0], train_fixed_s=train[0])
+
+    def tokens_per_group(self) -> float | None:
+        """Mean completion tokens in one generated group (to turn a peer's claimed tokens/s into groups/s)."""
+        with self._lock:
+            tokens, groups = self._generate, self._generate_groups
+        if tokens is None or groups is None or groups.work <= 0:
+            return None
+        return tokens.work / groups.work
 
     def stepped(self, seconds: float) -> None:
         """Wall time from the end of the previous step to the end of this one (the step cadence)."""
@@ -104,3 +164,56 @@ class SpeedMeter:
             "train_tokens_per_s": None if tokens is None else tokens.per_second,
             "seconds_per_step": step,
         }
+
+
+FORGOTTEN_RATE = 1e-3  # groups/s: a peer whose smoothed deliveries fell below this is forgotten
+
+
+def delivery_rates(previous: Mapping[str, float], counts: Mapping[str, int], seconds: float,
+                   alpha: float = EMA_ALPHA, max_peers: int = 1024) -> dict[str, float]:
+    """Smoothed groups/s each peer delivered, after an interval of `seconds` in which peer p
+    delivered counts[p] groups:
+
+        r'_p = ema(r_p, counts[p] / seconds)     (counts[p] = 0 for a peer that sent nothing)
+
+    A peer falls out once r'_p < FORGOTTEN_RATE, and at most `max_peers` are kept (the fastest):
+    the table is bounded whoever sends. An interval that is not a positive finite length
+    measures nothing: `previous` is returned."""
+    if not (math.isfinite(seconds) and seconds > 0):
+        return dict(previous)
+    rates = {}
+    for peer in set(previous) | set(counts):
+        rate = ema(previous.get(peer), max(0, counts.get(peer, 0)) / seconds, alpha)
+        if rate >= FORGOTTEN_RATE:
+            rates[peer] = rate
+    if len(rates) > max_peers:
+        rates = dict(sorted(rates.items(), key=lambda kv: kv[1], reverse=True)[:max_peers])
+    return rates
+
+
+class DeliveryMeter:
+    """Groups accepted from each verified peer (counted from the intake's worker threads), turned
+    into smoothed groups/s by `rates` (called once per plan, on the event loop)."""
+
+    def __init__(self, max_peers: int = 1024, alpha: float = EMA_ALPHA, clock: Callable[[], float] = time.monotonic):
+        self.max_peers = max_peers
+        self.alpha = alpha
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        self._rates: dict[str, float] = {}
+        self._since = clock()
+
+    def delivered(self, peer: str, groups: int) -> None:
+        with self._lock:
+            if peer in self._counts or len(self._counts) < self.max_peers:
+                self._counts[peer] = self._counts.get(peer, 0) + groups
+
+    def rates(self) -> dict[str, float]:
+        """Close the interval since the last call and return the smoothed rates."""
+        with self._lock:
+            now = self._clock()
+            counts, self._counts = self._counts, {}
+            self._rates = delivery_rates(self._rates, counts, now - self._since, self.alpha, self.max_peers)
+            self._since = now
+            return dict(self._rates)

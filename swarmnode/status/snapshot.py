@@ -34,7 +34,14 @@ TRAINING_NOT_RUNNING: dict[str, Any] = {
     "seconds_per_step": None,
     "slowdown": None,
     "staleness_histogram": None,
+    "staleness_local": None,
+    "staleness_external": None,
     "dropped_stale": None,
+    "groups_generated": None,
+    "external_trained_by_sender": None,
+    "plan": None,
+    "generator_idle_share": None,
+    "trainer_idle_share": None,
     "error": None,
 }
 

@@ -11,6 +11,7 @@ from swarmnode.trainer.experience import ScoredGroup
 from swarmnode.trainer.selection import select_external, update_success
 
 EXTERNAL_POOL_CAPACITY = 4096  # received groups kept; the oldest go first
+MAX_SENDERS_COUNTED = 256  # senders in BufferStats.external_taken_by_sender (status shows it)
 
 
 @dataclass
@@ -26,6 +27,17 @@ class BufferStats:
     external_taken: int = 0
     external_taken_by_task: Counter = field(default_factory=Counter)  # task -> peers' groups taken
     staleness: Counter = field(default_factory=Counter)  # (trained version - behaviour version) -> groups
+    staleness_local: Counter = field(default_factory=Counter)  # the same, this node's own groups
+    staleness_external: Counter = field(default_factory=Counter)  # peers' groups (v: this node's version at receipt)
+    external_taken_by_sender: Counter = field(default_factory=Counter)  # verified sender -> its groups trained here
+
+    def count_sender(self, sender: str, cap: int = MAX_SENDERS_COUNTED) -> None:
+        """One more of `sender`'s groups trained. At most `cap` senders are kept: a new one
+        replaces the one with the fewest (the table stays bounded however many peers send)."""
+        if sender not in self.external_taken_by_sender and len(self.external_taken_by_sender) >= cap:
+            fewest = min(self.external_taken_by_sender, key=self.external_taken_by_sender.__getitem__)
+            del self.external_taken_by_sender[fewest]
+        self.external_taken_by_sender[sender] += 1
 
 
 class ExperienceBuffer:
@@ -116,8 +128,11 @@ class ExperienceBuffer:
             self.stats.external_taken += len(chosen)
             for i in chosen:
                 self.stats.external_taken_by_task[pool[i].ref.task] += 1
+                self.stats.count_sender(pool[i].source)
             for g in groups:
-                self.stats.staleness[version - g.policy_version] += 1
+                tau = version - g.policy_version
+                self.stats.staleness[tau] += 1
+                (self.stats.staleness_local if g.is_local else self.stats.staleness_external)[tau] += 1
             return Take(groups, dropped + external_dropped)
 
     def own_success_snapshot(self) -> dict[str, float]:

@@ -17,7 +17,7 @@ from typing import Callable, Iterator, Sequence
 
 from swarmnode.policy.generation import Generator, SamplingParams
 from swarmnode.tasks import DEFAULT_TASKS, TaskItem, get_task
-from swarmnode.trainer.buffer import ExperienceBuffer
+from swarmnode.trainer.buffer import ExperienceBuffer, Take
 from swarmnode.trainer.experience import ScoredGroup, score_generation
 from swarmnode.trainer.trainer import StepResult, Trainer
 
@@ -58,7 +58,23 @@ def generate_groups(generator: Generator, items: list[TaskItem], config: Rollout
 
 StepCallback = Callable[[StepResult, int], None]  # (result, dropped_stale)
 GroupsCallback = Callable[[list[ScoredGroup]], None]
-TimingCallback = Callable[[int, float], None]  # (completion tokens, wall seconds) of one generated batch
+TimingCallback = Callable[[int, float, int], None]  # (completion tokens, wall seconds, groups) of one generated batch
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """What each step takes: I local groups (also the generator's batch), up to J peers' groups,
+    and how long to wait for them. The scheduler replaces a runner's quotas once per window;
+    a runner reads them afresh for every batch and every step."""
+
+    local: int
+    external: int
+    external_wait_s: float
+
+    @classmethod
+    def of(cls, config: "RolloutConfig") -> "Quotas":
+        return cls(config.prompts_per_step, config.external_rollouts, config.external_wait_s)
+
 
 
 def slowdown_pause_s(compute_s: float, slowdown: float) -> float:
@@ -100,6 +116,24 @@ def run_sync(generator: Generator, trainer: Trainer, stream: Iterator[TaskItem],
     return results
 
 
+def take_groups(buffer: ExperienceBuffer, quotas: Quotas, version: int, runner) -> Take:
+    """One step's groups under `quotas`; the wait is added to runner.trainer_wait_s."""
+    waited = time.perf_counter()
+    take = buffer.take(quotas.local, quotas.external, version, external_wait=quotas.external_wait_s)
+    runner.trainer_wait_s += time.perf_counter() - waited
+    return take
+
+
+def idle_shares(runner) -> dict[str, float | None]:
+    """generator_idle_share and trainer_idle_share: each thread's waiting seconds over the wall
+    seconds since run() began (None before it began)."""
+    if runner.started_at is None:
+        return {"generator_idle_share": None, "trainer_idle_share": None}
+    wall = max(1e-9, time.perf_counter() - runner.started_at)
+    return {"generator_idle_share": round(min(1.0, runner.generator_wait_s / wall), 4),
+            "trainer_idle_share": round(min(1.0, runner.trainer_wait_s / wall), 4)}
+
+
 class AsyncRunner:
     """Owns the generator thread; `run` trains on the calling thread and stops the generator."""
 
@@ -124,6 +158,9 @@ class AsyncRunner:
         self._published: tuple[int, dict] | None = None
         self._stop = False
         self._error: BaseException | None = None
+        self.quotas = Quotas.of(config)  # replaced whole (one atomic assignment) by the scheduler
+        self.started_at: float | None = None  # perf_counter when run() began (idle shares)
+        self.trainer_wait_s = 0.0  # the trainer's waits for groups
         self.generator_wait_s = 0.0
         self.generated_tokens = 0
         self.generate_seconds = 0.0
@@ -141,7 +178,7 @@ class AsyncRunner:
                     published, self._published = self._published, None
                 if published is not None:
                     self.generator.load_weights(published[1], published[0])
-                items = list(itertools.islice(self.stream, self.config.prompts_per_step))
+                items = list(itertools.islice(self.stream, self.quotas.local))
                 start = time.perf_counter()
                 groups = generate_groups(self.generator, items, self.config)
                 self._pause(time.perf_counter() - start)  # before the groups go out: a slow node delivers late
@@ -151,7 +188,7 @@ class AsyncRunner:
                 self.generated_tokens += tokens
                 self.items_generated += len(items)
                 if self.on_generate_timing is not None:
-                    self.on_generate_timing(tokens, seconds)
+                    self.on_generate_timing(tokens, seconds, len(groups))
                 self.buffer.put(groups)
                 if self.on_generated is not None:
                     self.on_generated(groups)
@@ -178,12 +215,12 @@ class AsyncRunner:
     def run(self, steps: int | None, on_step: StepCallback | None = None) -> list[StepResult]:
         """Train `steps` steps (None: until `stop()`); the generator thread runs meanwhile."""
         thread = threading.Thread(target=self._generate_forever, name="swarmnode-generator", daemon=True)
+        self.started_at = time.perf_counter()
         thread.start()
         results = []
         try:
             for _ in itertools.count() if steps is None else range(steps):
-                take = self.buffer.take(self.config.prompts_per_step, self.config.external_rollouts, self.trainer.version,
-                                        external_wait=self.config.external_wait_s)
+                take = take_groups(self.buffer, self.quotas, self.trainer.version, self)
                 if self._error is not None:
                     raise RuntimeError("the generator thread failed") from self._error
                 if self._stop or not take.groups:

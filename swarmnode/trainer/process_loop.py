@@ -34,14 +34,16 @@ from swarmnode.trainer.loop import (
     TimingCallback,
     generate_groups,
     make_buffer,
+    Quotas,
     prompt_stream,
     slowdown_sleep,
+    take_groups,
 )
 from swarmnode.trainer.trainer import StepResult, Trainer
 
 
 def _generator_main(model_name, dtype, shared, version, steps_done, cond, stop, out, config: RolloutConfig,
-                    stream_start: int, exclude, threads: int, slowdown: float = 1.0) -> None:
+                    stream_start: int, exclude, threads: int, slowdown: float = 1.0, local_quota=None) -> None:
     """The child: generate, score and send batches until `stop`, loading shared weights."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # die with the trainer's process
@@ -64,7 +66,8 @@ def _generator_main(model_name, dtype, shared, version, steps_done, cond, stop, 
                 state = {k: v.clone() for k, v in shared.items()}
                 current = version.value
             generator.load_weights(state, current)
-        items = list(itertools.islice(stream, config.prompts_per_step))
+        batch_size = config.prompts_per_step if local_quota is None else max(1, local_quota.value)
+        items = list(itertools.islice(stream, batch_size))
         start = time.perf_counter()
         groups = generate_groups(generator, items, config)
         # training.slowdown, before the batch goes out; a stop ends it early
@@ -97,6 +100,10 @@ class ProcessAsyncRunner:
         self.generator_wait_s = 0.0
         self._child_args = (model_name, dtype, config, stream_start, exclude, threads)
         self._context = mp.get_context("spawn")
+        self._quotas = Quotas.of(config)
+        self._local_quota = self._context.Value("i", config.prompts_per_step, lock=False)  # the child's batch size
+        self.started_at: float | None = None
+        self.trainer_wait_s = 0.0
         self._version = self._context.Value("q", trainer.version, lock=False)
         self._steps_done = self._context.Value("q", 0, lock=False)
         self._cond = self._context.Condition()
@@ -107,6 +114,15 @@ class ProcessAsyncRunner:
         self._feeder: threading.Thread | None = None
         self._failed = False
         self._error: BaseException | None = None
+
+    @property
+    def quotas(self) -> Quotas:
+        return self._quotas
+
+    @quotas.setter
+    def quotas(self, quotas: Quotas) -> None:
+        self._quotas = quotas
+        self._local_quota.value = quotas.local  # the child reads it before its next batch
 
     def _feed(self) -> None:
         try:
@@ -126,7 +142,7 @@ class ProcessAsyncRunner:
                 self.items_generated += stats["items"]
                 self.generator_wait_s += stats["waited"]
                 if self.on_generate_timing is not None:
-                    self.on_generate_timing(stats["tokens"], stats["seconds"])
+                    self.on_generate_timing(stats["tokens"], stats["seconds"], stats["items"])
                 self.buffer.put(groups)
                 if self.on_generated is not None:
                     self.on_generated(groups)
@@ -163,16 +179,16 @@ class ProcessAsyncRunner:
         self._process = self._context.Process(
             target=_generator_main, name="swarmnode-generator", daemon=True,
             args=(model_name, dtype, self._shared, self._version, self._steps_done, self._cond, self._stop, self._out,
-                  config, stream_start, exclude, threads, self.slowdown),
+                  config, stream_start, exclude, threads, self.slowdown, self._local_quota),
         )
         results = []
         try:
             self._process.start()
             self._feeder = threading.Thread(target=self._feed, name="swarmnode-rollout-feeder", daemon=True)
             self._feeder.start()
+            self.started_at = time.perf_counter()
             for _ in itertools.count() if steps is None else range(steps):
-                take = self.buffer.take(self.config.prompts_per_step, self.config.external_rollouts, self.trainer.version,
-                                        external_wait=self.config.external_wait_s)
+                take = take_groups(self.buffer, self.quotas, self.trainer.version, self)
                 if self._error is not None:
                     raise RuntimeError("the rollout feeder failed") from self._error
                 if self._failed:

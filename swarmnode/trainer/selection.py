@@ -18,6 +18,15 @@ SAPO (arXiv 2509.08721) composes each step of I local and J external rollouts. P
   with s_t this node's own success rate on task t (the running mean reward of its own groups,
   `update_success`). A peer's solved group of a task this node mostly fails is worth more than
   one of a task it has mastered ("aha moments propagate" where they are missing).
+- balanced (ours, the scheduler's): every sender gets the same share of the draw, whatever its
+  speed, and fresher groups come first,
+      w_i = 1[spread_i > 0] * (1 + tau_i)^(-alpha) / n_{sender(i)}
+  with n_p the number of informative groups sender p has in the pool. A fast node fills the
+  pool in proportion to its speed; drawn uniformly, its groups would dominate every step and the
+  objective would lean toward its data (Fraboni et al., arXiv 2206.10189: weigh each client by
+  its target share over its sampling frequency, here 1 over the sender's share of the pool, so
+  in expectation each sender counts equally). A slow node's few groups are then trained about
+  as often as a fast node's many, per sender.
 
 Every input is this node's own: rewards re-scored by its verifier, tau counted from its version
 when the group arrived (a sender's version counter means nothing here), q from its record of
@@ -26,12 +35,13 @@ the sender, s_t from its own rollouts.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Mapping, Sequence
 
 from swarmnode.trainer.experience import ScoredGroup
 from swarmnode.trainer.objectives import staleness_weight
 
-POLICIES = ("uniform", "nonzero_advantage", "fresh_quality", "own_need")
+POLICIES = ("uniform", "nonzero_advantage", "fresh_quality", "own_need", "balanced")
 NEED_FLOOR = 0.05  # a mastered task's groups still get a place when nothing else is there
 SUCCESS_PRIOR = 0.5  # s_t before this node has any group of task t
 SUCCESS_DECAY = 0.9  # each own group moves s_t a tenth of the way to its mean reward
@@ -64,6 +74,15 @@ def own_need_weights(groups: Sequence[ScoredGroup], version: int, quality: Mappi
     return [w * need(success.get(g.ref.task)) for w, g in zip(base, groups)]
 
 
+def balanced_weights(groups: Sequence[ScoredGroup], version: int, alpha: float = 1.0) -> list[float]:
+    """w_i = 1[spread_i > 0] * (1 + tau_i)^(-alpha) / n_{sender(i)}, n_p = informative groups of p here."""
+    informative = Counter(g.source for g in groups if g.reward_spread > 0)
+    return [
+        staleness_weight(max(0, version - g.policy_version), alpha) / informative[g.source] if g.reward_spread > 0 else 0.0
+        for g in groups
+    ]
+
+
 def weighted_sample(weights: Sequence[float], k: int, rng: random.Random) -> list[int]:
     """k indices without replacement, P proportional to weight (Efraimidis-Spirakis keys u^(1/w));
     zero-weight items only after every positive one."""
@@ -88,6 +107,9 @@ def select_external(groups: Sequence[ScoredGroup], k: int, policy: str, version:
         return rng.sample(informative, min(k, len(informative)))
     if policy == "fresh_quality":
         weights = fresh_quality_weights(groups, version, quality)
+        return [i for i in weighted_sample(weights, k, rng) if weights[i] > 0]
+    if policy == "balanced":
+        weights = balanced_weights(groups, version)
         return [i for i in weighted_sample(weights, k, rng) if weights[i] > 0]
     if policy == "own_need":
         weights = own_need_weights(groups, version, quality, success or {})

@@ -102,10 +102,37 @@ def test_async_runner_with_a_slowdown_pauses_in_proportion_and_measures_the_paus
 
     generator.generate = timed_generate
     runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG, slowdown=3.0)
-    runner.on_generate_timing = lambda tokens, seconds: timings.append((tokens, seconds))
+    runner.on_generate_timing = lambda tokens, seconds, groups: timings.append((tokens, seconds))
     results = runner.run(steps=3)
     assert all(r.pause_seconds >= 2 * r.seconds * 0.99 for r in results)
     # Every batch but the last (whose pause the end of the run may cut short) took >= 3x its generation.
     assert len(timings) >= 3 and all(t > 0 for t, _ in timings)
     assert all(seconds >= 3 * c * 0.99 for (_, seconds), c in list(zip(timings, computed))[:-1])
     assert runner.generate_seconds == pytest.approx(sum(s for _, s in timings))
+
+
+def test_async_runner_follows_new_quotas_from_the_next_batch_and_step(policy):
+    from swarmnode.trainer.loop import Quotas, idle_shares
+
+    generator, trainer = parts(policy)
+    runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG)
+    assert runner.quotas == Quotas(4, 0, 0.0) and idle_shares(runner)["trainer_idle_share"] is None
+    sizes = []
+    runner.on_generate_timing = lambda tokens, seconds, groups: sizes.append(groups)
+
+    def on_step(result, dropped):
+        sizes.append(("step", result.local_groups))
+        if len(results_so_far) == 0:
+            runner.quotas = Quotas(2, 0, 0.0)  # the scheduler's next plan
+        results_so_far.append(result)
+
+    results_so_far = []
+    runner.run(steps=5, on_step=on_step)
+    steps = [s[1] for s in sizes if isinstance(s, tuple)]
+    batches = [s for s in sizes if not isinstance(s, tuple)]
+    assert steps[0] == 4 and steps[-1] == 2  # the trainer takes the new I
+    assert batches[0] == 4 and batches[-1] == 2  # the generator makes batches of the new I
+    shares = idle_shares(runner)
+    assert 0.0 <= shares["trainer_idle_share"] <= 1.0 and 0.0 <= shares["generator_idle_share"] <= 1.0
+    assert sum(runner.buffer.stats.staleness_local.values()) == sum(steps)
+    assert not runner.buffer.stats.staleness_external

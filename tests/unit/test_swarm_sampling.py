@@ -12,6 +12,7 @@ from swarmnode.trainer.buffer import EXTERNAL_POOL_CAPACITY, ExperienceBuffer
 from swarmnode.trainer.experience import ScoredGroup
 from swarmnode.trainer.selection import (
     POLICIES,
+    balanced_weights,
     fresh_quality_weights,
     need,
     own_need_weights,
@@ -36,6 +37,25 @@ def group(version=0, source="local", rewards=(1.0, 0.0), completions=None, promp
 
 
 # -- selection.py ----------------------------------------------------------------------------
+
+
+def test_balanced_weights_give_every_sender_one_share_by_hand():
+    groups = [
+        group(version=7, source="fast"),  # fast has 3 informative groups here: 1/3 each at tau 0
+        group(version=7, source="fast"),
+        group(version=7, source="fast"),
+        group(version=7, source="fast", rewards=(1.0, 1.0)),  # no spread: 0, and not counted in n
+        group(version=6, source="slow"),  # slow's only group, tau 1: (1/2) / 1
+    ]
+    weights = balanced_weights(groups, version=7)
+    assert weights == pytest.approx([1 / 3, 1 / 3, 1 / 3, 0.0, 0.5])
+    # With 10,000 draws of one group, slow's single group is picked about as often as all of
+    # fast's together (0.5 vs 1.0 of mass): per group produced, 3 times as often.
+    rng = random.Random(0)
+    picks = [select_external(groups, 1, "balanced", 7, {}, rng)[0] for _ in range(10_000)]
+    share_slow = picks.count(4) / len(picks)
+    assert share_slow == pytest.approx(1 / 3, abs=0.02)
+    assert 3 not in picks
 
 
 def test_fresh_quality_weights_by_hand():
@@ -354,3 +374,18 @@ def test_take_waits_for_external_groups_when_asked():
     # Without external_wait it takes what is there (nothing) at once.
     buffer.put([group(version=5)])
     assert [g.source for g in buffer.take(n_local=1, n_external=1, version=5).groups] == ["local"]
+
+
+def test_buffer_counts_groups_trained_per_sender_bounded_and_staleness_apart():
+    from swarmnode.trainer.buffer import BufferStats
+
+    stats = BufferStats()
+    for sender in ("a", "a", "b", "c"):
+        stats.count_sender(sender, cap=2)  # c replaces b, the sender with the fewest
+    assert dict(stats.external_taken_by_sender) == {"a": 2, "c": 1}
+    buffer = ExperienceBuffer(max_staleness=2, external_max_staleness=8)
+    buffer.put([group(version=3, source="local"), group(version=1, source="peer")])
+    take = buffer.take(1, 1, version=4)
+    assert len(take.groups) == 2
+    assert dict(buffer.stats.staleness_local) == {1: 1} and dict(buffer.stats.staleness_external) == {3: 1}
+    assert dict(buffer.stats.external_taken_by_sender) == {"peer": 1}
