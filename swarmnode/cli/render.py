@@ -104,10 +104,13 @@ def status_view(s: dict[str, Any]) -> Group:
     train.add_row("model", str(training.get("model") or "-"))
     train.add_row("phase", str(training.get("phase") or "-"))
     for key in ("policy_version", "steps", "reward_mean", "local_reward_mean", "heldout_accuracy", "generate_tokens_per_s",
-                "train_samples_per_s", "seconds_per_step", "slowdown", "staleness_histogram", "dropped_stale",
-                "external_trained", "external_pool"):
+                "train_samples_per_s", "seconds_per_step", "slowdown", "staleness_local", "staleness_external",
+                "dropped_stale", "external_trained", "external_pool", "generator_idle_share", "trainer_idle_share"):
         value = training.get(key)
         train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else str(value))
+    plan = training.get("plan")
+    if plan:
+        train.add_row("plan", plan_line(plan))
     parts = [info, Text(""), Text("training", style="bold underline"), train]
     rollouts = s.get("rollouts")
     if rollouts:
@@ -127,6 +130,14 @@ def status_view(s: dict[str, Any]) -> Group:
 
 
 LIMIT_HITS = ("serve_refused", "accept_deferred", "fetch_waits", "values_over_key_cap", "peers_evicted", "senders_evicted")
+
+
+def plan_line(plan: dict[str, Any]) -> Text:
+    """The scheduler's plan: I/J per step, the wait, steps per window, then why (wraps)."""
+    steps = plan.get("steps_per_window")
+    head = (f"I/J {plan.get('local_rollouts')}/{plan.get('external_rollouts')}, wait {plan.get('external_wait_s')} s"
+            + (f", {steps} steps/window" if steps is not None else ""))
+    return Text(f"{head}\n{plan.get('reason') or ''}")
 
 
 def limits_line(limits: dict[str, int]) -> str:
