@@ -321,9 +321,9 @@ class TrainingService:
             runner = AsyncRunner(make_generator(self.config, trainer, policy), trainer, stream, rollout,
                                  buffer=buffer, on_generated=self._share, slowdown=t.slowdown)
         runner.on_generate_timing = self.speed.generated
-        plan = self.plan  # planned before the model loaded: the runner starts with it
+        self._runner = runner  # first: a plan applied from now on reaches the runner
+        plan = self.plan  # the newest plan (made before the model loaded, or just now)
         runner.quotas = Quotas(plan.local_rollouts, plan.external_rollouts, plan.external_wait_s)
-        self._runner = runner
         # Its own tokenizer copy: fast tokenizers are not safe to share across threads.
         self.intake = RolloutIntake(copy.deepcopy(policy.tokenizer), model_fingerprint=policy.fingerprint,
                                     base_fingerprint=self.base_fingerprint, tasks=list(rollout.tasks), temperature=rollout.sampling.temperature,
@@ -335,8 +335,8 @@ class TrainingService:
 
         def evaluate() -> None:
             nonlocal last_eval_at
-            last_eval_at = time.perf_counter()
             accuracy = greedy_accuracy(evaluator, items, rollout.sampling.max_new_tokens)
+            last_eval_at = time.perf_counter()  # after it: an evaluation longer than eval_every_s must not run every step
             self.metrics.record(trainer.version, {f"heldout_accuracy/{k}": v for k, v in accuracy.items()})
             with self._lock:
                 self._state["heldout_accuracy"] = round(accuracy["mean"], 4)
@@ -384,10 +384,15 @@ class TrainingService:
                 self._save_checkpoint(trainer, TrainingState(result.version, steps, position, {}))
             self._check_checkpoints()  # every step: a write that failed stops training at the next one
 
+        samples_since_outer = 0  # the scheduler varies a step's groups: count what was trained
+
         def after_step(result: StepResult) -> None:
+            nonlocal samples_since_outer
             local_steps = steps + 1  # on_step counts this step after the weights went out
+            samples_since_outer += result.groups * rollout.samples_per_prompt
             if self.outer is not None and local_steps % self.outer.config.every_steps == 0:
-                self._outer_step(trainer, local_steps, rollout.prompts_per_step * rollout.samples_per_prompt)
+                self._outer_step(trainer, local_steps, samples_since_outer)
+                samples_since_outer = 0
 
         runner.after_step = after_step
         with self._lock:
@@ -405,7 +410,7 @@ class TrainingService:
         with self._lock:
             self._state.update(running=False, phase="done" if remaining is not None and not self._stopping.is_set() else "stopped")
 
-    def _outer_step(self, trainer: Trainer, local_steps: int, samples_per_step: int) -> None:
+    def _outer_step(self, trainer: Trainer, local_steps: int, samples: int) -> None:
         """Every summaries.every_steps steps: publish this node's summary (while a same-base peer
         is in the swarm) and merge peers' into the weights."""
         assert self.outer is not None
@@ -413,7 +418,7 @@ class TrainingService:
         result: OuterResult = self.outer.step(publish=self.same_base_peers > 0)
         if result.tensors is not None:
             outgoing = OutgoingSummary(result.tensors, local_steps - every, local_steps, trainer.version,
-                                       every * samples_per_step)
+                                       samples)
             try:
                 self.summaries_out.put_nowait(outgoing)
             except queue.Full:  # the event loop is behind: peers want the newest summary anyway

@@ -134,10 +134,10 @@ def choose_local(speed: OwnSpeed, limits: PlanLimits) -> tuple[int, str]:
     low = math.ceil(min((shortest - a_g) / g, own_share * (shortest - a_t) / t) - 1e-9)
     local = limits.local_rollouts
     reason = "configured"
-    if local > high:
-        local, reason = high, f"slow: fewer so >= {limits.min_steps_per_window} steps fit a window"
-    elif local < low:
+    if local < low:
         local, reason = low, f"fast: more so <= {limits.max_steps_per_window} steps a window"
+    if local > high:  # also when I_low > I_high: less work wins
+        local, reason = high, f"slow: fewer so >= {limits.min_steps_per_window} steps fit a window"
     if local < limits.min_local:
         local, reason = limits.min_local, "slower than the window even at the smallest batch"
     elif local > limits.max_local:

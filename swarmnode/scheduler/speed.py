@@ -195,8 +195,11 @@ class DeliveryMeter:
     """Groups accepted from each verified peer (counted from the intake's worker threads), turned
     into smoothed groups/s by `rates` (called once per plan, on the event loop)."""
 
-    def __init__(self, max_peers: int = 1024, alpha: float = EMA_ALPHA, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, max_peers: int = 1024, alpha: float = EMA_ALPHA, clock: Callable[[], float] = time.monotonic,
+                 min_interval_s: float = 1.0):
         self.max_peers = max_peers
+        # A shorter interval is not closed: one batch over a few milliseconds is no rate.
+        self.min_interval_s = min_interval_s
         self.alpha = alpha
         self._clock = clock
         self._lock = threading.Lock()
@@ -206,13 +209,17 @@ class DeliveryMeter:
 
     def delivered(self, peer: str, groups: int) -> None:
         with self._lock:
-            if peer in self._counts or len(self._counts) < self.max_peers:
+            # Peers already rated are always counted: new identities cannot crowd them out.
+            if peer in self._counts or peer in self._rates or len(self._counts) < self.max_peers:
                 self._counts[peer] = self._counts.get(peer, 0) + groups
 
     def rates(self) -> dict[str, float]:
-        """Close the interval since the last call and return the smoothed rates."""
+        """Close the interval since the last call (if at least min_interval_s long) and return
+        the smoothed rates."""
         with self._lock:
             now = self._clock()
+            if now - self._since < self.min_interval_s:
+                return dict(self._rates)
             counts, self._counts = self._counts, {}
             self._rates = delivery_rates(self._rates, counts, now - self._since, self.alpha, self.max_peers)
             self._since = now

@@ -12,6 +12,7 @@ import itertools
 import math
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
@@ -116,10 +117,42 @@ def run_sync(generator: Generator, trainer: Trainer, stream: Iterator[TaskItem],
     return results
 
 
-def take_groups(buffer: ExperienceBuffer, quotas: Quotas, version: int, runner) -> Take:
-    """One step's groups under `quotas`; the wait is added to runner.trainer_wait_s."""
+class BatchSizes:
+    """Sizes of the generator's batches in order, for the trainer to take one batch a step.
+
+    A step takes exactly the oldest untaken batch's size, not the current quota: when a plan
+    raises I past what the batches already admitted hold ((max_staleness + 1) x the old I), a
+    trainer waiting for the new I would wait for groups the generator may not make before the
+    step ends (a deadlock)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._sizes: deque[int] = deque()
+        self._closed = False
+
+    def add(self, size: int) -> None:
+        with self._cond:
+            self._sizes.append(size)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def next(self) -> int | None:
+        """The oldest batch's size, waiting for one; None once closed with none left."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._sizes or self._closed)
+            return self._sizes.popleft() if self._sizes else None
+
+
+def take_groups(buffer: ExperienceBuffer, sizes: BatchSizes, quotas: Quotas, version: int, runner) -> Take:
+    """One step's groups: the oldest batch's local groups and up to quotas.external peers'
+    groups; the wait is added to runner.trainer_wait_s."""
     waited = time.perf_counter()
-    take = buffer.take(quotas.local, quotas.external, version, external_wait=quotas.external_wait_s)
+    local = sizes.next()
+    take = Take([], 0) if local is None else buffer.take(local, quotas.external, version, external_wait=quotas.external_wait_s)
     runner.trainer_wait_s += time.perf_counter() - waited
     return take
 
@@ -159,6 +192,7 @@ class AsyncRunner:
         self._stop = False
         self._error: BaseException | None = None
         self.quotas = Quotas.of(config)  # replaced whole (one atomic assignment) by the scheduler
+        self._sizes = BatchSizes()
         self.started_at: float | None = None  # perf_counter when run() began (idle shares)
         self.trainer_wait_s = 0.0  # the trainer's waits for groups
         self.generator_wait_s = 0.0
@@ -179,6 +213,7 @@ class AsyncRunner:
                 if published is not None:
                     self.generator.load_weights(published[1], published[0])
                 items = list(itertools.islice(self.stream, self.quotas.local))
+                self._sizes.add(len(items))
                 start = time.perf_counter()
                 groups = generate_groups(self.generator, items, self.config)
                 self._pause(time.perf_counter() - start)  # before the groups go out: a slow node delivers late
@@ -195,6 +230,7 @@ class AsyncRunner:
         except BaseException as e:  # noqa: BLE001 - surfaced by run()
             self._error = e
             self.buffer.close()
+            self._sizes.close()
 
     def _pause(self, compute_s: float) -> float:
         """Sleep the slowdown's share of `compute_s` on this (worker) thread, woken early by
@@ -211,6 +247,7 @@ class AsyncRunner:
             self._stop = True
             self._cond.notify_all()
         self.buffer.close()
+        self._sizes.close()
 
     def run(self, steps: int | None, on_step: StepCallback | None = None) -> list[StepResult]:
         """Train `steps` steps (None: until `stop()`); the generator thread runs meanwhile."""
@@ -220,7 +257,7 @@ class AsyncRunner:
         results = []
         try:
             for _ in itertools.count() if steps is None else range(steps):
-                take = take_groups(self.buffer, self.quotas, self.trainer.version, self)
+                take = take_groups(self.buffer, self._sizes, self.quotas, self.trainer.version, self)
                 if self._error is not None:
                     raise RuntimeError("the generator thread failed") from self._error
                 if self._stop or not take.groups:

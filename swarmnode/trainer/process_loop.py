@@ -34,6 +34,7 @@ from swarmnode.trainer.loop import (
     TimingCallback,
     generate_groups,
     make_buffer,
+    BatchSizes,
     Quotas,
     prompt_stream,
     slowdown_sleep,
@@ -101,6 +102,7 @@ class ProcessAsyncRunner:
         self._child_args = (model_name, dtype, config, stream_start, exclude, threads)
         self._context = mp.get_context("spawn")
         self._quotas = Quotas.of(config)
+        self._sizes = BatchSizes()
         self._local_quota = self._context.Value("i", config.prompts_per_step, lock=False)  # the child's batch size
         self.started_at: float | None = None
         self.trainer_wait_s = 0.0
@@ -144,12 +146,14 @@ class ProcessAsyncRunner:
                 if self.on_generate_timing is not None:
                     self.on_generate_timing(stats["tokens"], stats["seconds"], stats["items"])
                 self.buffer.put(groups)
+                self._sizes.add(stats["items"])
                 if self.on_generated is not None:
                     self.on_generated(groups)
         except BaseException as e:  # noqa: BLE001 - surfaced by run()
             self._error = e
         finally:
             self.buffer.close()  # a trainer waiting for groups returns instead of hanging
+            self._sizes.close()
 
     def _publish(self) -> None:
         state = self.trainer.model.state_dict()
@@ -170,6 +174,7 @@ class ProcessAsyncRunner:
         with self._cond:
             self._cond.notify_all()
         self.buffer.close()
+        self._sizes.close()
 
     def run(self, steps: int | None, on_step: StepCallback | None = None) -> list[StepResult]:
         if self._stop.is_set():
@@ -188,7 +193,7 @@ class ProcessAsyncRunner:
             self._feeder.start()
             self.started_at = time.perf_counter()
             for _ in itertools.count() if steps is None else range(steps):
-                take = take_groups(self.buffer, self.quotas, self.trainer.version, self)
+                take = take_groups(self.buffer, self._sizes, self.quotas, self.trainer.version, self)
                 if self._error is not None:
                     raise RuntimeError("the rollout feeder failed") from self._error
                 if self._failed:

@@ -80,5 +80,4 @@ def test_a_slow_node_plans_less_own_work_and_peers_still_train_on_it(tmp_path, s
     # Peers' groups fill the slow node's steps; its own few groups still reach the fast node's steps.
     assert slow["staleness_external"] and sum(slow["staleness_external"].values()) == slow["external_trained"]
     assert fast["external_trained_by_sender"][ids[1]] > 0
-    assert 0.0 <= slow["trainer_idle_share"] <= 1.0 and 0.0 <= slow["generator_idle_share"] <= 1.0
     assert slow["groups_generated"] > 0

@@ -132,7 +132,34 @@ def test_async_runner_follows_new_quotas_from_the_next_batch_and_step(policy):
     batches = [s for s in sizes if not isinstance(s, tuple)]
     assert steps[0] == 4 and steps[-1] == 2  # the trainer takes the new I
     assert batches[0] == 4 and batches[-1] == 2  # the generator makes batches of the new I
-    shares = idle_shares(runner)
-    assert 0.0 <= shares["trainer_idle_share"] <= 1.0 and 0.0 <= shares["generator_idle_share"] <= 1.0
+    assert runner.trainer_wait_s > 0  # the first step at least waits for the first batch
+    assert idle_shares(runner)["trainer_idle_share"] > 0
     assert sum(runner.buffer.stats.staleness_local.values()) == sum(steps)
     assert not runner.buffer.stats.staleness_external
+
+
+def test_raising_the_quota_past_the_admitted_batches_does_not_deadlock(policy):
+    """With max_staleness 1, two batches of the old I are admitted ahead of the trainer; a
+    plan that raises I to more than twice that must not leave the trainer waiting for groups
+    the generator will not make before the step ends (each step takes one batch, whatever
+    its size)."""
+    import threading
+
+    from swarmnode.trainer.loop import Quotas
+
+    generator, trainer = parts(policy)
+    runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG)
+    runner.quotas = Quotas(1, 0, 0.0)
+    taken = []
+
+    def on_step(result, dropped):
+        taken.append(result.local_groups)
+        runner.quotas = Quotas(4, 0, 0.0)  # 4 > (1 + 1) x 1
+
+    done = threading.Thread(target=lambda: runner.run(steps=5, on_step=on_step), daemon=True)
+    done.start()
+    done.join(timeout=120)
+    hung = done.is_alive()
+    runner.stop()
+    assert not hung, "the trainer waited for groups that were never generated"
+    assert taken[0] == 1 and taken[-1] == 4 and len(taken) == 5

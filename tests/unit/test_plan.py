@@ -44,6 +44,12 @@ def test_step_seconds_is_the_slower_of_generation_and_training():
     assert step_seconds(8, 16, speed) == pytest.approx(1.2)  # 24 * 0.05 > 0.8
 
 
+def test_when_the_window_allows_no_batch_size_less_work_wins():
+    # publish_share 0.05 < 1 / Q_max: I_high = floor(0.05 * 10 / 0.1) = 5, I_low = ceil(1.25 / 0.1) = 13
+    limits = PlanLimits(window_s=10.0, local_rollouts=8, external_rollouts=8, publish_share=0.05)
+    assert choose_local(OwnSpeed(0.1, 0.01), limits) == (5, "slow: fewer so >= 2 steps fit a window")
+
+
 def test_a_node_that_fits_keeps_its_configured_batch():
     # g = 0.4: I_high = floor(min(0.5*10/0.4, 10/(2*0.4))) = 12, I_low = ceil(10/(8*0.4)) = 4 -> 8
     assert choose_local(OwnSpeed(0.4, 0.2), LIMITS) == (8, "configured")
@@ -168,6 +174,15 @@ def test_delivery_meter_counts_per_peer_and_stays_bounded():
     assert meter.rates() == {"a": 40.0, "b": 1.0}
     now[0] = 20.0
     assert meter.rates() == pytest.approx({"a": 32.0, "b": 0.8})  # nothing new: 0.8 of before
+    meter.delivered("b", 1000)
+    now[0] = 20.01  # 10 ms: too short to be a rate; the count waits for the next interval
+    assert meter.rates() == pytest.approx({"a": 32.0, "b": 0.8})
+    for i in range(5):
+        meter.delivered(f"new{i}", 1)  # the table is full of new identities ...
+    meter.delivered("a", 10)  # ... and a rated peer is still counted
+    now[0] = 30.01
+    rates = meter.rates()
+    assert rates["a"] == pytest.approx(0.2 * 10 / 10.01 + 0.8 * 32.0)
 
 
 def test_fit_cost_line_by_hand():
@@ -209,6 +224,8 @@ def test_current_plan_follows_the_measurements(tmp_path):
         "scheduler": {"enabled": True, "min_steps_per_window": 5, "max_steps_per_window": 20},
     })
     training = TrainingService(config, tmp_path)
+    now = [0.0]
+    training.deliveries = DeliveryMeter(clock=lambda: now[0])
     try:
         plan = current_plan(config, training, [])
         assert (plan.local_rollouts, plan.external_rollouts, plan.external_wait_s) == (8, 8, 2.0)  # nothing measured
@@ -220,8 +237,9 @@ def test_current_plan_follows_the_measurements(tmp_path):
         plan = current_plan(config, training, [])
         assert plan.local_rollouts == 2 and plan.external_rollouts == 0  # no peer has delivered anything
         training.deliveries.delivered("peer", 40)
+        now[0] = 10.0  # 40 groups in 10 s: 4/s; a step of 2 + 14 groups: max(1.6, 0.8) s; ceil(4 * 1.6) = 7
         plan = current_plan(config, training, [])
-        assert plan.external_rollouts > 0  # a peer that delivers: its groups fill the batch
+        assert plan.external_rollouts == 7  # a peer that delivers: its groups fill the batch
         training.apply_plan(plan)
         assert training.snapshot()["plan"]["local_rollouts"] == 2
         off = NodeConfig.model_validate({**config.model_dump(), "scheduler": {"enabled": False}})
