@@ -2,12 +2,15 @@
 
 DiLoCo / NoLoCo (RESEARCH.md) without a barrier: every H local steps the node takes its own
 pseudo-gradient (anchor - weights, dense) and the freshest summaries of a few peers (sparse,
-decoded), weights each peer's by its staleness on this node's own clock, averages, and applies
+decoded), weights each peer's by its staleness on this node's own clock and by how often its
+summaries were merged lately (a fast sender does not dominate), averages, and applies
 an outer SGD step with momentum to the anchor. The weights then restart from the new anchor.
 """
 from __future__ import annotations
 
 import math
+import statistics
+from typing import Mapping
 
 import torch
 from torch import Tensor
@@ -22,9 +25,29 @@ def pseudo_gradient(anchor: Tensors, weights: Tensors) -> Tensors:
     return {name: anchor[name] - weights[name].detach().to(anchor[name].dtype) for name in anchor}
 
 
-def peer_weights(ages: list[int], a: float) -> list[float]:
-    """Each peer summary's weight, (1 + tau)^-a, tau = this node's outer steps since it arrived."""
-    return [float(staleness_weight(tau, a)) for tau in ages]
+def peer_weights(ages: list[int], a: float, corrections: list[float] | None = None) -> list[float]:
+    """Each peer summary's weight, w_j = (1 + tau_j)^-a * c_j, tau_j = this node's outer steps
+    since it arrived, c_j the sender's frequency correction (1 when not given)."""
+    corrections = corrections or [1.0] * len(ages)
+    return [float(staleness_weight(tau, a)) * c for tau, c in zip(ages, corrections)]
+
+
+def frequency_corrections(merged: Mapping[str, int], peers: list[str]) -> list[float]:
+    """How much each of `peers` counts, by how often its summaries were merged lately:
+
+        c_j = min(1, median_p n_p / n_j)
+
+    n_p: the merges of sender p's summaries over this node's recent outer steps (this step's
+    included). A fast node publishes, and is merged, more often; over many outer steps its
+    direction would dominate the anchor. Fraboni et al. (arXiv 2206.10189) weigh each client by
+    its target share over its sampling frequency; here only the senders merged more often than
+    the median one are weighed down, never a rare one up: a peer that publishes seldom must not
+    buy a larger weight by it."""
+    counts = [n for n in merged.values() if n > 0]
+    if not counts:
+        return [1.0] * len(peers)
+    median = statistics.median(counts)
+    return [min(1.0, median / merged[p]) if merged.get(p, 0) > 0 else 1.0 for p in peers]
 
 
 def merge_pseudo_gradients(own: Tensors, peers: list[tuple[Tensors, float]]) -> Tensors:

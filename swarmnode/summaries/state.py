@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 import torch
@@ -16,6 +16,7 @@ from torch import Tensor
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.summaries.compress import CompressionConfig, compress
 from swarmnode.summaries.outer import (
+    frequency_corrections,
     global_norm,
     merge_pseudo_gradients,
     outer_update,
@@ -25,6 +26,7 @@ from swarmnode.summaries.outer import (
 from swarmnode.swarm.bounded import LRUMap
 
 OWN_NORMS_KEPT = 8  # the norm bound looks at this node's last few summaries
+MERGES_REMEMBERED = 32  # outer steps whose partners count in the frequency correction
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ class OuterLoop:
         self.inbox = SummaryInbox(max_peers)
         self.outer_steps = 0
         self.own_norms: deque[float] = deque(maxlen=OWN_NORMS_KEPT)
+        # The partners of the last outer steps (bounded: MERGES_REMEMBERED x partners_per_step ids).
+        self.recent_partners: deque[tuple[str, ...]] = deque(maxlen=MERGES_REMEMBERED)
         self.seed = seed
         self._lock = threading.Lock()  # outer_steps is read by gossip threads
 
@@ -140,9 +144,13 @@ class OuterLoop:
             self.own_norms.append(norm)
         rng = random.Random(f"{self.seed}/{self.outer_steps}")
         partners = self.inbox.take(c.partners_per_step, self.outer_steps, c.max_staleness, rng)
+        self.recent_partners.append(tuple(p.peer for p in partners))
         if partners:
             ages = [self.outer_steps - p.outer_step for p in partners]
-            g = merge_pseudo_gradients(own, list(zip((p.tensors for p in partners), peer_weights(ages, c.staleness_exponent))))
+            merged = Counter(peer for step in self.recent_partners for peer in step)
+            corrections = frequency_corrections(merged, [p.peer for p in partners])
+            peer_w = peer_weights(ages, c.staleness_exponent, corrections)
+            g = merge_pseudo_gradients(own, list(zip((p.tensors for p in partners), peer_w)))
             for name in self.anchor:
                 outer_update(self.anchor[name], self.momentum[name], g[name], lr=c.outer_lr, mu=c.outer_momentum,
                              nesterov=c.nesterov)

@@ -19,6 +19,7 @@ from swarmnode.summaries import (
     decode_tensor,
     dense_bytes,
     fetch_allowance,
+    frequency_corrections,
     merge_pseudo_gradients,
     outer_update,
     peer_weights,
@@ -107,6 +108,36 @@ def test_staleness_weights_on_the_receivers_clock():
     assert peer_weights([0, 1, 3], 1.0) == pytest.approx([1.0, 0.5, 0.25])
     assert peer_weights([0, 3], 0.5) == pytest.approx([1.0, 0.5])
     assert pseudo_gradient({"w": torch.tensor([1.0])}, {"w": torch.tensor([0.25])})["w"].item() == 0.75
+
+
+def test_frequency_corrections_weigh_down_only_senders_merged_more_than_the_median():
+    # median of (8, 4, 2) = 4: fast 4/8, mid 4/4, slow min(1, 4/2) = 1, a sender never merged 1
+    assert frequency_corrections({"fast": 8, "mid": 4, "slow": 2}, ["fast", "mid", "slow", "new"]) == pytest.approx(
+        [0.5, 1.0, 1.0, 1.0])
+    assert frequency_corrections({"a": 6, "b": 2}, ["a", "b"]) == pytest.approx([4 / 6, 1.0])  # median 4
+    assert frequency_corrections({}, ["a"]) == [1.0]
+    # w_j = (1 + tau_j)^-a * c_j
+    assert peer_weights([0, 1], 1.0, [0.5, 1.0]) == pytest.approx([0.5, 0.5])
+
+
+def test_outer_step_weighs_down_the_partner_merged_every_step():
+    model = _tiny_model()
+    loop = OuterLoop(model, OuterConfig(every_steps=1, outer_lr=1.0, outer_momentum=0.0, partners_per_step=2,
+                                        compression=CompressionConfig(0.5, 8, 64)))
+    zero = {n: torch.zeros(s) for n, s in loop.shapes.items()}
+    for _ in range(2):  # "fast" alone, twice: nobody to compare with, weight 1
+        loop.inbox.put(Received("fast", zero, 0.0, loop.clock(), 0.0))
+        loop.step(publish=False)
+    anchor = {n: t.clone() for n, t in loop.anchor.items()}
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.2)  # own pseudo-gradient: -0.2
+    loop.inbox.put(Received("fast", zero, 0.0, loop.clock(), 0.0))
+    loop.inbox.put(Received("slow", zero, 0.0, loop.clock(), 0.0))
+    assert sorted(loop.step(publish=False).partners) == ["fast", "slow"]
+    # merged fast 3, slow 1: median 2, c_fast = 2/3, c_slow = 1; g = -0.2 / (1 + 2/3 + 1) = -0.075
+    for n, p in model.named_parameters():
+        assert torch.allclose(p.detach(), anchor[n] + 0.075, atol=1e-6)
 
 
 def test_inbox_takes_each_summary_once_and_drops_stale_ones():
