@@ -162,6 +162,20 @@ def choose_external(local: int, speed: OwnSpeed, supply: float, limits: PlanLimi
     return max(0, min(fill, arriving, trainable))
 
 
+def local_for_max_steps(local: int, external: int, speed: OwnSpeed, limits: PlanLimits) -> int:
+    """I raised, when J came out below the configured split (peers deliver less), so that a step
+    of I + J groups still lasts at least T' = W / Q_max:
+
+        I' = min(max_local, max(I, ceil(min((T' - a_g) / g, (T' - a_t) / t - J))))
+
+    choose_local sized I for a step that also trains I * J0 / I0 peers' groups; with fewer, the
+    step is shorter and the node would take more than Q_max steps a window."""
+    shortest = limits.window_s / limits.max_steps_per_window
+    needed = math.ceil(min((shortest - speed.generate_fixed_s) / speed.generate_s,
+                           (shortest - speed.train_fixed_s) / speed.train_s - external) - 1e-9)
+    return min(limits.max_local, max(local, needed))
+
+
 def external_wait(external: int, step_s: float, supply: float, limits: PlanLimits) -> float:
     """The wait for J peers' groups: J / A (the time they take to arrive at supply A), at most
     max_wait_share of a step; 0 when J is 0."""
@@ -183,6 +197,10 @@ def make_plan(speed: OwnSpeed | None, peers: Iterable[PeerSupply], limits: PlanL
     supply = supply_rate(peers)
     local, why = choose_local(speed, limits)
     external = choose_external(local, speed, supply, limits)
+    raised = local_for_max_steps(local, external, speed, limits)
+    if raised > local:  # peers supply fewer groups than the split assumed: more own ones
+        local, why = raised, f"fast: more so <= {limits.max_steps_per_window} steps a window"
+        external = choose_external(local, speed, supply, limits)
     step = step_seconds(local, external, speed)
     wait = external_wait(external, step, supply, limits)
     steps = limits.window_s / (step + wait)

@@ -29,7 +29,7 @@ def peer_weights(ages: list[int], a: float, corrections: list[float] | None = No
     """Each peer summary's weight, w_j = (1 + tau_j)^-a * c_j, tau_j = this node's outer steps
     since it arrived, c_j the sender's frequency correction (1 when not given)."""
     corrections = corrections or [1.0] * len(ages)
-    return [float(staleness_weight(tau, a)) * c for tau, c in zip(ages, corrections)]
+    return [float(staleness_weight(tau, a)) * c for tau, c in zip(ages, corrections, strict=True)]
 
 
 def frequency_corrections(merged: Mapping[str, int], peers: list[str]) -> list[float]:

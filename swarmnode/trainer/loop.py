@@ -213,7 +213,6 @@ class AsyncRunner:
                 if published is not None:
                     self.generator.load_weights(published[1], published[0])
                 items = list(itertools.islice(self.stream, self.quotas.local))
-                self._sizes.add(len(items))
                 start = time.perf_counter()
                 groups = generate_groups(self.generator, items, self.config)
                 self._pause(time.perf_counter() - start)  # before the groups go out: a slow node delivers late
@@ -225,6 +224,7 @@ class AsyncRunner:
                 if self.on_generate_timing is not None:
                     self.on_generate_timing(tokens, seconds, len(groups))
                 self.buffer.put(groups)
+                self._sizes.add(len(groups))  # what is in the buffer: a short batch cannot strand the trainer
                 if self.on_generated is not None:
                     self.on_generated(groups)
         except BaseException as e:  # noqa: BLE001 - surfaced by run()

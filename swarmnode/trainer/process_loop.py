@@ -146,7 +146,7 @@ class ProcessAsyncRunner:
                 if self.on_generate_timing is not None:
                     self.on_generate_timing(stats["tokens"], stats["seconds"], stats["items"])
                 self.buffer.put(groups)
-                self._sizes.add(stats["items"])
+                self._sizes.add(len(groups))
                 if self.on_generated is not None:
                     self.on_generated(groups)
         except BaseException as e:  # noqa: BLE001 - surfaced by run()

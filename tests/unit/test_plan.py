@@ -248,6 +248,18 @@ def test_current_plan_follows_the_measurements(tmp_path):
         training.metrics.close()
 
 
+def test_a_fast_node_stays_under_q_max_when_peers_deliver_less_than_the_split():
+    # g = 0.01, t = 0.05 (training sets the pace), A = 1 group/s, W = 10, Q_max = 8: T' = 1.25.
+    # choose_local: I_low = ceil(min(125, 0.5 * 1.25 / 0.05)) = 13, assuming 13 peers' groups too;
+    # J = min(13, ceil(1 * max(0.13, 26 * 0.05)) = 2, 100 - 13) = 2: a step of 15 groups, 0.75 s,
+    # wait min(2, 0.1875): 10 / 0.9375 = 10.7 steps a window, over Q_max. So I rises:
+    # I' = ceil(min(125, 1.25 / 0.05 - 2)) = 23; J = min(23, ceil(1 * 2.3) = 3, 77) = 3;
+    # step = max(0.23, 26 * 0.05) = 1.3, wait = min(3, 0.325) = 0.325: Q = 10 / 1.625 = 6.15.
+    plan = make_plan(OwnSpeed(0.01, 0.05), peers(1.0), LIMITS)
+    assert (plan.local_rollouts, plan.external_rollouts, plan.external_wait_s, plan.steps_per_window) == (23, 3, 0.325, 6.15)
+    assert plan.reason.startswith("fast: more so <= 8 steps")
+
+
 def test_a_larger_batch_keeps_the_configured_split():
     speed = OwnSpeed(0.01, 0.005)  # I_low = ceil(10 / (8 * 0.01)) = 125 -> max_local 32
     plan = make_plan(speed, peers(1000.0), LIMITS)

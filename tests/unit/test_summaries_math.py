@@ -132,12 +132,14 @@ def test_outer_step_weighs_down_the_partner_merged_every_step():
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.2)  # own pseudo-gradient: -0.2
-    loop.inbox.put(Received("fast", zero, 0.0, loop.clock(), 0.0))
+    fast = {n: torch.full(s, 0.6) for n, s in loop.shapes.items()}
+    loop.inbox.put(Received("fast", fast, 0.0, loop.clock(), 0.0))
     loop.inbox.put(Received("slow", zero, 0.0, loop.clock(), 0.0))
     assert sorted(loop.step(publish=False).partners) == ["fast", "slow"]
-    # merged fast 3, slow 1: median 2, c_fast = 2/3, c_slow = 1; g = -0.2 / (1 + 2/3 + 1) = -0.075
+    # merged fast 3, slow 1: median 2, c_fast = 2/3, c_slow = 1;
+    # g = (-0.2 + 2/3 * 0.6 + 0) / (1 + 2/3 + 1) = 0.075 (uncorrected: 0.4 / 3; swapped: 0.15)
     for n, p in model.named_parameters():
-        assert torch.allclose(p.detach(), anchor[n] + 0.075, atol=1e-6)
+        assert torch.allclose(p.detach(), anchor[n] - 0.075, atol=1e-6)
 
 
 def test_inbox_takes_each_summary_once_and_drops_stale_ones():
