@@ -175,7 +175,8 @@ class OuterLoop:
         return out
 
     def state_meta(self) -> dict:
-        return {"outer_steps": self.outer_steps, "own_norms": list(self.own_norms)}
+        return {"outer_steps": self.outer_steps, "own_norms": list(self.own_norms),
+                "recent_partners": [list(step) for step in self.recent_partners]}
 
     def load(self, tensors: dict[str, Tensor], meta: dict) -> None:
         """Resume from `state_tensors` / `state_meta` (a checkpoint of the same model)."""
@@ -184,3 +185,7 @@ class OuterLoop:
                 target[name].copy_(tensors[f"{prefix}.{name}"])
         self.outer_steps = int(meta.get("outer_steps", 0))
         self.own_norms.extend(float(x) for x in meta.get("own_norms", []))
+        # The frequency correction's memory (peer ids this node verified when it merged them);
+        # bounded like the live deque, whatever the file holds.
+        for step in list(meta.get("recent_partners", []))[-MERGES_REMEMBERED:]:
+            self.recent_partners.append(tuple(str(peer) for peer in list(step)[:self.config.partners_per_step]))

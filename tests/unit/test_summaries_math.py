@@ -194,6 +194,7 @@ def test_outer_state_round_trips_through_a_checkpoint(tmp_path):
             p.add_(torch.randn_like(p))
     loop.step(publish=True)
     loop.momentum["0.weight"].fill_(0.25)
+    loop.recent_partners.extend([("a", "b"), ("a",)])  # the frequency correction's memory comes back too
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     save_checkpoint(tmp_path, model.state_dict(), opt.state_dict(), TrainingState(1, 1, 0, {"outer": loop.state_meta()}),
                     loop.state_tensors())
@@ -202,6 +203,7 @@ def test_outer_state_round_trips_through_a_checkpoint(tmp_path):
     import json
     other.load(load_outer_state(path), json.loads((path / "state.json").read_text())["extra"]["outer"])
     assert other.outer_steps == 1 and list(other.own_norms) == list(loop.own_norms)
+    assert list(other.recent_partners) == [(), ("a", "b"), ("a",)]
     for name in loop.anchor:
         assert torch.equal(other.anchor[name], loop.anchor[name])
         assert torch.equal(other.momentum[name], loop.momentum[name])
