@@ -163,3 +163,30 @@ def test_raising_the_quota_past_the_admitted_batches_does_not_deadlock(policy):
     runner.stop()
     assert not hung, "the trainer waited for groups that were never generated"
     assert taken[0] == 1 and taken[-1] == 4 and len(taken) == 5
+
+
+def test_the_process_runner_follows_a_raised_quota_without_hanging():
+    """The same plan change for the process runner: its child reads the new I before its next
+    batch, and the trainer takes each batch at the size it reached the buffer with."""
+    import threading
+
+    from swarmnode.trainer.loop import Quotas
+    from swarmnode.trainer.process_loop import ProcessAsyncRunner
+
+    bundled = load_policy("bundled:tiny-policy")
+    trainer = Trainer(bundled.model, bundled.tokenizer.pad_token_id, TrainerConfig(lr=1e-4))
+    runner = ProcessAsyncRunner("bundled:tiny-policy", trainer, CONFIG)
+    runner.quotas = Quotas(1, 0, 0.0)
+    taken = []
+
+    def on_step(result, dropped):
+        taken.append(result.local_groups)
+        runner.quotas = Quotas(4, 0, 0.0)
+
+    done = threading.Thread(target=lambda: runner.run(steps=5, on_step=on_step), daemon=True)
+    done.start()
+    done.join(timeout=180)
+    hung = done.is_alive()
+    runner.stop()
+    assert not hung, "the trainer waited for groups that were never generated"
+    assert taken[0] == 1 and taken[-1] == 4 and len(taken) == 5
