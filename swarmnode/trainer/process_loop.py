@@ -28,13 +28,13 @@ import torch.multiprocessing as mp
 
 from swarmnode.trainer.buffer import ExperienceBuffer
 from swarmnode.trainer.loop import (
+    BatchSizes,
     GroupsCallback,
     RolloutConfig,
     StepCallback,
     TimingCallback,
     generate_groups,
     make_buffer,
-    BatchSizes,
     Quotas,
     prompt_stream,
     slowdown_sleep,

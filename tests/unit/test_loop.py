@@ -138,44 +138,13 @@ def test_async_runner_follows_new_quotas_from_the_next_batch_and_step(policy):
     assert not runner.buffer.stats.staleness_external
 
 
-def test_raising_the_quota_past_the_admitted_batches_does_not_deadlock(policy):
-    """With max_staleness 1, two batches of the old I are admitted ahead of the trainer; a
-    plan that raises I to more than twice that must not leave the trainer waiting for groups
-    the generator will not make before the step ends (each step takes one batch, whatever
-    its size)."""
+def raise_the_quota_after_the_first_step(runner, timeout: float) -> tuple[bool, list[int]]:
+    """Run 5 steps at I = 1, the plan raising I to 4 after the first; (hung, local groups per step).
+    With max_staleness 1, 4 > (1 + 1) x 1: more than the batches already admitted hold."""
     import threading
 
     from swarmnode.trainer.loop import Quotas
 
-    generator, trainer = parts(policy)
-    runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG)
-    runner.quotas = Quotas(1, 0, 0.0)
-    taken = []
-
-    def on_step(result, dropped):
-        taken.append(result.local_groups)
-        runner.quotas = Quotas(4, 0, 0.0)  # 4 > (1 + 1) x 1
-
-    done = threading.Thread(target=lambda: runner.run(steps=5, on_step=on_step), daemon=True)
-    done.start()
-    done.join(timeout=120)
-    hung = done.is_alive()
-    runner.stop()
-    assert not hung, "the trainer waited for groups that were never generated"
-    assert taken[0] == 1 and taken[-1] == 4 and len(taken) == 5
-
-
-def test_the_process_runner_follows_a_raised_quota_without_hanging():
-    """The same plan change for the process runner: its child reads the new I before its next
-    batch, and the trainer takes each batch at the size it reached the buffer with."""
-    import threading
-
-    from swarmnode.trainer.loop import Quotas
-    from swarmnode.trainer.process_loop import ProcessAsyncRunner
-
-    bundled = load_policy("bundled:tiny-policy")
-    trainer = Trainer(bundled.model, bundled.tokenizer.pad_token_id, TrainerConfig(lr=1e-4))
-    runner = ProcessAsyncRunner("bundled:tiny-policy", trainer, CONFIG)
     runner.quotas = Quotas(1, 0, 0.0)
     taken = []
 
@@ -185,8 +154,32 @@ def test_the_process_runner_follows_a_raised_quota_without_hanging():
 
     done = threading.Thread(target=lambda: runner.run(steps=5, on_step=on_step), daemon=True)
     done.start()
-    done.join(timeout=180)
+    done.join(timeout=timeout)
     hung = done.is_alive()
     runner.stop()
+    return hung, taken
+
+
+def test_raising_the_quota_past_the_admitted_batches_does_not_deadlock(policy):
+    """With max_staleness 1, two batches of the old I are admitted ahead of the trainer; a
+    plan that raises I to more than twice that must not leave the trainer waiting for groups
+    the generator will not make before the step ends (each step takes one batch, whatever
+    its size)."""
+    generator, trainer = parts(policy)
+    runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG)
+    hung, taken = raise_the_quota_after_the_first_step(runner, timeout=120)
+    assert not hung, "the trainer waited for groups that were never generated"
+    assert taken[0] == 1 and taken[-1] == 4 and len(taken) == 5
+
+
+def test_the_process_runner_follows_a_raised_quota_without_hanging():
+    """The same plan change for the process runner: its child reads the new I before its next
+    batch, and the trainer takes each batch at the size it reached the buffer with."""
+    from swarmnode.trainer.process_loop import ProcessAsyncRunner
+
+    bundled = load_policy("bundled:tiny-policy")
+    trainer = Trainer(bundled.model, bundled.tokenizer.pad_token_id, TrainerConfig(lr=1e-4))
+    runner = ProcessAsyncRunner("bundled:tiny-policy", trainer, CONFIG)
+    hung, taken = raise_the_quota_after_the_first_step(runner, timeout=180)
     assert not hung, "the trainer waited for groups that were never generated"
     assert taken[0] == 1 and taken[-1] == 4 and len(taken) == 5
