@@ -97,3 +97,35 @@ def test_summary_by_hand(exp, res):
 
 def test_tail_mean_is_the_last_fifth(res):
     assert res.tail_mean([0.0] * 8 + [1.0, 0.5]) == pytest.approx(0.75)
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return load("sapo_sim")
+
+
+def test_sim_enters_peers_groups_as_the_intake_does(sim):
+    from swarmnode.tasks import TaskRef
+    from swarmnode.trainer.experience import ScoredGroup
+
+    group = ScoredGroup(ref=TaskRef("sum2", 1000, 3), prompt_token_ids=[1, 2], completion_token_ids=[[5], [6]],
+                        behavior_logprobs=[[-0.5], [-1.0]], rewards=[1.0, 0.0], policy_version=40)
+    same = sim.as_peer_group(group, 2, same_model=True, receiver_version=7)
+    other = sim.as_peer_group(group, 2, same_model=False, receiver_version=7)
+    # The receiver's clock, never the sender's version; log-probs only from the same start model.
+    assert (same.source, same.policy_version, same.behavior_logprobs) == ("peer2", 7, [[-0.5], [-1.0]])
+    assert (other.source, other.policy_version, other.behavior_logprobs) == ("peer2", 7, None)
+    assert not same.is_local and group.is_local
+
+
+def test_sim_runs_a_mixed_swarm_and_takes_peers_groups(sim, tmp_path):
+    out = tmp_path / "sim.jsonl"
+    assert sim.main(["--nodes", "2", "--rounds", "2", "--split", "2/2", "--eval-every", "2", "--eval-size", "2",
+                     "--selection", "uniform", "--threads", "1", "--out", str(out)]) == 0
+    import json
+    run = json.loads(out.read_text())
+    assert [n["model"] for n in run["nodes"]] == ["bundled:tiny-policy", "bundled:tiny-letters"]
+    for node in run["nodes"]:
+        assert [r for r, _ in node["curve"]] == [0, 2] and len(node["own_reward"]) == 2
+        # round 1 has no peers' groups yet; round 2 draws J = 2 of the peer's 2 from round 1
+        assert sum(node["external_by_task"].values()) == 2

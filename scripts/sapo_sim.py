@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""SAPO in one process, to explore settings fast (not the headline figure).
+
+N policies train in lock-step rounds: each generates I groups of its own (sync, the node's own
+generator and Trainer), then takes J of the groups its peers generated in the last
+--pool-rounds rounds, chosen by the node's real selection policy (trainer/selection.py) and
+entered the way the daemon's intake enters them: rewards from this node's verifier, version
+stamped on this node's clock, behaviour log-probs kept only for a peer of the same start model
+(another model's text is re-scored here). Node i starts from --models[i % len] and asks its own
+questions. Held-out greedy accuracy (--eval-size items per task, seed 0) every --eval-every
+rounds. Every arm gets the same rounds, i.e. the same local steps.
+
+    .venv/bin/python scripts/sapo_sim.py --split 8/0 --rounds 600
+    .venv/bin/python scripts/sapo_sim.py --split 4/4 --selection own_need --rounds 600
+
+Prints one line per evaluation and appends one JSON line per run to --out. The daemons'
+experiment is scripts/sapo_experiment.py.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from swarmnode.policy import SamplingParams, load_policy
+from swarmnode.policy.hf_backend import HFGenerator
+from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
+from swarmnode.trainer.loop import RolloutConfig, generate_groups, prompt_stream
+from swarmnode.trainer.selection import select_external, update_success
+from swarmnode.trainer.trainer import Trainer, TrainerConfig
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nodes", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=600, help="local steps per node")
+    p.add_argument("--split", default="4/4", help="I/J: own and peers' groups per step")
+    p.add_argument("--selection", default="nonzero_advantage")
+    p.add_argument("--models", default="bundled:tiny-policy,bundled:tiny-letters")
+    p.add_argument("--tasks", default="sum2,rg:letter_counting")
+    p.add_argument("--foreign", default="plain", choices=["plain", "shaped"], help="objective on another model's text")
+    p.add_argument("--pool-rounds", type=int, default=2, help="peers' groups of the last this many rounds can be drawn")
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--eval-size", type=int, default=256)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", type=Path)
+    return p.parse_args(argv)
+
+
+def as_peer_group(group, sender: int, same_model: bool, receiver_version: int):
+    """A peer's group as this node's intake would enter it (rewards agree: same verifier)."""
+    return dataclasses.replace(group, source=f"peer{sender}", policy_version=receiver_version,
+                               behavior_logprobs=group.behavior_logprobs if same_model else None)
+
+
+def main(argv):
+    args = parse_args(argv)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    local, external = (int(x) for x in args.split.split("/"))
+    tasks = tuple(args.tasks.split(","))
+    models = args.models.split(",")
+    items = heldout_items(tasks, args.eval_size)
+    rollout = RolloutConfig(prompts_per_step=local, samples_per_prompt=8, tasks=tasks,
+                            sampling=SamplingParams(temperature=1.0, max_new_tokens=8))
+    config = TrainerConfig(lr=args.lr, foreign_text_objective=args.foreign)
+    policies = {name: load_policy(name) for name in set(models)}
+    nodes = []
+    for i in range(args.nodes):
+        name = models[i % len(models)]
+        policy = policies[name]
+        model = copy.deepcopy(policy.model)
+        nodes.append({
+            "model": name, "trainer": Trainer(model, policy.tokenizer.pad_token_id, config),
+            "gen": HFGenerator(model, policy.tokenizer), "success": {}, "rng": random.Random(args.seed * 1000 + i),
+            "stream": prompt_stream(tasks, 1000 + 1000 * i + 100_000 * args.seed, 0, exclude=questions_of(items)),
+            "curve": [], "own_reward": [], "external_by_task": {},
+        })
+
+    def evaluate(round_: int) -> None:
+        for node in nodes:
+            node["curve"].append((round_, greedy_accuracy(node["gen"], items)))
+        means = [n["curve"][-1][1]["mean"] for n in nodes]
+        per_node = " ".join(f"{m:.3f}" for m in means)
+        print(f"round {round_:5d}  acc {per_node}  mean {sum(means) / len(means):.3f}  {time.time() - start:.0f}s", flush=True)
+
+    start = time.time()
+    evaluate(0)
+    history: list[list[tuple[int, object]]] = []  # per round: (sender, group)
+    for round_ in range(1, args.rounds + 1):
+        made = []
+        for i, node in enumerate(nodes):
+            own = generate_groups(node["gen"], [next(node["stream"]) for _ in range(local)], rollout)
+            for g in own:
+                node["success"][g.ref.task] = update_success(node["success"].get(g.ref.task), sum(g.rewards) / g.size)
+            node["own_reward"].append(sum(sum(g.rewards) for g in own) / sum(g.size for g in own))
+            made.append(own)
+        for i, node in enumerate(nodes):
+            version = node["trainer"].version
+            pool = [as_peer_group(g, j, models[j % len(models)] == node["model"], version)
+                    for past in history for j, g in past if j != i]
+            chosen = [pool[k] for k in select_external(pool, external, args.selection, version, {}, node["rng"],
+                                                       node["success"])]
+            for g in chosen:
+                node["external_by_task"][g.ref.task] = node["external_by_task"].get(g.ref.task, 0) + 1
+            node["trainer"].step(made[i] + chosen)
+        history = (history + [[(i, g) for i, own in enumerate(made) for g in own]])[-args.pool_rounds:]
+        if round_ % args.eval_every == 0 or round_ == args.rounds:
+            evaluate(round_)
+    result = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+              "seconds": round(time.time() - start, 1),
+              "nodes": [{"model": n["model"], "curve": n["curve"], "own_reward": [round(r, 4) for r in n["own_reward"]],
+                         "external_by_task": n["external_by_task"]} for n in nodes]}
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
