@@ -14,6 +14,11 @@ Run from the repository root:  .venv/bin/python scripts/build_tiny_policy.py
 The diverse swarm's second start model, a letter-counting specialist that has never seen a sum:
     .venv/bin/python scripts/build_tiny_policy.py --tasks rg:letter_counting \
         --out swarmnode/assets/tiny-letters --minutes 6
+
+and a sums specialist that is weak at sum2 but not at zero (16.8% on sum3, 0.4% on sum2), the
+mixed swarm's second start model in scripts/sapo_sim.py (built to /tmp/tiny-sum3, then copied):
+    .venv/bin/python scripts/build_tiny_policy.py --tasks sum3 --out swarmnode/assets/tiny-sum3 \
+        --minutes 3 --eval-size 128
 """
 from __future__ import annotations
 

@@ -12,9 +12,10 @@ rounds. Every arm gets the same rounds, i.e. the same local steps.
 
     .venv/bin/python scripts/sapo_sim.py --split 8/0 --rounds 600
     .venv/bin/python scripts/sapo_sim.py --split 4/4 --selection own_need --rounds 600
+    .venv/bin/python scripts/sapo_sim.py --summarise docs/results/sapo-sim.jsonl
 
-Prints one line per evaluation and appends one JSON line per run to --out. The daemons'
-experiment is scripts/sapo_experiment.py.
+Prints one line per evaluation and appends one JSON line per run to --out; --summarise prints
+each run's figures by start model. The daemons' experiment is scripts/sapo_experiment.py.
 """
 from __future__ import annotations
 
@@ -53,7 +54,39 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", type=Path)
+    p.add_argument("--summarise", type=Path, metavar="JSONL", help="print the runs in JSONL by start model; run nothing")
     return p.parse_args(argv)
+
+
+def by_model(run: dict) -> dict[str, dict]:
+    """Per start model, the mean over its nodes of: cumulative own reward (sum over rounds of the
+    mean reward of the node's own groups) and held-out accuracy per task at the first and the
+    last evaluation."""
+    out: dict[str, dict] = {}
+    for node in run["nodes"]:
+        out.setdefault(node["model"], []).append(node)
+    summary = {}
+    for model, nodes in out.items():
+        first, last = (n["curve"][0][1] for n in nodes), (n["curve"][-1][1] for n in nodes)
+        first, last = list(first), list(last)
+        summary[model] = {
+            "nodes": len(nodes),
+            "cumulative_reward": sum(sum(n["own_reward"]) for n in nodes) / len(nodes),
+            "initial": {t: sum(c[t] for c in first) / len(nodes) for t in first[0]},
+            "final": {t: sum(c[t] for c in last) / len(nodes) for t in last[0]},
+        }
+    return summary
+
+
+def print_summary(path: Path) -> None:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        run = json.loads(line)
+        a = run["args"]
+        selection = a["selection"] if not a["split"].endswith("/0") else "alone"
+        print(f"{a['split']:>5} {selection:<17} seed {a['seed']}  {a['rounds']} rounds  lr {a['lr']}")
+        for model, m in by_model(run).items():
+            tasks = " ".join(f"{t} {100 * m['initial'][t]:4.1f}->{100 * m['final'][t]:4.1f}" for t in m["initial"] if t != "mean")
+            print(f"    {model.split('/')[-1].split(':')[-1]:<12} x{m['nodes']}  cum {m['cumulative_reward']:6.1f}  {tasks}")
 
 
 def as_peer_group(group, sender: int, same_model: bool, receiver_version: int):
@@ -64,6 +97,12 @@ def as_peer_group(group, sender: int, same_model: bool, receiver_version: int):
 
 def main(argv):
     args = parse_args(argv)
+    if args.summarise:
+        if not args.summarise.is_file():
+            print(f"sapo_sim: --summarise: no such file: {args.summarise}", file=sys.stderr)
+            return 2
+        print_summary(args.summarise)
+        return 0
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     local, external = (int(x) for x in args.split.split("/"))

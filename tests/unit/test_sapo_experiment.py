@@ -129,3 +129,25 @@ def test_sim_runs_a_mixed_swarm_and_takes_peers_groups(sim, tmp_path):
         assert [r for r, _ in node["curve"]] == [0, 2] and len(node["own_reward"]) == 2
         # round 1 has no peers' groups yet; round 2 draws J = 2 of the peer's 2 from round 1
         assert sum(node["external_by_task"].values()) == 2
+
+
+def test_sim_summary_by_start_model_by_hand(sim):
+    run = {"nodes": [
+        {"model": "a", "own_reward": [0.1, 0.3], "curve": [[0, {"sum2": 0.2, "mean": 0.2}], [9, {"sum2": 0.4, "mean": 0.4}]]},
+        {"model": "b", "own_reward": [0.0, 0.0], "curve": [[0, {"sum2": 0.0, "mean": 0.0}], [9, {"sum2": 0.1, "mean": 0.1}]]},
+        {"model": "a", "own_reward": [0.5, 0.5], "curve": [[0, {"sum2": 0.2, "mean": 0.2}], [9, {"sum2": 0.2, "mean": 0.2}]]},
+    ]}
+    s = sim.by_model(run)
+    assert s["a"]["nodes"] == 2 and s["a"]["cumulative_reward"] == pytest.approx((0.4 + 1.0) / 2)
+    assert s["a"]["initial"]["sum2"] == pytest.approx(0.2) and s["a"]["final"]["sum2"] == pytest.approx(0.3)
+    assert s["b"] == {"nodes": 1, "cumulative_reward": 0.0, "initial": {"sum2": 0.0, "mean": 0.0},
+                      "final": {"sum2": 0.1, "mean": 0.1}}
+
+
+def test_group_scale_multiplies_both_quotas_and_keeps_the_split_label(exp):
+    args = exp.parse_args(["--group-scale", "4"])
+    cfg = exp.run_config(BASE, args, 4, 4, "nonzero_advantage")
+    assert (cfg["training"]["local_rollouts"], cfg["training"]["external_rollouts"]) == (16, 16)
+    alone = exp.run_config(BASE, args, 8, 0, exp.ALONE)
+    assert (alone["training"]["local_rollouts"], alone["training"]["external_rollouts"]) == (32, 0)
+    assert exp.settings(args)["group_scale"] == 4  # --resume never mixes runs of two scales
