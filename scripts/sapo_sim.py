@@ -47,6 +47,7 @@ def parse_args(argv):
     p.add_argument("--models", default="bundled:tiny-policy,bundled:tiny-letters")
     p.add_argument("--tasks", default="sum2,rg:letter_counting")
     p.add_argument("--foreign", default="plain", choices=["plain", "shaped"], help="objective on another model's text")
+    p.add_argument("--positive-only", action="store_true", help="train only on peers' samples with positive advantage")
     p.add_argument("--pool-rounds", type=int, default=2, help="peers' groups of the last this many rounds can be drawn")
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--eval-every", type=int, default=100)
@@ -83,7 +84,9 @@ def print_summary(path: Path) -> None:
         run = json.loads(line)
         a = run["args"]
         selection = a["selection"] if not a["split"].endswith("/0") else "alone"
-        print(f"{a['split']:>5} {selection:<17} seed {a['seed']}  {a['rounds']} rounds  lr {a['lr']}")
+        variant = "".join([f"  foreign {a['foreign']}" if a.get("foreign", "plain") != "plain" else "",
+                           "  positive-only" if a.get("positive_only") else ""])
+        print(f"{a['split']:>5} {selection:<17} seed {a['seed']}  {a['rounds']} rounds  lr {a['lr']}{variant}")
         for model, m in by_model(run).items():
             tasks = " ".join(f"{t} {100 * m['initial'][t]:4.1f}->{100 * m['final'][t]:4.1f}" for t in m["initial"] if t != "mean")
             print(f"    {model.split('/')[-1].split(':')[-1]:<12} x{m['nodes']}  cum {m['cumulative_reward']:6.1f}  {tasks}")
@@ -111,7 +114,7 @@ def main(argv):
     items = heldout_items(tasks, args.eval_size)
     rollout = RolloutConfig(prompts_per_step=local, samples_per_prompt=8, tasks=tasks,
                             sampling=SamplingParams(temperature=1.0, max_new_tokens=8))
-    config = TrainerConfig(lr=args.lr, foreign_text_objective=args.foreign)
+    config = TrainerConfig(lr=args.lr, foreign_text_objective=args.foreign, external_positive_only=args.positive_only)
     policies = {name: load_policy(name) for name in set(models)}
     nodes = []
     for i in range(args.nodes):
