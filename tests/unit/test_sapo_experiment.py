@@ -151,3 +151,14 @@ def test_group_scale_multiplies_both_quotas_and_keeps_the_split_label(exp):
     alone = exp.run_config(BASE, args, 8, 0, exp.ALONE)
     assert (alone["training"]["local_rollouts"], alone["training"]["external_rollouts"]) == (32, 0)
     assert exp.settings(args)["group_scale"] == 4  # --resume never mixes runs of two scales
+
+
+def test_a_shaped_selection_label_sets_the_foreign_text_objective(exp):
+    args = exp.parse_args([])
+    shaped = exp.run_config(BASE, args, 4, 4, "nonzero_advantage+shaped")
+    plain = exp.run_config(BASE, args, 4, 4, "nonzero_advantage")
+    assert shaped["training"]["external_selection"] == "nonzero_advantage"
+    assert shaped["training"]["foreign_text_objective"] == "shaped"
+    assert "foreign_text_objective" not in plain["training"]  # the config's own setting stays
+    with pytest.raises(SystemExit):
+        exp.run_config(BASE, args, 4, 4, "nonzero_advantage+bogus")
