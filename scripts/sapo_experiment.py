@@ -54,7 +54,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--splits", default="8/0,6/2,4/4,2/6", help="local/external groups per step")
     p.add_argument("--selections", default=f"{PAPER_SELECTION},own_need",
                    help="external selection policies, each run on every split but 8/0 "
-                        "(<policy>+shaped: with the shaped objective for another model's text)")
+                        "(<policy>+shaped: the shaped objective for another model's text; "
+                        "<policy>+positive: peers' samples with positive advantage only)")
     p.add_argument("--models", default="bundled:tiny-policy,bundled:tiny-letters", help="node i starts from models[i %% len]")
     p.add_argument("--tasks", default="sum2,rg:letter_counting", help="tasks every node trains")
     p.add_argument("--group-scale", type=int, default=1,
@@ -80,12 +81,16 @@ def run_config(base: dict, args, local: int, external: int, selection: str) -> d
     # 400 rounds at 8/0, +7.8 in 200 rounds at 32 groups), so no split can show a gain.
     local, external = local * args.group_scale, external * args.group_scale
     # A selection label "<policy>+shaped" also trains another model's text with LUFFY's shaped
-    # objective (training.foreign_text_objective), so one experiment compares both against 8/0.
-    selection, _, variant = selection.partition("+")
-    if variant not in ("", "shaped"):
-        raise SystemExit(f"--selections: unknown variant {variant!r} (only <policy>+shaped)")
-    if variant:
-        t["foreign_text_objective"] = "shaped"
+    # objective (training.foreign_text_objective), "<policy>+positive" only peers' samples with
+    # positive advantage (training.external_positive_only): one experiment compares each to 8/0.
+    selection, *variants = selection.split("+")
+    for variant in variants:
+        if variant == "shaped":
+            t["foreign_text_objective"] = "shaped"
+        elif variant == "positive":
+            t["external_positive_only"] = True
+        else:
+            raise SystemExit(f"--selections: unknown variant {variant!r} (<policy>+shaped, <policy>+positive)")
     t.update(tasks=[x.strip() for x in args.tasks.split(",")], local_rollouts=local, external_rollouts=external,
              external_selection=selection if external else PAPER_SELECTION,
              external_wait_s=2.0 if external else 0.0, eval_every=max(1, args.rounds // args.evals),

@@ -160,5 +160,8 @@ def test_a_shaped_selection_label_sets_the_foreign_text_objective(exp):
     assert shaped["training"]["external_selection"] == "nonzero_advantage"
     assert shaped["training"]["foreign_text_objective"] == "shaped"
     assert "foreign_text_objective" not in plain["training"]  # the config's own setting stays
+    both = exp.run_config(BASE, args, 4, 4, "own_need+positive+shaped")["training"]
+    assert (both["external_selection"], both["external_positive_only"], both["foreign_text_objective"]) == (
+        "own_need", True, "shaped")
     with pytest.raises(SystemExit):
         exp.run_config(BASE, args, 4, 4, "nonzero_advantage+bogus")
