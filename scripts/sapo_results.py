@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 
+from rich import box
 from rich.table import Table
 
 PAPER = {"8/0": 561.79, "6/2": 854.43, "4/4": 1093.31, "2/6": 945.87}
@@ -178,17 +179,23 @@ def plot(summary: dict, path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def short_label(selection: str) -> str:
+    """A selection label that fits the 80-column table: nonzero_advantage+positive -> nonzero+pos."""
+    return selection.replace("nonzero_advantage", "nonzero").replace("+positive", "+pos").replace("+shaped", "+shp")
+
+
 def table(summary: dict) -> Table:
-    t = Table(title=f"{summary['rounds']} rounds, {summary['nodes']} nodes, seeds {summary['seeds']} (± half range)")
-    for col in ("split", "selection", "cum. reward", "vs 8/0", "paper", "held-out end", "weakest", "gossip"):
-        t.add_column(col, justify="right")
+    t = Table(title=f"{summary['rounds']} rounds, {summary['nodes']} nodes, seeds {summary['seeds']} (± half range)",
+              box=box.SIMPLE, pad_edge=False, padding=(0, 1, 0, 0))
+    for col in ("split", "selection", "cum. reward", "vs 8/0", "paper", "held-out", "weakest", "gossip"):
+        t.add_column(col, justify="right", no_wrap=True)
     weak = summary.get("weakest_node") or {}
     for sel, splits in summary["selections"].items():
         for split, c in splits.items():
             if split.endswith("/0") and sel != next(iter(summary["selections"])):
                 continue
             w = (weak.get("with_sharing") or {}).get(sel, {}).get(split)
-            t.add_row(split, c["selection"], f"{c['cumulative_reward']:.1f}±{c['cumulative_reward_half_range']:.1f}",
+            t.add_row(split, short_label(c["selection"]), f"{c['cumulative_reward']:.1f}±{c['cumulative_reward_half_range']:.1f}",
                       f"{c['vs_8_0']:.2f}x" if c["vs_8_0"] else "-", f"{c['paper_vs_8_0']:.2f}x" if c["paper_vs_8_0"] else "-",
                       f"{100 * c['final_heldout_accuracy_mean']:.1f}±{100 * c['final_heldout_half_range']:.1f}%",
                       f"{w['gain_vs_alone_points']:+.1f}" if w else "-",

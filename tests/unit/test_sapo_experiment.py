@@ -165,3 +165,8 @@ def test_a_shaped_selection_label_sets_the_foreign_text_objective(exp):
         "own_need", True, "shaped")
     with pytest.raises(SystemExit):
         exp.run_config(BASE, args, 4, 4, "nonzero_advantage+bogus")
+
+
+def test_table_labels_fit_80_columns(res):
+    assert res.short_label("nonzero_advantage+positive") == "nonzero+pos"
+    assert res.short_label("own_need+shaped") == "own_need+shp" and res.short_label("alone") == "alone"
