@@ -3,9 +3,10 @@
 paper's selection against ours, real daemons.
 
 The swarm differs the way public nodes do: node i starts from --models[i % len] (by default
-the bundled sums policy and the bundled letter-counting specialist, which has never seen a
-sum) and every node trains every task in --tasks (by default sum2 and rg:letter_counting), so
-each node is better at something than its peers. For every seed it runs 8/0 once (no peers'
+the bundled sums policy and bundled:tiny-sum3, a sum3 specialist at 0.4% on sum2) and every
+node trains every task in --tasks (by default sum2 and sum3), so each node is better at
+something than its peers. A split I/J trains I*K own and J*K peers' groups a step (K =
+--group-scale, 4 by default: at 8 groups a step the tiny policy barely learns). For every seed it runs 8/0 once (no peers'
 groups, no selection) and every other split once per --selections policy: N real `swarmnode
 run` daemons on 127.0.0.1 (configs/local-train.yaml, node i with its own questions), each
 training R steps ("rounds") with I local and J external groups per step. Then it reads each
@@ -16,7 +17,7 @@ node's metrics.sqlite:
 - held-out greedy accuracy per task at the start and the end (--eval-size items per task,
   the node's own evaluator, the same items for every node).
 
-    .venv/bin/python scripts/sapo_experiment.py --rounds 300 --seeds 0 1
+    .venv/bin/python scripts/sapo_experiment.py --rounds 400 --seeds 0 1
 
 Writes docs/results/sapo.json (`configs` -> split: the paper's selection; `selections` ->
 policy -> split: each) and docs/results/sapo.png, and prints the table.
@@ -49,16 +50,16 @@ SEED_STRIDE, NODE_STRIDE = 100_000, 1000
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nodes", type=int, default=4)
-    p.add_argument("--rounds", type=int, default=300, help="training steps per node")
+    p.add_argument("--rounds", type=int, default=400, help="training steps per node")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--splits", default="8/0,6/2,4/4,2/6", help="local/external groups per step")
-    p.add_argument("--selections", default=f"{PAPER_SELECTION},own_need",
+    p.add_argument("--selections", default=f"{PAPER_SELECTION},{PAPER_SELECTION}+positive",
                    help="external selection policies, each run on every split but 8/0 "
                         "(<policy>+shaped: the shaped objective for another model's text; "
                         "<policy>+positive: peers' samples with positive advantage only)")
-    p.add_argument("--models", default="bundled:tiny-policy,bundled:tiny-letters", help="node i starts from models[i %% len]")
-    p.add_argument("--tasks", default="sum2,rg:letter_counting", help="tasks every node trains")
-    p.add_argument("--group-scale", type=int, default=1,
+    p.add_argument("--models", default="bundled:tiny-policy,bundled:tiny-sum3", help="node i starts from models[i %% len]")
+    p.add_argument("--tasks", default="sum2,sum3", help="tasks every node trains")
+    p.add_argument("--group-scale", type=int, default=4,
                    help="a split I/J trains I*K own and J*K peers' groups a step (the labels stay the paper's)")
     p.add_argument("--eval-size", type=int, default=256, help="held-out items per task")
     p.add_argument("--evals", type=int, default=4, help="held-out evaluations per run after the first")

@@ -32,7 +32,7 @@ BASE = {"training": {"data_seed": 1000, "local_rollouts": 8, "external_rollouts"
 
 
 def test_alone_shares_nothing_and_no_split_merges_summaries(exp):
-    args = exp.parse_args(["--rounds", "100", "--evals", "4", "--set", "training.lr=2e-4"])
+    args = exp.parse_args(["--rounds", "100", "--evals", "4", "--set", "training.lr=2e-4", "--group-scale", "1"])
     alone = exp.run_config(BASE, args, 8, 0, exp.ALONE)
     shared = exp.run_config(BASE, args, 2, 6, "own_need")
     assert alone["rollouts"]["share"] is False and alone["training"]["external_rollouts"] == 0
@@ -40,7 +40,7 @@ def test_alone_shares_nothing_and_no_split_merges_summaries(exp):
     assert (shared["training"]["local_rollouts"], shared["training"]["external_rollouts"]) == (2, 6)
     for cfg in (alone, shared):
         assert cfg["summaries"]["enabled"] is False
-        assert cfg["training"]["tasks"] == ["sum2", "rg:letter_counting"]
+        assert cfg["training"]["tasks"] == ["sum2", "sum3"]
         assert cfg["training"]["eval_every"] == 25 and cfg["training"]["eval_size"] == 256
         assert float(cfg["training"]["lr"]) == 2e-4  # the node config reads "2e-4" as a float
     assert BASE["training"]["tasks"] == ["sum2"]  # the base is copied, not changed
@@ -71,7 +71,8 @@ def test_summary_by_hand(exp, res):
             run("4/4", "nonzero_advantage", 0, [0.5, 0.5], [0.2] * 10),
             run("4/4", "nonzero_advantage", 1, [0.5, 0.7], [0.2] * 10),
             run("4/4", "own_need", 0, [0.6, 0.6], [0.3] * 10), run("4/4", "own_need", 1, [0.6, 0.6], [0.3] * 10)]
-    args = exp.parse_args(["--seeds", "0", "1", "--splits", "8/0,4/4", "--nodes", "2"])
+    args = exp.parse_args(["--seeds", "0", "1", "--splits", "8/0,4/4", "--nodes", "2",
+                           "--selections", "nonzero_advantage,own_need"])
     s = res.summarise(runs, args, "cmd")
     alone, paper = s["selections"]["nonzero_advantage"]["8/0"], s["configs"]["4/4"]
     assert s["configs"] is s["selections"]["nonzero_advantage"]
