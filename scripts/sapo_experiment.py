@@ -85,6 +85,8 @@ def run_config(base: dict, args, local: int, external: int, selection: str) -> d
     # objective (training.foreign_text_objective), "<policy>+positive" only peers' samples with
     # positive advantage (training.external_positive_only): one experiment compares each to 8/0.
     selection, *variants = selection.split("+")
+    # The paper's protocol unless a variant says otherwise, whatever the base config ships.
+    t.update(foreign_text_objective="plain", external_positive_only=False)
     for variant in variants:
         if variant == "shaped":
             t["foreign_text_objective"] = "shaped"

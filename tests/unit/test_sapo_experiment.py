@@ -160,7 +160,11 @@ def test_a_shaped_selection_label_sets_the_foreign_text_objective(exp):
     plain = exp.run_config(BASE, args, 4, 4, "nonzero_advantage")
     assert shaped["training"]["external_selection"] == "nonzero_advantage"
     assert shaped["training"]["foreign_text_objective"] == "shaped"
-    assert "foreign_text_objective" not in plain["training"]  # the config's own setting stays
+    # the paper's protocol, even over a base config that ships the variants on
+    on = {"training": {**BASE["training"], "external_positive_only": True, "foreign_text_objective": "shaped"}}
+    paper = exp.run_config(on, args, 4, 4, "nonzero_advantage")["training"]
+    assert (paper["external_positive_only"], paper["foreign_text_objective"]) == (False, "plain")
+    assert plain["training"]["foreign_text_objective"] == "plain"
     both = exp.run_config(BASE, args, 4, 4, "own_need+positive+shaped")["training"]
     assert (both["external_selection"], both["external_positive_only"], both["foreign_text_objective"]) == (
         "own_need", True, "shaped")
