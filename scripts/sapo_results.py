@@ -173,7 +173,7 @@ def plot(summary: dict, path) -> None:
     initial = 100 * summary["configs"]["8/0"]["initial_heldout_accuracy"]
     bars.axvline(initial, color="grey", linestyle=":", label=f"start {initial:.1f}%")
     bars.set_yticks(range(len(labels)), labels, fontsize=7)
-    bars.set_xlabel(f"held-out accuracy at the end, % ({summary['eval_size_per_task']} items/task, mean of nodes)")
+    bars.set_xlabel(f"held-out accuracy at the end, %\n({summary['eval_size_per_task']} items per task, mean of nodes)")
     bars.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
