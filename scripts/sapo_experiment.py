@@ -6,11 +6,11 @@ The swarm differs the way public nodes do: node i starts from --models[i % len] 
 the bundled sums policy and bundled:tiny-sum3, a sum3 specialist at 0.4% on sum2) and every
 node trains every task in --tasks (by default sum2 and sum3), so each node is better at
 something than its peers. A split I/J trains I*K own and J*K peers' groups a step (K =
---group-scale, 4 by default: at 8 groups a step the tiny policy barely learns). For every seed it runs 8/0 once (no peers'
-groups, no selection) and every other split once per --selections policy: N real `swarmnode
-run` daemons on 127.0.0.1 (configs/local-train.yaml, node i with its own questions), each
-training R steps ("rounds") with I local and J external groups per step. Then it reads each
-node's metrics.sqlite:
+--group-scale, 4 by default: at 8 groups a step the tiny policy barely learns). For every
+seed it runs 8/0 once (no peers' groups, no selection) and every other split once per
+--selections policy: N real `swarmnode run` daemons on 127.0.0.1 (configs/local-train.yaml,
+node i with its own questions), each training R steps ("rounds") with I local and J external
+groups per step. Then it reads each node's metrics.sqlite:
 - cumulative reward, as in the paper (arXiv 2509.08721): the sum over rounds of the mean
   reward of the node's own rollouts; and the paper code's all-rollouts variant (the mean
   over every group trained, peers' included);
@@ -71,7 +71,34 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true", help="keep finished runs found in <root>/<name>/runs.json")
     p.add_argument("--summarise", action="store_true", help="write the results of the runs kept by --resume; run nothing")
     p.add_argument("--replot", action="store_true", help="only redraw <name>.png from <name>.json")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    for label in args.selections.split(","):
+        try:
+            parse_selection(label.strip())
+        except ValueError as e:  # before any run starts, not when the plan reaches that label
+            p.error(f"--selections: {e}")
+    return args
+
+
+# Training settings per selection-label variant; the paper's protocol is neither.
+VARIANTS = {"shaped": {"foreign_text_objective": "shaped"}, "positive": {"external_positive_only": True}}
+
+
+def parse_selection(label: str) -> tuple[str, dict]:
+    """A selection label -> (selection policy, training settings of the run).
+
+    "<policy>+shaped" also trains another model's text with LUFFY's shaped objective,
+    "<policy>+positive" only peers' samples with positive advantage, so one experiment
+    compares each variant to 8/0. Without a variant the run is the paper's protocol (plain
+    re-scoring, every sample), whatever the base config ships. ValueError on an unknown variant.
+    """
+    policy, *variants = label.split("+")
+    training = {"foreign_text_objective": "plain", "external_positive_only": False}
+    for variant in variants:
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r} in {label!r} (<policy>+{', <policy>+'.join(VARIANTS)})")
+        training.update(VARIANTS[variant])
+    return policy, training
 
 
 def run_config(base: dict, args, local: int, external: int, selection: str) -> dict:
@@ -81,19 +108,8 @@ def run_config(base: dict, args, local: int, external: int, selection: str) -> d
     # bundled 1M-parameter policy barely learns (scripts/sapo_sim.py: +1.3 held-out points in
     # 400 rounds at 8/0, +7.8 in 200 rounds at 32 groups), so no split can show a gain.
     local, external = local * args.group_scale, external * args.group_scale
-    # A selection label "<policy>+shaped" also trains another model's text with LUFFY's shaped
-    # objective (training.foreign_text_objective), "<policy>+positive" only peers' samples with
-    # positive advantage (training.external_positive_only): one experiment compares each to 8/0.
-    selection, *variants = selection.split("+")
-    # The paper's protocol unless a variant says otherwise, whatever the base config ships.
-    t.update(foreign_text_objective="plain", external_positive_only=False)
-    for variant in variants:
-        if variant == "shaped":
-            t["foreign_text_objective"] = "shaped"
-        elif variant == "positive":
-            t["external_positive_only"] = True
-        else:
-            raise SystemExit(f"--selections: unknown variant {variant!r} (<policy>+shaped, <policy>+positive)")
+    selection, variant_settings = parse_selection(selection)
+    t.update(variant_settings)
     t.update(tasks=[x.strip() for x in args.tasks.split(",")], local_rollouts=local, external_rollouts=external,
              external_selection=selection if external else PAPER_SELECTION,
              external_wait_s=2.0 if external else 0.0, eval_every=max(1, args.rounds // args.evals),

@@ -133,7 +133,7 @@ def summarise(runs: list[dict], args, command: str) -> dict:
     return {
         "command": command, "nodes": args.nodes, "rounds": args.rounds, "seeds": args.seeds, "tasks": args.tasks.split(","),
         "models": [m.strip() for m in args.models.split(",")], "eval_size_per_task": args.eval_size, "overrides": args.set,
-        "group_scale": getattr(args, "group_scale", 1),
+        "group_scale": args.group_scale,
         "paper_selection": PAPER_SELECTION, "paper_cumulative_reward": PAPER,
         "cumulative_reward_definition": "sum over rounds of the mean reward of the node's own rollouts, mean over nodes",
         "cumulative_reward_all_rollouts_definition": "the same over every group trained, peers' included (the paper's code logs this)",

@@ -37,6 +37,9 @@ from swarmnode.trainer.loop import RolloutConfig, generate_groups, prompt_stream
 from swarmnode.trainer.selection import select_external, update_success
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from summary_sim import append_run  # noqa: E402
+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -68,8 +71,8 @@ def by_model(run: dict) -> dict[str, dict]:
         out.setdefault(node["model"], []).append(node)
     summary = {}
     for model, nodes in out.items():
-        first, last = (n["curve"][0][1] for n in nodes), (n["curve"][-1][1] for n in nodes)
-        first, last = list(first), list(last)
+        first = [n["curve"][0][1] for n in nodes]
+        last = [n["curve"][-1][1] for n in nodes]
         summary[model] = {
             "nodes": len(nodes),
             "cumulative_reward": sum(sum(n["own_reward"]) for n in nodes) / len(nodes),
@@ -149,7 +152,7 @@ def main(argv):
         for i, node in enumerate(nodes):
             version = node["trainer"].version
             pool = [as_peer_group(g, j, models[j % len(models)] == node["model"], version)
-                    for past in history for j, g in past if j != i]
+                    for past in history for j, g in past if j != i] if external else []
             chosen = [pool[k] for k in select_external(pool, external, args.selection, version, {}, node["rng"],
                                                        node["success"])]
             for g in chosen:
@@ -158,13 +161,10 @@ def main(argv):
         history = (history + [[(i, g) for i, own in enumerate(made) for g in own]])[-args.pool_rounds:]
         if round_ % args.eval_every == 0 or round_ == args.rounds:
             evaluate(round_)
-    result = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-              "seconds": round(time.time() - start, 1),
-              "nodes": [{"model": n["model"], "curve": n["curve"], "own_reward": [round(r, 4) for r in n["own_reward"]],
-                         "external_by_task": n["external_by_task"]} for n in nodes]}
     if args.out:
-        with open(args.out, "a") as f:
-            f.write(json.dumps(result) + "\n")
+        append_run(args.out, args, seconds=round(time.time() - start, 1),
+                   nodes=[{"model": n["model"], "curve": n["curve"], "own_reward": [round(r, 4) for r in n["own_reward"]],
+                           "external_by_task": n["external_by_task"]} for n in nodes])
     return 0
 
 

@@ -53,6 +53,13 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def append_run(path: Path, args: argparse.Namespace, **figures) -> None:
+    """One run as a JSON line appended to `path`: its arguments (paths as text) and its figures."""
+    record = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, **figures}
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+
+
 def main(argv):
     args = parse_args(argv)
     torch.manual_seed(args.seed)
@@ -94,11 +101,8 @@ def main(argv):
                 n["curve"].append((step, a))
             print(f"step {step:5d}  acc {' '.join(f'{a:.3f}' for a in accs)}  mean {sum(accs)/len(accs):.3f}"
                   f"  merges {merges}  {time.time() - start:.0f}s", flush=True)
-    result = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-              "curves": [n["curve"] for n in nodes], "seconds": time.time() - start}
     if args.out:
-        with open(args.out, "a") as f:
-            f.write(json.dumps(result) + "\n")
+        append_run(args.out, args, curves=[n["curve"] for n in nodes], seconds=time.time() - start)
     return 0
 
 

@@ -168,8 +168,10 @@ def test_a_shaped_selection_label_sets_the_foreign_text_objective(exp):
     both = exp.run_config(BASE, args, 4, 4, "own_need+positive+shaped")["training"]
     assert (both["external_selection"], both["external_positive_only"], both["foreign_text_objective"]) == (
         "own_need", True, "shaped")
-    with pytest.raises(SystemExit):
+    with pytest.raises(ValueError):
         exp.run_config(BASE, args, 4, 4, "nonzero_advantage+bogus")
+    with pytest.raises(SystemExit):  # refused before any run starts
+        exp.parse_args(["--selections", "nonzero_advantage,nonzero_advantage+bogus"])
 
 
 def test_table_labels_fit_80_columns(res):
