@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import time
@@ -87,7 +88,9 @@ def run(args, name: str, local: int, external: int, share: bool, console: Consol
                             eval_every=100_000, checkpoint_every=100_000)
     base["rollouts"]["share"] = share
     root = args.root / name
-    root.mkdir(parents=True, exist_ok=True)
+    if root.exists():
+        shutil.rmtree(root)  # a fresh home: a left-over checkpoint would resume at its end and train nothing
+    root.mkdir(parents=True)
     config_path = root / "config.yaml"
     config_path.write_text(yaml.safe_dump(base), encoding="utf-8")
     seed = load_config(config_path, environ={}).training.data_seed
