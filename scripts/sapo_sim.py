@@ -7,11 +7,12 @@ generator and Trainer), then takes J of the groups its peers generated in the la
 entered the way the daemon's intake enters them: rewards from this node's verifier, version
 stamped on this node's clock, behaviour log-probs kept only for a peer of the same start model
 (another model's text is re-scored here). Node i starts from --models[i % len] and asks its own
-questions. Held-out greedy accuracy (--eval-size items per task, seed 0) every --eval-every
-rounds. Every arm gets the same rounds, i.e. the same local steps.
+questions; by default the mixed swarm of scripts/sapo_experiment.py (the bundled sums policy and
+tiny-sum3, on sum2 and sum3). Held-out greedy accuracy (--eval-size items per task, seed 0)
+every --eval-every rounds. Every arm gets the same rounds, i.e. the same local steps.
 
-    .venv/bin/python scripts/sapo_sim.py --split 8/0 --rounds 600
-    .venv/bin/python scripts/sapo_sim.py --split 4/4 --selection own_need --rounds 600
+    .venv/bin/python scripts/sapo_sim.py --split 32/0 --rounds 300
+    .venv/bin/python scripts/sapo_sim.py --split 16/16 --positive-only --rounds 300
     .venv/bin/python scripts/sapo_sim.py --summarise docs/results/sapo-sim.jsonl
 
 Prints one line per evaluation and appends one JSON line per run to --out; --summarise prints
@@ -47,8 +48,8 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, default=600, help="local steps per node")
     p.add_argument("--split", default="4/4", help="I/J: own and peers' groups per step")
     p.add_argument("--selection", default="nonzero_advantage")
-    p.add_argument("--models", default="bundled:tiny-policy,bundled:tiny-letters")
-    p.add_argument("--tasks", default="sum2,rg:letter_counting")
+    p.add_argument("--models", default="bundled:tiny-policy,bundled:tiny-sum3")
+    p.add_argument("--tasks", default="sum2,sum3")
     p.add_argument("--foreign", default="plain", choices=["plain", "shaped"], help="objective on another model's text")
     p.add_argument("--positive-only", action="store_true", help="train only on peers' samples with positive advantage")
     p.add_argument("--pool-rounds", type=int, default=2, help="peers' groups of the last this many rounds can be drawn")

@@ -125,7 +125,7 @@ def test_sim_runs_a_mixed_swarm_and_takes_peers_groups(sim, tmp_path):
                      "--selection", "uniform", "--threads", "1", "--out", str(out)]) == 0
     import json
     run = json.loads(out.read_text())
-    assert [n["model"] for n in run["nodes"]] == ["bundled:tiny-policy", "bundled:tiny-letters"]
+    assert [n["model"] for n in run["nodes"]] == ["bundled:tiny-policy", "bundled:tiny-sum3"]  # the mixed swarm
     for node in run["nodes"]:
         assert [r for r, _ in node["curve"]] == [0, 2] and len(node["own_reward"]) == 2
         # round 1 has no peers' groups yet; round 2 draws J = 2 of the peer's 2 from round 1
