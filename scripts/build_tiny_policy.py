@@ -19,6 +19,10 @@ and a sums specialist that is weak at sum2 but not at zero (16.8% on sum3, 0.4% 
 mixed swarm's second start model in scripts/sapo_sim.py (built to /tmp/tiny-sum3, then copied):
     .venv/bin/python scripts/build_tiny_policy.py --tasks sum3 --out swarmnode/assets/tiny-sum3 \
         --minutes 3 --eval-size 128
+
+--init continues from an existing model, e.g. a sum3 specialist that has seen a little sum2:
+    .venv/bin/python scripts/build_tiny_policy.py --init bundled:tiny-sum3 --tasks sum2,sum3 \
+        --lr 1e-4 --target-accuracy 0.12 --minutes 2 --eval-size 128 --out /tmp/tiny-sum3-some-sum2
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from transformers import AutoTokenizer, GenerationConfig, Qwen2Config, Qwen2ForC
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a plain script from a checkout
 
+from swarmnode.policy import load_policy  # noqa: E402
 from swarmnode.policy.hf_backend import HFGenerator  # noqa: E402
 from swarmnode.policy.tokenizer import build_byte_tokenizer  # noqa: E402
 from swarmnode.tasks import DEFAULT_TASKS  # noqa: E402
@@ -114,7 +119,7 @@ def closer(candidate: float, best: float | None, target: float) -> bool:
 def train(model, tokenizer, args, on_eval) -> tuple[dict | None, list[dict]]:
     """Train until accuracy passes STOP_ABOVE or time runs out. Returns the kept checkpoint
     (state dict and its evaluation) and every evaluation."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     eval_set = heldout_items(args.tasks, args.eval_size)
     # sum2 has only 10^4 distinct questions: keep the held-out ones out of training.
     stream = prompt_stream(args.tasks, TRAIN_SEED_BASE + args.seed, exclude=questions_of(eval_set))
@@ -161,7 +166,7 @@ def build_info(model, args, kept: dict, evaluations: list[dict], seconds: float)
     return dict(
         parameters=sum(p.numel() for p in model.parameters()),
         architecture=dict(model_type="qwen2", vocab_size=model.config.vocab_size, tie_word_embeddings=False, **ARCH),
-        training=dict(loss=args.loss, batch_size=BATCH_SIZE, lr=LR, optimizer="AdamW", eval_every=EVAL_EVERY,
+        training=dict(loss=args.loss, batch_size=BATCH_SIZE, lr=args.lr, init=args.init, optimizer="AdamW", eval_every=EVAL_EVERY,
                       steps_saved=kept["eval"]["step"], steps_run=evaluations[-1]["step"], seconds=round(seconds, 1),
                       train_seeds=f">= {TRAIN_SEED_BASE} (seed {TRAIN_SEED_BASE + args.seed})",
                       held_out_questions_excluded=True),
@@ -202,6 +207,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seeds torch and the training items")
     p.add_argument("--eval-size", type=int, default=256, help="held-out items per task (seed 0)")
     p.add_argument("--target-accuracy", type=float, default=0.15)
+    p.add_argument("--init", default=None, help="start from this model (e.g. bundled:tiny-sum3) instead of from scratch")
+    p.add_argument("--lr", type=float, default=LR)
     p.add_argument("--loss", choices=("answer", "all"), default="answer",
                    help="next-token loss on answer tokens (and eos) only, or on all tokens")
     return p.parse_args(argv)
@@ -213,7 +220,8 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     random.seed(args.seed)
     tokenizer = build_byte_tokenizer(model_max_length=ARCH["max_position_embeddings"])
-    model = build_model(tokenizer)
+    # A bundled model was built by this script, with this tokenizer.
+    model = load_policy(args.init).model if args.init else build_model(tokenizer)
     print(f"{sum(p.numel() for p in model.parameters()):,} parameters; training up to {args.minutes:g} min", flush=True)
     start = time.monotonic()
     kept, evaluations = train(model, tokenizer, args, print_eval)
