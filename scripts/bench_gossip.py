@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
 import time
@@ -39,20 +38,10 @@ from swarmnode.node.local_swarm import LocalSwarm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from sapo_experiment import node_memory_mib  # noqa: E402
+from summary_experiment import apply_overrides, fresh_home  # noqa: E402
 
 
 RATES = ("fetch_requests", "empty_fetches", "requests_served", "requests_held", "announcement_reads", "announcements")
-
-
-def apply_overrides(config: dict, overrides: list[str]) -> None:
-    """--set section.key=value (value parsed as YAML) into the loaded config dict."""
-    for item in overrides:
-        path, _, value = item.partition("=")
-        *sections, key = path.split(".")
-        node = config
-        for section in sections:
-            node = node.setdefault(section, {})
-        node[key] = yaml.safe_load(value)
 
 
 def per_node_second(gossip: list[dict], key: str) -> float | None:
@@ -87,10 +76,7 @@ def run(args, name: str, local: int, external: int, share: bool, console: Consol
     base["training"].update(local_rollouts=local, external_rollouts=external, external_wait_s=2.0 if external else 0.0,
                             eval_every=100_000, checkpoint_every=100_000)
     base["rollouts"]["share"] = share
-    root = args.root / name
-    if root.exists():
-        shutil.rmtree(root)  # a fresh home: a left-over checkpoint would resume at its end and train nothing
-    root.mkdir(parents=True)
+    root = fresh_home(args.root / name)
     config_path = root / "config.yaml"
     config_path.write_text(yaml.safe_dump(base), encoding="utf-8")
     seed = load_config(config_path, environ={}).training.data_seed

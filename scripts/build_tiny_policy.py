@@ -219,9 +219,12 @@ def main(argv=None) -> int:
     torch.set_num_threads(2)
     torch.manual_seed(args.seed)
     random.seed(args.seed)
-    tokenizer = build_byte_tokenizer(model_max_length=ARCH["max_position_embeddings"])
-    # A bundled model was built by this script, with this tokenizer.
-    model = load_policy(args.init).model if args.init else build_model(tokenizer)
+    if args.init:  # its own tokenizer too: the byte tokenizer fits only models built by this script
+        policy = load_policy(args.init)
+        model, tokenizer = policy.model, policy.tokenizer
+    else:
+        tokenizer = build_byte_tokenizer(model_max_length=ARCH["max_position_embeddings"])
+        model = build_model(tokenizer)
     print(f"{sum(p.numel() for p in model.parameters()):,} parameters; training up to {args.minutes:g} min", flush=True)
     start = time.monotonic()
     kept, evaluations = train(model, tokenizer, args, print_eval)

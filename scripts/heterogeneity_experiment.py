@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sqlite3
 import sys
 import time
@@ -50,7 +49,7 @@ from swarmnode.node.local_swarm import LocalSwarm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from heterogeneity_results import WINDOW, summarise  # noqa: E402
-from summary_experiment import apply_overrides, parse_overrides  # noqa: E402
+from summary_experiment import apply_overrides, fresh_home, parse_overrides  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ARMS = ("scheduler", "fixed")
@@ -252,10 +251,7 @@ def wait_for_minutes(swarm: LocalSwarm, deadline: float, t0: float, caption: str
 
 
 def run_one(args, base: dict, arm: str, seed: int, console: Console) -> dict:
-    root = args.root / f"seed{seed}" / arm
-    if root.exists():
-        shutil.rmtree(root)  # a fresh home: a left-over checkpoint would resume and metrics pile up
-    root.mkdir(parents=True)
+    root = fresh_home(args.root / f"seed{seed}" / arm)
     cfg = arm_config(base, arm, args)
     config_path = root / "config.yaml"
     config_path.write_text(yaml.safe_dump(cfg), encoding="utf-8")

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sqlite3
 import sys
 import time
@@ -42,7 +41,7 @@ from swarmnode.home import read_runtime
 from swarmnode.node.local_swarm import LocalSwarm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from summary_experiment import apply_overrides, wait_until_trained  # noqa: E402
+from summary_experiment import apply_overrides, fresh_home, wait_until_trained  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER_SELECTION = "nonzero_advantage"  # drop zero-advantage groups, then draw uniformly
@@ -177,10 +176,7 @@ def node_record(index: int, model: str, data_seed: int, status: dict, metrics: d
 
 def run_one(args, base: dict, split: str, selection: str, seed: int, console: Console) -> dict:
     local, external = (int(x) for x in split.split("/"))
-    root = args.root / args.name / f"seed{seed}" / f"{split.replace('/', '-')}-{selection}"
-    if root.exists():
-        shutil.rmtree(root)  # a fresh home: a left-over checkpoint would resume and metrics pile up
-    root.mkdir(parents=True)
+    root = fresh_home(args.root / args.name / f"seed{seed}" / f"{split.replace('/', '-')}-{selection}")
     cfg = run_config(base, args, local, external, selection)
     config_path = root / "config.yaml"
     config_path.write_text(yaml.safe_dump(cfg), encoding="utf-8")

@@ -78,6 +78,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def fresh_home(root: Path) -> Path:
+    """`root`, emptied and made: a left-over checkpoint would resume at its end and metrics pile up."""
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    return root
+
+
 def parse_overrides(items: list[str]) -> dict[str, object]:
     """["summaries.outer_lr=1.5"] -> {"summaries.outer_lr": 1.5} (values read as YAML)."""
     out = {}
@@ -186,10 +194,7 @@ def node_record(index: int, data_seed: int, status: dict, home_root: Path) -> di
 
 
 def run_one(args, base: dict, arm: str, seed: int, console: Console) -> dict:
-    root = args.root / args.name / f"seed{seed}" / arm
-    if root.exists():
-        shutil.rmtree(root)  # a fresh home: a left-over checkpoint would resume and metrics pile up
-    root.mkdir(parents=True)
+    root = fresh_home(args.root / args.name / f"seed{seed}" / arm)
     cfg = arm_config(base, arm, args)
     config_path = root / "config.yaml"
     config_path.write_text(yaml.safe_dump(cfg), encoding="utf-8")

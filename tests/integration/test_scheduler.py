@@ -61,9 +61,10 @@ def test_a_slow_node_plans_less_own_work_and_peers_still_train_on_it(tmp_path, s
                 return None  # the first estimates are noisy: wait for a plan from a few batches
             if not (training[0]["external_trained_by_sender"] or {}).get(ids[1]):
                 return None  # the fast node has not trained on a slow group yet
-            if (training[1]["external_trained"] or 0) < 8 or len(last_local_groups(homes[1].root)) < 3:
+            recent = last_local_groups(homes[1].root)
+            if (training[1]["external_trained"] or 0) < 8 or len(recent) < 3:
                 return None
-            if min(last_local_groups(homes[1].root)) >= 8:
+            if min(recent) >= 8:
                 return None  # a new plan reaches the trainer with its next batch, not the step under way
             return statuses
 
