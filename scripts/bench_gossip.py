@@ -41,7 +41,7 @@ from sapo_experiment import node_memory_mib  # noqa: E402
 from summary_experiment import apply_overrides, fresh_home  # noqa: E402
 
 
-RATES = ("fetch_requests", "empty_fetches", "requests_served", "requests_held", "announcement_reads", "announcements")
+RATES = ("fetch_requests", "fetches_deferred", "empty_fetches", "requests_served", "requests_held", "announcement_reads", "announcements")
 
 
 def per_node_second(gossip: list[dict], key: str) -> float | None:
@@ -94,6 +94,8 @@ def run(args, name: str, local: int, external: int, share: bool, console: Consol
         last = cpu_sample(swarm, rows)
         memory = [node_memory_mib(read_runtime(n.home)) for n in swarm.nodes]
     gossip = [r.get("rollouts") or {} for r in rows]
+    accepted = sum(g.get("groups_accepted") or 0 for g in gossip)
+    trained = sum((r.get("training") or {}).get("external_trained") or 0 for r in rows)
     values = lambda key: [g[key] for g in gossip if g.get(key) is not None]  # noqa: E731
     result = {
         "name": name, "seconds": round(time.monotonic() - started, 1),
@@ -103,6 +105,8 @@ def run(args, name: str, local: int, external: int, share: bool, console: Consol
         "swarm_cpu_share": round(statistics.mean(values("gossip_time_share")), 4),
         "swarm_share_of_node_cpu": share_of_node_cpu(first, last),
         "per_node_s": {key: per_node_second(gossip, key) for key in RATES},
+        # peers' groups checked and re-scored per one trained: the rest aged out of the pool
+        "accepted_per_trained": round(accepted / trained, 2) if trained else None,
         "cpu_breakdown_s": [g.get("swarm_cpu_breakdown_s") for g in gossip],
         "memory_mib": round(statistics.mean(m for m in memory if m is not None), 1),
     }
@@ -138,6 +142,7 @@ def main(argv: list[str]) -> int:
         added_of_node = round(sharing["swarm_share_of_node_cpu"] - baseline["swarm_share_of_node_cpu"], 4)
         console.print(f"gossip adds {100 * added_of_node:.2f}% of the nodes' own CPU")
     console.print(f"per node and second of uptime (sharing run): {sharing['per_node_s']}")
+    console.print(f"peers' groups checked per group trained (sharing run): {sharing['accepted_per_trained']}")
     if args.json:
         print(json.dumps({"sharing": sharing, "baseline": baseline, "gossip_cpu_share_added": round(added, 4),
                           "swarm_cpu_share_ratio": round(ratio, 3), "gossip_share_of_node_cpu_added": added_of_node}))

@@ -154,8 +154,8 @@ class RolloutGossip(RolloutFetching):
                              batches_fetched=0, bytes_fetched=0, groups_accepted=0, groups_rejected=0,
                              groups_skipped_other_task=0,
                              fetch_failures=0, peers_ignored=0, store_errors=0, fetch_waits=0,
-                             fetch_requests=0, empty_fetches=0, requests_served=0, requests_held=0,
-                             announcement_reads=0)
+                             fetch_requests=0, fetches_deferred=0, empty_fetches=0, requests_served=0,
+                             requests_held=0, announcement_reads=0)
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # publish -> accepted here, seconds
 
     async def start(self) -> None:

@@ -57,6 +57,9 @@ class RolloutFetching:
                 await asyncio.sleep(cfg.fetch_interval_s)
                 if not self.training.ready or self.config.training.external_rollouts == 0:
                     continue
+                if not self.training.external_wanted():
+                    self.counters["fetches_deferred"] += 1  # the pool holds enough: fetch fresh ones later
+                    continue
                 start = time.perf_counter()
                 last_read = await self._refresh_known(known, last_read)
                 now = self.transport.dht_time()
@@ -116,6 +119,15 @@ class RolloutFetching:
             return 0.0
         return self.config.rollouts.long_poll_s
 
+    def _fetch_request(self, after: int, wait_s: float) -> bytes:
+        """Everything after the cursor, oldest first; or, when fetching only what this node will
+        train on (rollouts.fetch_ahead_steps), the peer's newest backlog_batches: after a pause
+        the cursor lags, and the batches in between would only age out of the pool."""
+        cfg = self.config.rollouts
+        if cfg.fetch_ahead_steps > 0 and not self.config.scheduler.enabled:
+            return fetch_request(after, max_batches=cfg.backlog_batches, wait_ms=int(wait_s * 1000), newest=True)
+        return fetch_request(after, wait_ms=int(wait_s * 1000))
+
     async def _fetch_from(self, a: CheckedAnnouncement) -> None:
         peer = a.peer_id
         cursor = self.ledger.standing(peer).cursor
@@ -129,7 +141,7 @@ class RolloutFetching:
         self.counters["fetch_requests"] += 1
         asked = time.monotonic()
         try:
-            response = await self.transport.request(peer, ROLLOUT_PROTOCOL, fetch_request(after, wait_ms=int(wait_s * 1000)),
+            response = await self.transport.request(peer, ROLLOUT_PROTOCOL, self._fetch_request(after, wait_s),
                                                     self.config.rollouts.fetch_timeout_s + wait_s)
         except RequestFailed as e:
             self.counters["fetch_failures"] += 1

@@ -30,6 +30,7 @@ from swarmnode.policy.loading import (
 )
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.scheduler import DeliveryMeter, Plan, SpeedMeter
+from swarmnode.swarm.rollouts import fetch_wanted
 from swarmnode.store.checkpoints import (
     BackgroundCheckpointer,
     TrainingState,
@@ -227,6 +228,14 @@ class TrainingService:
             self._buffer.put(result.groups)
             self.deliveries.delivered(sender, len(result.groups))
         return result
+
+    def external_wanted(self) -> bool:
+        """Whether gossip should fetch peers' batches now (swarm/rollouts.fetch_wanted)."""
+        buffer = self._buffer
+        if buffer is None or self.config.scheduler.enabled:
+            return True
+        return fetch_wanted(buffer.external_usable(self._version), self.plan.external_rollouts,
+                            self.config.rollouts.fetch_ahead_steps)
 
     def apply_plan(self, plan: Plan) -> None:
         """The runner takes `plan`'s quotas from its next batch and step (any thread)."""

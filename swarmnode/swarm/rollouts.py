@@ -58,14 +58,18 @@ class RolloutOutbox:
         with self._lock:
             return bool(self._batches) and next(reversed(self._batches)) > after_batch_id
 
-    def after(self, after_batch_id: int, max_batches: int) -> list[bytes]:
-        """Envelopes of batches newer than `after_batch_id`, oldest first, within the size caps."""
-        out, size = [], 0
+    def after(self, after_batch_id: int, max_batches: int, newest: bool = False) -> list[bytes]:
+        """Envelopes of batches newer than `after_batch_id`, oldest first, within the size caps:
+        the oldest such batches, or with `newest` the newest ones (the older are skipped)."""
+        cap = min(max_batches, MAX_BATCHES_PER_FETCH)
         with self._lock:
-            for batch_id, envelope in self._batches.items():
-                if batch_id <= after_batch_id:
-                    continue
-                if len(out) >= min(max_batches, MAX_BATCHES_PER_FETCH) or size + len(envelope) > MAX_FETCH_RESPONSE_BYTES:
+            ids = [batch_id for batch_id in self._batches if batch_id > after_batch_id]
+            if newest:
+                ids = ids[-cap:] if cap else []
+            out, size = [], 0
+            for batch_id in ids:
+                envelope = self._batches[batch_id]
+                if len(out) >= cap or size + len(envelope) > MAX_FETCH_RESPONSE_BYTES:
                     break
                 out.append(envelope)
                 size += len(envelope)
@@ -80,13 +84,23 @@ class RolloutOutbox:
     def answer_parsed(self, parsed: rollout_batch_pb2.RolloutFetchRequest | None) -> bytes:
         response = rollout_batch_pb2.RolloutFetchResponse()
         if parsed is not None:
-            response.envelopes.extend(self.after(parsed.after_batch_id, parsed.max_batches))
+            response.envelopes.extend(self.after(parsed.after_batch_id, parsed.max_batches, parsed.newest))
         return response.SerializeToString()
 
 
-def fetch_request(after_batch_id: int, max_batches: int = MAX_BATCHES_PER_FETCH, wait_ms: int = 0) -> bytes:
+def fetch_request(after_batch_id: int, max_batches: int = MAX_BATCHES_PER_FETCH, wait_ms: int = 0,
+                  newest: bool = False) -> bytes:
     return rollout_batch_pb2.RolloutFetchRequest(after_batch_id=after_batch_id, max_batches=max_batches,
-                                                 wait_ms=wait_ms).SerializeToString()
+                                                 wait_ms=wait_ms, newest=newest).SerializeToString()
+
+
+def fetch_wanted(usable: int, per_step: int, ahead_steps: float) -> bool:
+    """Whether to fetch peers' batches now: while the pool holds fewer usable groups (ones this
+    node's selection can draw) than `ahead_steps` steps take,
+        usable < ahead_steps * max(1, per_step);
+    always with ahead_steps = 0 (fetch everything). A node that fetches more than it trains on
+    pays to check and re-score groups that only age out of its pool."""
+    return ahead_steps <= 0 or usable < ahead_steps * max(1, per_step)
 
 
 def parse_fetch_request(data: bytes) -> rollout_batch_pb2.RolloutFetchRequest | None:

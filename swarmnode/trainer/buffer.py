@@ -140,6 +140,14 @@ class ExperienceBuffer:
         with self._cond:
             return dict(self.own_success)
 
+    def external_usable(self, version: int) -> int:
+        """Pool groups a step at `version` could draw: within the staleness bound and, for every
+        policy but uniform, with rewards that differ (selection draws no other)."""
+        with self._cond:
+            return sum(1 for g in self._external
+                       if 0 <= version - g.policy_version <= self.external_max_staleness
+                       and (self.selection == "uniform" or g.reward_spread > 0))
+
     def external_available(self) -> int:
         with self._cond:
             return len(self._external)

@@ -34,6 +34,10 @@ class Training:
 
     def __init__(self):
         self.received = []
+        self.wanted = True  # the pool wants peers' groups (TrainingService.external_wanted)
+
+    def external_wanted(self):
+        return self.wanted
 
     def receive(self, batch, sender):
         self.received.append(batch.batch_id)

@@ -7,6 +7,7 @@ import time
 
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.swarm.rollouts import (
+    MAX_BATCHES_PER_FETCH,
     HeldRequests,
     RolloutOutbox,
     announcements_due,
@@ -247,4 +248,43 @@ def test_announcements_are_read_when_due_not_every_round(tmp_path, make_identity
 
     assert asyncio.run(scenario()) == 1 and len(reads) == 2
     assert gossip.counters["announcement_reads"] == 2
+    gossip.close()
+
+
+def test_a_full_pool_defers_fetches_and_then_asks_for_the_newest_batches(tmp_path, make_identity):
+    gossip, peer, announced = make_gossip(tmp_path, make_identity)
+    cfg = gossip.config.rollouts
+    cfg.fetch_interval_s, cfg.long_poll_s = 0.02, 0.0
+    gossip.config.training.external_rollouts = 4
+    gossip.training.ready = True
+    announced.announcement.expires_at = NOW + 60
+    gossip.ledger.advance(peer.peer_id, 0)
+    asked = []
+
+    async def request(peer_id, protocol, payload, timeout):
+        asked.append(parse_fetch_request(payload))
+        return response()
+
+    async def announcements():
+        return [announced]
+
+    gossip.transport.request = request
+    gossip._read_announcements = announcements
+
+    async def run_for(seconds):
+        loop = asyncio.create_task(gossip.fetch_loop())
+        await asyncio.sleep(seconds)
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+    gossip.training.wanted = False  # the pool holds fetch_ahead_steps steps' worth
+    asyncio.run(run_for(0.2))
+    assert asked == [] and gossip.counters["fetches_deferred"] >= 3
+    gossip.training.wanted = True
+    asyncio.run(run_for(0.2))
+    assert asked and all(r.newest and r.max_batches == cfg.backlog_batches for r in asked)
+    asked.clear()
+    cfg.fetch_ahead_steps = 0  # fetch everything: the oldest batches after the cursor, as many as fit
+    asyncio.run(run_for(0.2))
+    assert asked and all(not r.newest and r.max_batches == MAX_BATCHES_PER_FETCH for r in asked)
     gossip.close()

@@ -21,6 +21,7 @@ from swarmnode.swarm.rollouts import (
     RolloutOutbox,
     SenderLedger,
     fetch_request,
+    fetch_wanted,
     parse_fetch_response,
 )
 from swarmnode.swarm.transport import StoredValue
@@ -208,6 +209,28 @@ def test_outbox_after_caps_batches_and_bytes():
         big.add(big.next_batch_id(), bytes([i]) * chunk)
     assert [e[0] for e in big.after(-1, 16)] == [0, 1]
     assert [e[0] for e in big.after(1, 16)] == [2, 3]
+
+
+def test_outbox_after_newest_skips_the_older_backlog():
+    box = RolloutOutbox(first_batch_id=1, capacity=16)
+    for i in range(1, 11):
+        box.add(i, b"e%d" % i)
+    assert box.after(2, 3, newest=True) == [b"e8", b"e9", b"e10"]  # newest three, oldest first
+    assert box.after(2, 3) == [b"e3", b"e4", b"e5"]
+    assert box.after(8, 4, newest=True) == [b"e9", b"e10"]  # fewer than asked: all of them
+    assert box.after(10, 4, newest=True) == [] and box.after(2, 0, newest=True) == []
+    parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(fetch_request(2, max_batches=3, newest=True))
+    assert parsed.newest and parse_fetch_response(box.answer(fetch_request(2, max_batches=3, newest=True))) == [
+        b"e8", b"e9", b"e10"]
+    assert not rollout_batch_pb2.RolloutFetchRequest.FromString(fetch_request(2)).newest  # a plain fetch
+
+
+def test_fetch_wanted_while_the_pool_holds_less_than_ahead_steps_take():
+    assert fetch_wanted(usable=31, per_step=16, ahead_steps=2.0)  # 31 < 2 * 16
+    assert not fetch_wanted(usable=32, per_step=16, ahead_steps=2.0)
+    assert fetch_wanted(usable=5, per_step=4, ahead_steps=1.5) and not fetch_wanted(6, 4, 1.5)  # 6 = 1.5 * 4
+    assert fetch_wanted(usable=10_000, per_step=16, ahead_steps=0)  # 0: fetch everything
+    assert fetch_wanted(usable=1, per_step=0, ahead_steps=2.0) and not fetch_wanted(2, 0, 2.0)  # J=0 counts as 1
 
 
 def test_outbox_answer_and_fetch_round_trip():

@@ -389,3 +389,42 @@ def test_buffer_counts_groups_trained_per_sender_bounded_and_staleness_apart():
     assert len(take.groups) == 2
     assert dict(buffer.stats.staleness_local) == {1: 1} and dict(buffer.stats.staleness_external) == {3: 1}
     assert dict(buffer.stats.external_taken_by_sender) == {"peer": 1}
+
+
+def test_external_usable_counts_what_the_selection_could_draw():
+    buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=2, selection="nonzero_advantage")
+    buffer.put([
+        group(version=6, source="peerA"),                      # informative, fresh: usable
+        group(version=4, source="peerA"),                      # 2 behind at version 6: usable
+        group(version=3, source="peerB"),                      # 3 behind: too stale
+        group(version=6, source="peerB", rewards=(0.0, 0.0)),  # flat: never drawn
+        group(version=7, source="peerC"),                      # from the future at version 6
+        group(version=6),                                      # local: not in the pool
+    ])
+    assert buffer.external_usable(6) == 2
+    assert buffer.external_usable(7) == 2  # version 7: peerA's v4 lapses, peerC's v7 counts
+    uniform = ExperienceBuffer(max_staleness=1, external_max_staleness=2, selection="uniform")
+    uniform.put([group(version=6, source="p", rewards=(0.0, 0.0)), group(version=6, source="p")])
+    assert uniform.external_usable(6) == 2  # uniform draws flat groups too
+
+
+def test_the_training_service_wants_peers_groups_until_the_pool_holds_ahead_steps(tmp_path):
+    from swarmnode.config import NodeConfig
+    from swarmnode.node.training import TrainingService
+
+    config = NodeConfig.model_validate({"training": {"external_rollouts": 2, "external_selection": "nonzero_advantage"},
+                                        "rollouts": {"fetch_ahead_steps": 2}})
+    training = TrainingService(config, tmp_path)
+    try:
+        assert training.external_wanted()  # no buffer yet
+        training._buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=8, selection="nonzero_advantage")
+        training._buffer.put([group(source="p", rewards=(0.0, 0.0))] * 8 + [group(source="p")] * 3)
+        assert training.external_wanted()  # 3 usable < 2 steps x 2 groups
+        training._buffer.put([group(source="q")])
+        assert not training.external_wanted()  # 4: enough
+        config.scheduler.enabled = True  # the scheduler measures supply from what arrives
+        assert training.external_wanted()
+        config.scheduler.enabled, config.rollouts.fetch_ahead_steps = False, 0
+        assert training.external_wanted()
+    finally:
+        training.metrics.close()
