@@ -16,6 +16,7 @@ import logging
 import time
 from collections import Counter
 
+from swarmnode.node.training import fetch_ahead_steps
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.peer_record import age_problem
 from swarmnode.protocol.rollouts import CheckedAnnouncement, open_rollout_batch
@@ -124,7 +125,7 @@ class RolloutFetching:
         train on (rollouts.fetch_ahead_steps), the peer's newest backlog_batches: after a pause
         the cursor lags, and the batches in between would only age out of the pool."""
         cfg = self.config.rollouts
-        if cfg.fetch_ahead_steps > 0 and not self.config.scheduler.enabled:
+        if fetch_ahead_steps(self.config) > 0:
             return fetch_request(after, max_batches=cfg.backlog_batches, wait_ms=int(wait_s * 1000), newest=True)
         return fetch_request(after, wait_ms=int(wait_s * 1000))
 

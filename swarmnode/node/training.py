@@ -126,6 +126,12 @@ def make_generator(config: NodeConfig, trainer: Trainer, policy) -> Generator:
                        **generator_options(config))
 
 
+def fetch_ahead_steps(config: NodeConfig) -> float:
+    """rollouts.fetch_ahead_steps, or 0 (fetch everything) while the scheduler is on: it
+    measures peers' supply from what arrives, which a paused fetch would hide."""
+    return 0.0 if config.scheduler.enabled else config.rollouts.fetch_ahead_steps
+
+
 def evaluation_due(version: int, seconds_since_last: float, every_versions: int, every_seconds: float) -> bool:
     """Evaluate after this step: at every `every_versions`-th version, or once `every_seconds`
     (> 0) have passed since the last evaluation."""
@@ -232,10 +238,10 @@ class TrainingService:
     def external_wanted(self) -> bool:
         """Whether gossip should fetch peers' batches now (swarm/rollouts.fetch_wanted)."""
         buffer = self._buffer
-        if buffer is None or self.config.scheduler.enabled:
+        if buffer is None:
             return True
         return fetch_wanted(buffer.external_usable(self._version), self.plan.external_rollouts,
-                            self.config.rollouts.fetch_ahead_steps)
+                            fetch_ahead_steps(self.config))
 
     def apply_plan(self, plan: Plan) -> None:
         """The runner takes `plan`'s quotas from its next batch and step (any thread)."""

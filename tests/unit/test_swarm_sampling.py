@@ -410,7 +410,7 @@ def test_external_usable_counts_what_the_selection_could_draw():
 
 def test_the_training_service_wants_peers_groups_until_the_pool_holds_ahead_steps(tmp_path):
     from swarmnode.config import NodeConfig
-    from swarmnode.node.training import TrainingService
+    from swarmnode.node.training import TrainingService, fetch_ahead_steps
 
     config = NodeConfig.model_validate({"training": {"external_rollouts": 2, "external_selection": "nonzero_advantage"},
                                         "rollouts": {"fetch_ahead_steps": 2}})
@@ -423,7 +423,7 @@ def test_the_training_service_wants_peers_groups_until_the_pool_holds_ahead_step
         training._buffer.put([group(source="q")])
         assert not training.external_wanted()  # 4: enough
         config.scheduler.enabled = True  # the scheduler measures supply from what arrives
-        assert training.external_wanted()
+        assert training.external_wanted() and fetch_ahead_steps(config) == 0
         config.scheduler.enabled, config.rollouts.fetch_ahead_steps = False, 0
         assert training.external_wanted()
     finally:
