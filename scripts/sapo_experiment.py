@@ -7,10 +7,10 @@ the bundled sums policy and bundled:tiny-sum3-some-sum2, a sum3 specialist that 
 learn sum2, so every node can learn both tasks alone) and every node trains every task in
 --tasks (by default sum2 and sum3), so each node is better at something than its peers. The
 swarm whose specialists cannot learn sum2 alone is `--models
-bundled:tiny-policy,bundled:tiny-sum3 --rounds 800 --name sapo-hard`. A split I/J trains I*K own and J*K peers' groups a step (K =
---group-scale, 4 by default: at 8 groups a step the tiny policy barely learns). For every
-seed it runs 8/0 once (no peers' groups, no selection) and every other split once per
---selections policy: N real `swarmnode run` daemons on 127.0.0.1 (configs/local-train.yaml,
+bundled:tiny-policy,bundled:tiny-sum3 --rounds 800 --name sapo-hard`. A split I/J trains I*K
+own and J*K peers' groups a step (K = --group-scale, 4 by default: at 8 groups a step the tiny
+policy barely learns). For every seed it runs 8/0 once (no peers' groups, no selection) and
+every other split once per --selections policy: N real `swarmnode run` daemons on 127.0.0.1 (configs/local-train.yaml,
 node i with its own questions), each training R steps ("rounds") with I local and J external
 groups per step. Then it reads each node's metrics.sqlite:
 - cumulative reward, as in the paper (arXiv 2509.08721): the sum over rounds of the mean
@@ -21,9 +21,9 @@ groups per step. Then it reads each node's metrics.sqlite:
 
     .venv/bin/python scripts/sapo_experiment.py --rounds 1300 --seeds 0 1 --splits 8/0,4/4,2/6,6/2
 
-(the defaults; about 105 minutes on 2 cores: at 1,000 rounds 8/0 gained 8.9 and 10.2 held-out
-points, short of the 10 a conclusive run asks for). Splits run in --splits order, so a run cut short
-has 8/0 and 4/4 first.
+(the defaults; about 90 minutes on 2 cores: at 1,000 rounds 8/0 gained 8.9 and 10.2 held-out
+points, short of the 10 a conclusive run asks for). Splits run in --splits order, so a run cut
+short has 8/0 and 4/4 first.
 
 Writes docs/results/sapo.json (`configs` -> split: the paper's selection; `selections` ->
 policy -> split: each) and docs/results/sapo.png, and prints the table.

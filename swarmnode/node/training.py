@@ -237,11 +237,10 @@ class TrainingService:
 
     def external_wanted(self) -> bool:
         """Whether gossip should fetch peers' batches now (swarm/rollouts.fetch_wanted)."""
-        buffer = self._buffer
-        if buffer is None:
-            return True
-        return fetch_wanted(buffer.external_usable(self._version), self.plan.external_rollouts,
-                            fetch_ahead_steps(self.config))
+        buffer, ahead = self._buffer, fetch_ahead_steps(self.config)
+        if buffer is None or ahead <= 0:
+            return True  # no pool yet, or fetch everything: no need to count the pool (event loop)
+        return fetch_wanted(buffer.external_usable(self._version), self.plan.external_rollouts, ahead)
 
     def apply_plan(self, plan: Plan) -> None:
         """The runner takes `plan`'s quotas from its next batch and step (any thread)."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from swarmnode.trainer.experience import ScoredGroup
-from swarmnode.trainer.selection import select_external, update_success
+from swarmnode.trainer.selection import drawable, select_external, update_success
 
 EXTERNAL_POOL_CAPACITY = 4096  # received groups kept; the oldest go first
 MAX_SENDERS_COUNTED = 256  # senders in BufferStats.external_taken_by_sender (status shows it)
@@ -81,9 +81,13 @@ class ExperienceBuffer:
             self._cond.notify_all()
 
     @staticmethod
-    def _drop_stale(queue: deque[ScoredGroup], version: int, bound: int) -> int:
+    def _in_bound(group: ScoredGroup, version: int, bound: int) -> bool:
         # 0 <= n - v <= bound (objectives.staleness_mask): a version from the future is never kept.
-        kept = [g for g in queue if 0 <= version - g.policy_version <= bound]
+        return 0 <= version - group.policy_version <= bound
+
+    @classmethod
+    def _drop_stale(cls, queue: deque[ScoredGroup], version: int, bound: int) -> int:
+        kept = [g for g in queue if cls._in_bound(g, version, bound)]
         dropped = len(queue) - len(kept)
         queue.clear()
         queue.extend(kept)
@@ -141,12 +145,11 @@ class ExperienceBuffer:
             return dict(self.own_success)
 
     def external_usable(self, version: int) -> int:
-        """Pool groups a step at `version` could draw: within the staleness bound and, for every
-        policy but uniform, with rewards that differ (selection draws no other)."""
+        """Pool groups a step at `version` could draw: within the staleness bound and drawable
+        by this buffer's selection policy."""
         with self._cond:
             return sum(1 for g in self._external
-                       if 0 <= version - g.policy_version <= self.external_max_staleness
-                       and (self.selection == "uniform" or g.reward_spread > 0))
+                       if self._in_bound(g, version, self.external_max_staleness) and drawable(g, self.selection))
 
     def external_available(self) -> int:
         with self._cond:

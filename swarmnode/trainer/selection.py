@@ -94,6 +94,12 @@ def weighted_sample(weights: Sequence[float], k: int, rng: random.Random) -> lis
     return order[:k]
 
 
+def drawable(group: ScoredGroup, policy: str) -> bool:
+    """Whether `policy` can ever draw `group`: uniform any group; every other policy only a
+    group whose rewards differ (its weight carries 1[spread > 0])."""
+    return policy == "uniform" or group.reward_spread > 0
+
+
 def select_external(groups: Sequence[ScoredGroup], k: int, policy: str, version: int,
                     quality: Mapping[str, float], rng: random.Random,
                     success: Mapping[str, float] | None = None) -> list[int]:
@@ -103,7 +109,7 @@ def select_external(groups: Sequence[ScoredGroup], k: int, policy: str, version:
     if policy == "uniform":
         return rng.sample(range(len(groups)), min(k, len(groups)))
     if policy == "nonzero_advantage":
-        informative = [i for i, g in enumerate(groups) if g.reward_spread > 0]
+        informative = [i for i, g in enumerate(groups) if drawable(g, policy)]
         return rng.sample(informative, min(k, len(informative)))
     if policy == "fresh_quality":
         weights = fresh_quality_weights(groups, version, quality)
