@@ -153,15 +153,17 @@ def read_curve(metrics_path: Path) -> tuple[list[list[float]], tuple[float, floa
     return [[s, round(a, 4)] for s, a in sorted(by_step.items())], (times[0], times[-1]) if times else (0.0, 0.0)
 
 
-def wait_until_trained(swarm: LocalSwarm, steps: int, caption: str, console: Console) -> list[dict]:
-    """Poll with the live table until every node took `steps` steps and finished; the statuses then."""
+def wait_until_trained(swarm: LocalSwarm, steps: int, caption: str, console: Console, first: int | None = None
+                       ) -> list[dict]:
+    """Poll with the live table until every node (or the `first` nodes) took `steps` steps and
+    finished; every node's status then."""
     def done(row: dict) -> bool:
         t = row.get("training") or {}
         return "error" not in row and t.get("phase") == "done" and (t.get("steps") or 0) >= steps
 
     rows = swarm.poll()
     with Live(swarm_table(rows, caption), console=console, refresh_per_second=1) as live:
-        while not all(done(r) for r in rows):
+        while not all(done(r) for r in rows[:first]):
             bad = [r["name"] for r in rows if r.get("error") == "not running"
                    or str((r.get("training") or {}).get("phase", "")).startswith("failed")]
             if bad:

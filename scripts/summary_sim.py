@@ -49,6 +49,7 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tasks", default="sum2,sum3")
     p.add_argument("--no-share", action="store_true", help="outer loop without peers (arm b)")
+    p.add_argument("--plain-mean", action="store_true", help="the plain weighted mean (summaries.robust_merge off)")
     p.add_argument("--out", type=Path, default=None, help="append the result as a JSON line here")
     return p.parse_args(argv)
 
@@ -70,7 +71,7 @@ def main(argv):
                             sampling=SamplingParams(temperature=1.0, max_new_tokens=8))
     outer_cfg = OuterConfig(every_steps=args.every, outer_lr=args.outer_lr, outer_momentum=args.momentum,
                             nesterov=not args.heavy_ball, partners_per_step=args.partners,
-                            compression=CompressionConfig(args.density, args.bits, 4096))
+                            compression=CompressionConfig(args.density, args.bits, 4096), robust=not args.plain_mean)
     nodes = []
     for i in range(args.nodes):
         model = copy.deepcopy(policy.model)

@@ -189,8 +189,12 @@ def summaries_grid(summaries: dict[str, Any]) -> Table:
     total = sum(rejected.values())
     line = f"{total} ({_counts({k.replace('_', ' '): v for k, v in rejected.items()})})" if total else "0"
     grid.add_row("rejected", Text(line, style="red") if total else line)
+    skipped = summaries.get("skipped") or {}
     grid.add_row("not merged", f"{summaries.get('skipped_other_base', 0)} other base, "
-                               f"{summaries.get('stale_dropped', 0)} too stale")
+                               f"{summaries.get('stale_dropped', 0)} too stale, "
+                               f"{skipped.get('low_trust', 0)} low trust, {skipped.get('repeated_summary', 0)} repeated")
+    if summaries.get("trust"):
+        grid.add_row("trust", trust_line(summaries))
     per, dense, ratio = summaries.get("bytes_per_summary"), summaries.get("dense_bytes") or 0, summaries.get("compression_ratio")
     if per is None:
         size = f"none sent yet (dense delta {_bytes(dense)})"
@@ -203,6 +207,17 @@ def summaries_grid(summaries: dict[str, Any]) -> Table:
     grid.add_row("outer steps", f"{summaries.get('outer_steps', 0)}, {merge}, "
                                 f"{summaries.get('merge_cpu_seconds', 0.0):.1f}s CPU of summary work")
     return grid
+
+
+def trust_line(summaries: dict[str, Any]) -> Text:
+    """Peers' summary trust in one line: how many trusted, the least trusted, what was done."""
+    trust = summaries.get("trust") or {}
+    full = sum(1 for t in trust.values() if t["trust"] >= 0.5)
+    low_id, low = min(trust.items(), key=lambda kv: kv[1]["score"])
+    line = (f"{full} of {len(trust)} peers at 0.5+; lowest {low_id[-6:]} {low['trust']:.2f} "
+            f"({low['harmful']} harmful); {summaries.get('down_weighted', 0)} down-weighted, "
+            f"{summaries.get('clipped', 0)} clipped")
+    return Text(line, style="red") if low["harmful"] else Text(line)
 
 
 def _fmt(value: Any, spec: str = "") -> str:

@@ -61,6 +61,7 @@ class Node:
             self.training.on_implausible = self.gossip.blame_implausible
             if config.summaries.enabled:
                 self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.intake, self.gossip)
+                self.training.on_outer_step = self.summaries.take_verdicts
         self.state = peer_record_pb2.NODE_STATE_STARTING
         self.started_at = time.time()
         self.multiaddrs: list[str] = []

@@ -42,7 +42,8 @@ class LocalNode:
 class LocalSwarm:
     def __init__(self, root: Path, size: int, config_path: Path, extra_args: list[str] | None = None,
                  node_env: Callable[[int], dict[str, str]] | None = None,
-                 node_args: Callable[[int], list[str]] | None = None):
+                 node_args: Callable[[int], list[str]] | None = None,
+                 node_module: Callable[[int], str] | None = None):
         self.root = root
         self.config_path = config_path
         self.extra_args = list(extra_args or [])
@@ -50,6 +51,8 @@ class LocalSwarm:
         self.node_env = node_env or (lambda index: {})
         # Per-node `swarmnode run` flags, e.g. --slowdown X for a heterogeneous swarm on one machine.
         self.node_args = node_args or (lambda index: [])
+        # The module each node runs as `python -m <module> run ...` (a test's wrapper of the CLI).
+        self.node_module = node_module or (lambda index: "swarmnode")
         self.nodes = [LocalNode(i, NodeHome(root / f"node{i}"), root / f"node{i}" / "node.log") for i in range(size)]
         self.bootstrap_maddrs: list[str] = []
 
@@ -57,7 +60,7 @@ class LocalSwarm:
 
     def _launch(self, node: LocalNode) -> None:
         init_home(node.home.root, self.config_path.read_text(encoding="utf-8"))
-        args = [sys.executable, "-m", "swarmnode", "run", "--home", str(node.home.root), "--config", str(self.config_path)]
+        args = [sys.executable, "-m", self.node_module(node.index), "run", "--home", str(node.home.root), "--config", str(self.config_path)]
         if node.index > 0:
             for maddr in self.bootstrap_maddrs:
                 args += ["--initial-peer", maddr]

@@ -11,13 +11,19 @@ fetched and checked, however large the swarm. Every check (signature, size, base
 names, shapes, dtypes, finite values, norm bound) runs before the summary reaches the outer
 loop's inbox; a rejection is counted by reason and strikes the sender as a bad rollout does
 (one ledger per peer: a peer ignored for bad summaries is ignored for rollouts too).
+Trust: the outer step judges every summary it takes (summaries/trust.py); here its verdicts
+are counted for status, a harmful or repeated summary strikes its sender, and each judged
+peer's trust is saved with its standing (so a restart pardons no one). Peers trusted too little
+to be merged are fetched last.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import random
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -30,7 +36,8 @@ from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.peer_record import age_problem
 from swarmnode.protocol.summaries import CheckedSummaryAnnouncement, build_summary_announcement, open_summary, seal_summary
-from swarmnode.summaries import Received, check_summary, dense_bytes, fetch_allowance, norm_bound
+from swarmnode.summaries import OuterResult, Received, check_summary, dense_bytes, fetch_allowance, norm_bound
+from swarmnode.summaries.trust import REPEATED
 from swarmnode.swarm.bounded import LRUMap
 from swarmnode.swarm.peers import RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter
@@ -65,6 +72,13 @@ class SummaryGossip:
         self._new_summary = asyncio.Event()
         self.rejected: Counter[str] = Counter()
         self.counters = dict(sent=0, bytes_sent=0, fetched=0, accepted=0, skipped_other_base=0, fetch_failures=0)
+        # The outer step's verdicts (trainer thread), for status.
+        self.skipped: Counter[str] = Counter()
+        self.judged = dict(down_weighted=0, clipped=0, harmful=0)
+        self._verdict_lock = threading.Lock()
+        training.saved_trust = [(row.peer, row.trust_score, row.trust_judged)
+                                for row in rollouts.standings.load(config.limits.max_tracked_senders)
+                                if row.trust_score is not None]
         self.check_seconds = 0.0  # sealing and checking summaries, wall
         self.check_cpu_seconds = 0.0  # the same, CPU time of the worker threads doing it
         self._rng = random.Random()
@@ -161,6 +175,10 @@ class SummaryGossip:
                     budget_clock, started = outer.clock(), 0
                 candidates = self._fetchable(announcements, inflight)
                 self._rng.shuffle(candidates)
+                # Peers trusted too little to be merged go last: their summaries would take a
+                # place a trusted peer's could have had.
+                skip_below = outer.trust.skip_below
+                candidates.sort(key=lambda a: outer.trust.trust(a.peer_id) < skip_below)
                 for a in candidates[:fetch_allowance(cfg.partners_per_step, started, len(outer.inbox))]:
                     started += 1
                     task = asyncio.create_task(self._fetch_slot(a))
@@ -254,7 +272,7 @@ class SummaryGossip:
             outer = self.training.outer
             tensors, norm = check_summary(summary, sender=peer, base_fingerprint=self.training.base_fingerprint,
                                           shapes=outer.shapes, max_norm=max_norm)
-            return Received(peer, tensors, norm, outer.clock(), time.monotonic())
+            return Received(peer, tensors, norm, outer.clock(), time.monotonic(), values_digest(tensors))
 
     @contextlib.contextmanager
     def _timed(self):
@@ -269,6 +287,32 @@ class SummaryGossip:
     async def _reject(self, peer: str, reason: RejectReason, detail: str) -> None:
         self.rejected[reason.value] += 1
         await asyncio.to_thread(self.rollouts.blame, peer, None, [(reason, f"summary: {detail}")])
+
+    # -- trust ---------------------------------------------------------------------------------
+
+    def take_verdicts(self, result: OuterResult) -> None:
+        """The outer step's verdicts on peers' summaries (trainer thread; blocking: SQLite).
+        Counted for status; a harmful or repeated summary strikes its sender; every judged
+        peer's trust is saved with its standing."""
+        outer = self.training.outer
+        if outer is None or not outer.config.robust:
+            return  # the plain mean: trust is shown, never acted on
+        with self._verdict_lock:
+            for v in result.verdicts:
+                if v.skipped:
+                    self.skipped[v.skipped] += 1
+                self.judged["harmful"] += v.harmful
+            self.judged["down_weighted"] += sum(1 for v in result.verdicts if v.skipped is None and v.trust < 1)
+            self.judged["clipped"] += sum(1 for f in result.clip_factors if f < 1)
+        for v in result.verdicts:
+            if v.harmful:
+                reason = RejectReason.REPEATED_SUMMARY if v.skipped == REPEATED else RejectReason.HARMFUL_SUMMARY
+                self.rollouts.blame(v.peer, None, [(reason, f"summary: agreement {v.agreement:.3g} with this "
+                                                            f"node's own delta, trust {v.trust:.2f}")])
+        try:
+            self.rollouts.standings.save_trust(outer.trust.saved([v.peer for v in result.verdicts]))
+        except Exception as e:  # noqa: BLE001 - memory still holds the trust
+            log.warning("saving peers' summary trust failed (%s)", e)
 
     # -- status --------------------------------------------------------------------------------
 
@@ -297,4 +341,20 @@ class SummaryGossip:
             "merge_seconds": round(counters["merge_seconds"] + self.check_seconds, 3),
             "merge_cpu_seconds": round(counters["merge_cpu_seconds"] + self.check_cpu_seconds, 3),
             "partners_last": counters["partners_last"],
+            "robust_merge": self.config.summaries.robust_merge,
+            "skipped": dict(self.skipped),
+            "down_weighted": self.judged["down_weighted"],
+            "clipped": self.judged["clipped"],
+            "harmful": self.judged["harmful"],
+            "agreement_scale": round(outer.trust.scale, 5) if outer is not None else None,
+            "trust": outer.trust.snapshot() if outer is not None else {},
         }
+
+
+def values_digest(tensors: dict) -> bytes:
+    """sha256 of a summary's decoded values, tensor by tensor in name order: the same values
+    however they were encoded or re-signed."""
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        h.update(name.encode() + b"\0" + tensors[name].contiguous().numpy().tobytes())
+    return h.digest()

@@ -91,7 +91,8 @@ def outer_config(config: NodeConfig) -> OuterConfig:
     return OuterConfig(every_steps=s.every_steps, outer_lr=s.outer_lr, outer_momentum=s.outer_momentum,
                        nesterov=s.nesterov, partners_per_step=s.partners_per_step,
                        staleness_exponent=s.staleness_exponent, max_staleness=s.max_staleness,
-                       compression=CompressionConfig(s.density, s.bits, s.chunk_size))
+                       compression=CompressionConfig(s.density, s.bits, s.chunk_size), robust=s.robust_merge,
+                       trust_initial=s.trust_initial, trust_skip_below=s.trust_skip_below)
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,10 @@ class TrainingService:
         self.quality = quality  # sender id -> quality, for the fresh_quality selection policy
         # Called on the trainer thread with {sender: samples} the trainer dropped as implausible.
         self.on_implausible: Callable[[dict[str, int]], None] = lambda senders: None
+        # Called on the trainer thread with each outer step's result (its verdicts on peers' summaries).
+        self.on_outer_step: Callable[[OuterResult], None] = lambda result: None
+        # Peers' summary trust saved by an earlier run: (peer, score, judged), restored into the outer loop.
+        self.saved_trust: list[tuple[str, float, int]] = []
         # Groups generated here, waiting for the node's event loop to share them.
         self.outgoing: queue.Queue[list[ScoredGroup]] = queue.Queue(maxsize=OUTGOING_CAPACITY)
         self.intake: RolloutIntake | None = None
@@ -318,6 +323,8 @@ class TrainingService:
             if saved is not None:
                 outer.load(saved, state.extra.get("outer", {}))
                 log.info("resumed the outer loop at outer step %d", outer.outer_steps)
+            for peer, score, judged in self.saved_trust:
+                outer.trust.restore(peer, score, judged)
             self.outer = outer
         evaluator = HFGenerator(trainer.model, policy.tokenizer, **generator_options(self.config))
         rollout = rollout_config(self.config)
@@ -450,6 +457,8 @@ class TrainingService:
             if result.partners:
                 c["merged"] += len(result.partners)
                 c["last_merge_at"] = time.monotonic()
+        if result.verdicts:
+            self.on_outer_step(result)
 
     def _save_checkpoint(self, trainer: Trainer, state: TrainingState) -> None:
         outer_state = None

@@ -91,6 +91,8 @@ class RejectReason(str, enum.Enum):
     BAD_TENSOR = "bad_tensor"  # summary tensor names, shapes or dtypes that do not match this node's model
     NON_FINITE = "non_finite"  # NaN or Inf in a summary's values or scales
     NORM_TOO_LARGE = "norm_too_large"  # a summary's norm far above the norms this node's own summaries have
+    HARMFUL_SUMMARY = "harmful_summary"  # a valid summary of a peer whose summaries keep working against this node's own direction
+    REPEATED_SUMMARY = "repeated_summary"  # a peer's summary with the very values of one of its recent ones
 
 
 class Rejected(Exception):

@@ -53,6 +53,16 @@ def summaries_metrics(summaries: dict[str, Any]):
     for reason, n in sorted((summaries.get("rejected") or {}).items()):
         rejected.add_metric([reason], n)
     yield rejected
+    skipped = CounterMetricFamily("swarmnode_summaries_skipped", "Peers' gradient summaries judged and not merged",
+                                  labels=["reason"])
+    for reason, n in sorted((summaries.get("skipped") or {}).items()):
+        skipped.add_metric([reason], n)
+    yield skipped
+    trust = GaugeMetricFamily("swarmnode_summaries_peer_trust", "A same-base peer's earned trust (weight factor 0..1)",
+                              labels=["peer"])
+    for peer, t in sorted((summaries.get("trust") or {}).items()):
+        trust.add_metric([peer], float(t["trust"]))
+    yield trust
     for key, (name, help_text) in SUMMARIES_GAUGES.items():
         value = summaries.get(key)
         if value is not None:
@@ -87,6 +97,9 @@ SUMMARIES_COUNTERS = {
     "outer_steps": "Outer optimizer steps taken",
     "merge_seconds": "Seconds spent compressing, checking and merging gradient summaries",
     "merge_cpu_seconds": "CPU seconds of that work (the wall seconds include waiting for a busy core)",
+    "down_weighted": "Peers' gradient summaries merged at less than full weight (trust under 1)",
+    "clipped": "Peers' gradient summaries whose distance from this node's own delta was clipped",
+    "harmful": "Peers' gradient summaries that struck their sender (harmful or repeated)",
 }
 
 SUMMARIES_GAUGES = {  # status key -> (metric name after swarmnode_summaries_, help)
@@ -96,6 +109,7 @@ SUMMARIES_GAUGES = {  # status key -> (metric name after swarmnode_summaries_, h
     "compression_ratio": ("compression_ratio", "dense_bytes / bytes_per_summary"),
     "last_merge_age_s": ("last_merge_age_seconds", "Seconds since the last merge of a peer's summary"),
     "partners_last": ("partners_last", "Peers' summaries merged at the last outer step"),
+    "agreement_scale": ("agreement_scale", "The |cos| with this node's own delta a peer's summary needs to count as full agreement"),
 }
 
 

@@ -61,7 +61,8 @@ STORAGE_NONE: dict[str, Any] = {
 SUMMARIES_KEYS = (
     "enabled", "active", "base_fingerprint", "sent", "merged", "fetched", "rejected", "skipped_other_base",
     "stale_dropped", "bytes_per_summary", "dense_bytes", "compression_ratio", "outer_steps", "last_merge_age_s",
-    "merge_seconds", "merge_cpu_seconds", "partners_last",
+    "merge_seconds", "merge_cpu_seconds", "partners_last", "robust_merge", "skipped", "down_weighted", "clipped",
+    "harmful", "agreement_scale", "trust",
 )
 
 
@@ -85,6 +86,13 @@ def empty_summaries_status() -> dict[str, Any]:
         "merge_seconds": 0.0,
         "merge_cpu_seconds": 0.0,
         "partners_last": 0,
+        "robust_merge": False,
+        "skipped": {},
+        "down_weighted": 0,
+        "clipped": 0,
+        "harmful": 0,
+        "agreement_scale": None,
+        "trust": {},
     }
 
 
@@ -94,6 +102,7 @@ def summaries_status(summaries: dict[str, Any] | None) -> dict[str, Any]:
     if summaries is not None:
         out.update(summaries)
         out["rejected"] = dict(out.get("rejected") or {})
+        out["skipped"] = dict(out.get("skipped") or {})
     return out
 
 

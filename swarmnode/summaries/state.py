@@ -4,6 +4,7 @@ threads (inbox); no network or disk I/O here.
 """
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -23,9 +24,16 @@ from swarmnode.summaries.outer import (
     peer_weights,
     pseudo_gradient,
 )
+from swarmnode.summaries.robust import CLIP_RATIO, cosine, robust_merge
+from swarmnode.summaries.trust import TrustBook, Verdict
 from swarmnode.swarm.bounded import LRUMap
 
 OWN_NORMS_KEPT = 8  # the norm bound looks at this node's last few summaries
+# Peers are judged against this node's own direction over time: an exponential sum of its own
+# pseudo-gradients (about 1 / (1 - decay) = 5 outer steps). One outer step's delta alone is
+# noisy, and after an outer step that overshot (momentum) it partly undoes the last merge, honest
+# partners' deltas included: against it alone, honest peers read as disagreeing when H is short.
+DIRECTION_DECAY = 0.8
 MERGES_REMEMBERED = 32  # outer steps whose partners count in the frequency correction
 
 
@@ -39,6 +47,9 @@ class OuterConfig:
     staleness_exponent: float = 1.0
     max_staleness: int = 4
     compression: CompressionConfig = field(default_factory=CompressionConfig)
+    robust: bool = True  # CenteredClip around the own delta and trust weights (False: the plain weighted mean)
+    trust_initial: float = 0.2
+    trust_skip_below: float = 0.15
 
 
 @dataclass
@@ -48,6 +59,7 @@ class Received:
     norm: float
     outer_step: int  # this node's outer step count when it arrived (its clock, not the sender's)
     arrived_at: float  # time.monotonic()
+    digest: bytes | None = None  # identifies its values: a peer repeating a summary is caught
 
 
 class SummaryInbox:
@@ -100,10 +112,13 @@ def fetch_allowance(partners_per_step: int, started_this_step: int, waiting: int
 @dataclass
 class OuterResult:
     tensors: list[pb.CompressedTensor] | None  # this node's summary to publish (None: nobody to send to)
-    partners: list[str]
+    partners: list[str]  # the peers whose summaries were merged
     seconds: float  # wall
     cpu_seconds: float  # this thread's CPU time: the work itself, without waiting for the cores
     norm: float | None
+    verdicts: list[Verdict] = field(default_factory=list)  # every summary taken from the inbox, merged or not
+    weights: list[float] = field(default_factory=list)  # each merged partner's weight w_j (staleness, frequency)
+    clip_factors: list[float] = field(default_factory=list)  # each merged partner's clip (1: not clipped)
 
 
 class OuterLoop:
@@ -116,7 +131,10 @@ class OuterLoop:
         self.anchor = {name: p.detach().to(torch.float32).cpu().clone() for name, p in self.params.items()}
         self.momentum = {name: torch.zeros_like(t) for name, t in self.anchor.items()}
         self.residual = {name: torch.zeros_like(t) for name, t in self.anchor.items()}
+        self.direction = {name: torch.zeros_like(t) for name, t in self.anchor.items()}
         self.inbox = SummaryInbox(max_peers)
+        self.trust = TrustBook(max_peers, initial=config.trust_initial, skip_below=config.trust_skip_below,
+                               parameters=sum(t.numel() for t in self.anchor.values()))
         self.outer_steps = 0
         self.own_norms: deque[float] = deque(maxlen=OWN_NORMS_KEPT)
         # The partners of the last outer steps (bounded: MERGES_REMEMBERED x partners_per_step ids).
@@ -129,28 +147,40 @@ class OuterLoop:
             return self.outer_steps
 
     def step(self, publish: bool) -> OuterResult:
-        """One outer step: compress this node's pseudo-gradient (when `publish`), merge it with
-        up to partners_per_step peers' summaries and write the new anchor into the model.
-        Without a partner the anchor simply moves to the current weights (a lone node trains
-        exactly as without summaries)."""
+        """One outer step: compress this node's pseudo-gradient (when `publish`), judge up to
+        partners_per_step peers' summaries against it (summaries/trust.py), merge the trusted
+        ones (summaries/robust.py) and write the new anchor into the model. Without a partner
+        the anchor simply moves to the current weights (a lone node trains exactly as without
+        summaries)."""
         start, cpu_start = time.perf_counter(), time.thread_time()
         c = self.config
         weights = {name: p.detach().cpu() for name, p in self.params.items()}
         own = pseudo_gradient(self.anchor, weights)
+        for name, d in self.direction.items():
+            d.mul_(DIRECTION_DECAY).add_(own[name])
         tensors, norm = None, None
         if publish:
             tensors, sent, self.residual = compress(own, self.residual, c.compression)
             norm = global_norm(sent)
             self.own_norms.append(norm)
         rng = random.Random(f"{self.seed}/{self.outer_steps}")
-        partners = self.inbox.take(c.partners_per_step, self.outer_steps, c.max_staleness, rng)
+        taken = self.inbox.take(c.partners_per_step, self.outer_steps, c.max_staleness, rng)
+        verdicts = [self.trust.judge(p.peer, cosine(p.tensors, self.direction), p.digest) for p in taken]
+        partners = [p for p, v in zip(taken, verdicts) if v.skipped is None or not c.robust]
         self.recent_partners.append(tuple(p.peer for p in partners))
+        peer_w, factors = [], []
         if partners:
             ages = [self.outer_steps - p.outer_step for p in partners]
             merged = Counter(peer for step in self.recent_partners for peer in step)
             corrections = frequency_corrections(merged, [p.peer for p in partners])
             peer_w = peer_weights(ages, c.staleness_exponent, corrections)
-            g = merge_pseudo_gradients(own, list(zip((p.tensors for p in partners), peer_w)))
+            if c.robust:
+                trust = {v.peer: v.trust for v in verdicts}
+                g, factors = robust_merge(own, [(p.tensors, w, trust[p.peer]) for p, w in zip(partners, peer_w)],
+                                          tau=CLIP_RATIO * global_norm(own))
+            else:
+                g = merge_pseudo_gradients(own, list(zip((p.tensors for p in partners), peer_w)))
+                factors = [1.0] * len(partners)
             for name in self.anchor:
                 outer_update(self.anchor[name], self.momentum[name], g[name], lr=c.outer_lr, mu=c.outer_momentum,
                              nesterov=c.nesterov)
@@ -163,28 +193,38 @@ class OuterLoop:
         with self._lock:
             self.outer_steps += 1
         return OuterResult(tensors, [p.peer for p in partners], time.perf_counter() - start,
-                           time.thread_time() - cpu_start, norm)
+                           time.thread_time() - cpu_start, norm, verdicts, peer_w, factors)
 
     # -- checkpoints ---------------------------------------------------------------------------
 
     def state_tensors(self) -> dict[str, Tensor]:
-        """anchor / momentum / residual as one flat dict (for safetensors)."""
+        """anchor / momentum / residual / direction as one flat dict (for safetensors)."""
         out = {}
-        for prefix, tensors in (("anchor", self.anchor), ("momentum", self.momentum), ("residual", self.residual)):
+        for prefix, tensors in self._state_parts():
             out.update({f"{prefix}.{name}": t.clone() for name, t in tensors.items()})
         return out
 
+    def _state_parts(self):
+        return (("anchor", self.anchor), ("momentum", self.momentum), ("residual", self.residual),
+                ("direction", self.direction))
+
     def state_meta(self) -> dict:
         return {"outer_steps": self.outer_steps, "own_norms": list(self.own_norms),
-                "recent_partners": [list(step) for step in self.recent_partners]}
+                "recent_partners": [list(step) for step in self.recent_partners],
+                "agreement_recent_abs": self.trust.recent_abs()}
 
     def load(self, tensors: dict[str, Tensor], meta: dict) -> None:
         """Resume from `state_tensors` / `state_meta` (a checkpoint of the same model)."""
-        for prefix, target in (("anchor", self.anchor), ("momentum", self.momentum), ("residual", self.residual)):
+        for prefix, target in self._state_parts():
             for name in target:
-                target[name].copy_(tensors[f"{prefix}.{name}"])
+                key = f"{prefix}.{name}"
+                if key in tensors or prefix != "direction":  # a checkpoint of an older release has no direction
+                    target[name].copy_(tensors[key])
         self.outer_steps = int(meta.get("outer_steps", 0))
         self.own_norms.extend(float(x) for x in meta.get("own_norms", []))
+        recent = meta.get("agreement_recent_abs")
+        if isinstance(recent, list):
+            self.trust.restore_scale([a for a in recent if isinstance(a, (int, float)) and math.isfinite(a)])
         # The frequency correction's memory (peer ids this node verified when it merged them);
         # bounded like the live deque, whatever the file holds.
         for step in list(meta.get("recent_partners", []))[-MERGES_REMEMBERED:]:

@@ -280,3 +280,31 @@ def test_standings_of_ignored_peers_outlast_a_flood_of_newer_ones(tmp_path):
     store.save([StandingRow(f"stranger{i}", 1, 0, 0.0, None) for i in range(20)])
     assert "offender" in [r.peer for r in store.load(5, now=NOW)]
     assert "offender" not in [r.peer for r in store.load(5, now=NOW + 600)]  # no longer ignored: recency only
+
+
+def test_summary_trust_is_kept_with_the_standing_and_distrusted_peers_outlast_a_flood(tmp_path):
+    store = StandingStore(tmp_path / "r.sqlite", max_rows=100)
+    store.save([StandingRow("flipper", 3, 0, 0.0, 41)])
+    store.save_trust([("flipper", -0.6, 7), ("newcomer", 0.15, 1)])
+    store.save([StandingRow("flipper", 4, 0, 0.0, 42)])  # a rollout save leaves the trust as it is
+    store.save([StandingRow(f"stranger{i}", 1, 0, 0.0, None) for i in range(20)])
+    rows = {r.peer: r for r in store.load(3, now=NOW)}
+    assert rows["flipper"] == StandingRow("flipper", 4, 0, 0.0, 42, -0.6, 7)  # distrusted: kept first
+    assert "newcomer" not in rows
+    assert {r.peer: r for r in store.load(100, now=NOW)}["newcomer"].trust_score == pytest.approx(0.15)
+
+
+def test_a_standing_store_of_an_older_release_gains_the_trust_columns(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "rollouts.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE peer_standing (peer TEXT PRIMARY KEY, accepted INTEGER NOT NULL, rejected INTEGER "
+                 "NOT NULL, ignored_until REAL NOT NULL, cursor INTEGER, updated REAL NOT NULL)")
+    conn.execute("INSERT INTO peer_standing VALUES ('old', 5, 1, 0, 9, 1.0)")
+    conn.commit()
+    conn.close()
+    store = StandingStore(path, max_rows=10)
+    assert store.load(10) == [StandingRow("old", 5, 1, 0.0, 9, None, 0)]
+    store.save_trust([("old", 0.4, 3)])
+    assert store.load(10) == [StandingRow("old", 5, 1, 0.0, 9, 0.4, 3)]

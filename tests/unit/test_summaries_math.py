@@ -123,7 +123,7 @@ def test_frequency_corrections_weigh_down_only_senders_merged_more_than_the_medi
 def test_outer_step_weighs_down_the_partner_merged_every_step():
     model = _tiny_model()
     loop = OuterLoop(model, OuterConfig(every_steps=1, outer_lr=1.0, outer_momentum=0.0, partners_per_step=2,
-                                        compression=CompressionConfig(0.5, 8, 64)))
+                                        compression=CompressionConfig(0.5, 8, 64), robust=False))
     zero = {n: torch.zeros(s) for n, s in loop.shapes.items()}
     for _ in range(2):  # "fast" alone, twice: nobody to compare with, weight 1
         loop.inbox.put(Received("fast", zero, 0.0, loop.clock(), 0.0))
@@ -162,7 +162,7 @@ def _tiny_model():
 def test_lone_outer_step_leaves_training_unchanged_and_a_partner_moves_the_anchor():
     model = _tiny_model()
     loop = OuterLoop(model, OuterConfig(every_steps=1, outer_lr=1.0, outer_momentum=0.0,
-                                        compression=CompressionConfig(0.5, 8, 64)))
+                                        compression=CompressionConfig(0.5, 8, 64), robust=False))
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.1)

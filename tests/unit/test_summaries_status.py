@@ -23,6 +23,12 @@ SUMMARIES = {
     "rejected": {"norm_too_large": 2, "non_finite": 1}, "skipped_other_base": 4, "stale_dropped": 1,
     "bytes_per_summary": 43_520.0, "dense_bytes": 4 * 1_052_672, "compression_ratio": 96.75, "outer_steps": 12,
     "last_merge_age_s": 7.5, "merge_seconds": 3.25, "merge_cpu_seconds": 1.5, "partners_last": 2,
+    "robust_merge": True, "skipped": {"low_trust": 5, "repeated_summary": 1}, "down_weighted": 9, "clipped": 14,
+    "harmful": 3, "agreement_scale": 0.0312,
+    "trust": {"12D3KooWGoodPeerAAAAAA": {"trust": 1.0, "score": 0.61, "judged": 12, "merged": 12, "skipped": 0,
+                                         "harmful": 0, "agreement": 0.034},
+              "12D3KooWBadPeerBBBBBB": {"trust": 0.0, "score": -0.61, "judged": 6, "merged": 0, "skipped": 6,
+                                        "harmful": 4, "agreement": -0.031}},
 }
 
 
@@ -70,7 +76,9 @@ def test_status_view_shows_summaries_in_80_columns():
     flat = " ".join(text.split())
     assert "gradient summaries" in flat and "on, merging with same-base peers (base a1c04df6ea1c2c67)" in flat
     assert "12 sent, 25 fetched, 21 merged (2 last step)" in flat
-    assert "rejected 3 (non finite 1, norm too large 2)" in flat and "4 other base, 1 too stale" in flat
+    assert "rejected 3 (non finite 1, norm too large 2)" in flat
+    assert "4 other base, 1 too stale, 5 low trust, 1 repeated" in flat
+    assert "trust 1 of 2 peers at 0.5+; lowest BBBBBB 0.00 (4 harmful); 9 down-weighted, 14 clipped" in flat
     assert "42.5 KiB per summary vs 4.0 MiB dense (97x)" in flat
     assert "outer steps 12, last merge 8s ago, 1.5s CPU of summary work" in flat
 
@@ -92,7 +100,10 @@ def test_prometheus_series():
                  'swarmnode_summaries_rejected_total{reason="non_finite"} 1.0',
                  "swarmnode_summaries_bytes_per_summary 43520.0", "swarmnode_summaries_dense_bytes 4.210688e+06",
                  "swarmnode_summaries_last_merge_age_seconds 7.5", "swarmnode_summaries_active 1.0",
-                 "swarmnode_summaries_merge_seconds_total 3.25", "swarmnode_summaries_merge_cpu_seconds_total 1.5"):
+                 "swarmnode_summaries_merge_seconds_total 3.25", "swarmnode_summaries_merge_cpu_seconds_total 1.5",
+                 'swarmnode_summaries_skipped_total{reason="low_trust"} 5.0', "swarmnode_summaries_harmful_total 3.0",
+                 "swarmnode_summaries_down_weighted_total 9.0", "swarmnode_summaries_clipped_total 14.0",
+                 'swarmnode_summaries_peer_trust{peer="12D3KooWBadPeerBBBBBB"} 0.0', "swarmnode_summaries_agreement_scale 0.0312"):
         assert line in text.splitlines(), line
     empty = generate_latest(make_registry(lambda: status())).decode()
     assert "swarmnode_summaries_sent_total 0.0" in empty

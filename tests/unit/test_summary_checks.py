@@ -190,11 +190,12 @@ class FakeTransport:
 class FakeRollouts:
     """RolloutGossip's part the summary gossip uses: the ledger, `blame`, the message stats."""
 
-    def __init__(self):
+    def __init__(self, standings=None):
         self.blamed = []
         self.accepted = []
         self.ledger = SimpleNamespace(ignored=lambda peer, now: False)
         self.stats = SimpleNamespace(accept=self.accepted.append)
+        self.standings = standings or SimpleNamespace(load=lambda limit: [], save_trust=lambda rows: None)
 
     def blame(self, peer, batch_id, reasons):
         self.blamed.append((peer, [r.value for r, _ in reasons]))
@@ -205,11 +206,11 @@ class AlwaysAllow:
         return True
 
 
-def gossip_with(loop: OuterLoop):
+def gossip_with(loop: OuterLoop, standings=None):
     from swarmnode.node.summary_gossip import SummaryGossip
 
     training = SimpleNamespace(outer=loop, base_fingerprint=BASE, fingerprint="m" * 16, same_base_peers=1)
-    transport, rollouts = FakeTransport(), FakeRollouts()
+    transport, rollouts = FakeTransport(), FakeRollouts(standings)
     gossip = SummaryGossip(NodeConfig(), identity=None, transport=transport, training=training, records=None,
                            rollouts=rollouts)
     gossip.accept_limiter = AlwaysAllow()  # a summary per case, all from one peer
@@ -348,8 +349,8 @@ def test_each_outer_step_fetches_only_what_it_will_merge(make_identity):
         for _ in range(5):
             await asyncio.sleep(0.5)  # ~25 fetch intervals within one outer step
             counts.append(len(asked))
-            merged = loop.step(publish=True).partners
-            assert len(merged) == 2 and len(loop.inbox) == 0  # what was fetched is what is merged
+            judged = loop.step(publish=True).verdicts
+            assert len(judged) == 2 and len(loop.inbox) == 0  # what was fetched is what is judged
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         return counts
@@ -371,3 +372,43 @@ def test_a_summary_made_too_long_ago_or_ahead_is_rejected_for_its_age(make_ident
         with pytest.raises(Rejected) as info:
             gossip._check(seal_summary(peer, s), peer.peer_id, peer.public_key, 1, max_norm=1e9)
         assert info.value.reason == reason and info.value.sender == peer.peer_id
+
+
+def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing(tmp_path):
+    """The outer step's verdicts reach the gossip: a flipped summary is skipped and, once its
+    sender's score is under the harmful threshold, strikes it as harmful_summary; a repeated
+    one as repeated_summary; each judged peer's trust is saved and a restarted node restores it."""
+    from swarmnode.store.standing import StandingStore
+
+    store = StandingStore(tmp_path / "rollouts.sqlite", max_rows=100)
+    model = tiny_model()
+    loop = OuterLoop(model, OuterConfig(every_steps=1, compression=CFG, partners_per_step=4))
+    gossip, _, rollouts = gossip_with(loop, store)
+    direction = {n: torch.randn(shape) for n, shape in SHAPES.items()}
+    for step in range(3):
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                p.sub_(0.01 * direction[n])  # own delta: 0.01 x direction, every step
+        flipped = {n: -0.08 * d for n, d in direction.items()}
+        honest = {n: 0.01 * d + 0.002 * torch.randn(d.shape) for n, d in direction.items()}
+        loop.inbox.put(Received("flipper", flipped, 0.0, loop.clock(), 0.0, bytes([step])))
+        loop.inbox.put(Received("honest", honest, 0.0, loop.clock(), 0.0, bytes([step])))
+        loop.inbox.put(Received("replayer", honest, 0.0, loop.clock(), 0.0, b"same"))
+        gossip.take_verdicts(loop.step(publish=True))
+    trust = loop.trust.snapshot()
+    assert trust["flipper"]["skipped"] == 3 and trust["flipper"]["trust"] == 0.0
+    assert trust["honest"]["merged"] == 3 and trust["honest"]["trust"] == 1.0
+    assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"low_trust": 3, "repeated_summary": 2}
+    # flipper: r = -1 each time; score 0.06 -> -0.47 -> -0.735 -> -0.87, each under -0.25: harmful
+    assert sorted(rollouts.blamed) == [("flipper", ["harmful_summary"])] * 3 + [("replayer", ["repeated_summary"])] * 2
+    assert gossip.judged["harmful"] == 5
+    rows = {r.peer: r for r in store.load(10)}
+    assert rows["flipper"].trust_score < -0.25 and rows["flipper"].trust_judged == 3
+    assert rows["honest"].trust_score > 0.3
+
+    # A restarted node reads them back: the flipper is not a newcomer again.
+    restarted = OuterLoop(tiny_model(), OuterConfig(every_steps=1, compression=CFG))
+    gossip2, _, _ = gossip_with(restarted, store)
+    for peer, score, judged in gossip2.training.saved_trust:
+        restarted.trust.restore(peer, score, judged)
+    assert restarted.trust.trust("flipper") == 0.0 and restarted.trust.trust("honest") == 1.0

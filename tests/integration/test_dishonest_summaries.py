@@ -1,0 +1,154 @@
+"""Dishonest same-base peers against a real node: every summary well-formed, signed, finite, of
+the right base, names and shapes, under the norm bound, and still a lie.
+
+node0 (the victim) and node1 (honest) train the bundled policy and exchange summaries every 4
+steps. Beside them run the project's own daemon with one thing bent, its published summaries
+(tests/hostile/dishonest.py, `python -m tests.hostile.dishonest run ...`): a real identity, real
+p2pd, real training, the real protocol. All attacks run at once against node0 (one swarm, so
+the suite pays for one): sign flip at 8x, a random direction at 4x, an ALIE-style bias, a
+turncoat that flips at 8x after earning trust, two colluders pushing one fixed direction at 8x,
+and a peer that replays one honest summary forever. node0 takes partners_per_step = 4 of their
+summaries per outer step.
+
+Then a lone node (node0's config and question stream, no peer) takes the same local steps.
+node0 must end no lower than it (up to the evaluation's noise), with finite weights; every
+dishonest peer's summaries must be judged, skipped or down-weighted, counted under their
+reason and attributed to the identity that sent them; node1 is never struck.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+
+import pytest
+import yaml
+from safetensors.torch import load_file
+
+from swarmnode.config import bundled_config_path
+from swarmnode.node.local_swarm import LocalSwarm
+from tests.integration.conftest import status_json, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+STEPS = 240  # node0's and the lone node's local steps
+EVAL_SIZE = 64  # held-out items per task
+# Random directions at 8x mostly exceed node0's norm bound (their error feedback grows them): at
+# 4x they pass it and are judged.
+DISHONEST = {2: "sign_flip:8", 3: "random:4", 4: "alie:1", 5: "turncoat:8", 6: "collude:4", 7: "collude:4", 8: "replay"}
+# Evaluation noise: 128 items, the mean of the last 2 evaluations. An unprotected node0 falls
+# far below this: the plain mean took a node from 13% to 3% under one 8x sign flip.
+ACCURACY_SLACK = 0.05
+DATA_SEED = 1000
+
+
+def write_config(path, max_steps: int):
+    config = yaml.safe_load(bundled_config_path("local.yaml").read_text(encoding="utf-8"))
+    config["model"] = {"name_or_path": "bundled:tiny-policy"}
+    config["training"] = {"local_rollouts": 4, "external_rollouts": 0, "samples_per_prompt": 4, "eval_every": 40,
+                          "eval_size": EVAL_SIZE, "checkpoint_every": 40, "threads": 1, "max_steps": max_steps,
+                          "data_seed": DATA_SEED}
+    config["summaries"] = {"every_steps": 4, "partners_per_step": 4, "fetch_interval_s": 0.5,
+                           "announce_interval_s": 1}
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def final_accuracy(home_root) -> tuple[float, list[float]]:
+    """The mean of the last 2 held-out evaluations, and every evaluation."""
+    with sqlite3.connect(str(home_root / "metrics.sqlite")) as conn:
+        values = [v for (v,) in conn.execute("SELECT value FROM metrics WHERE name = 'heldout_accuracy/mean' "
+                                             "ORDER BY rowid")]
+    return sum(values[-2:]) / len(values[-2:]), values
+
+
+def finished(home, steps: int) -> bool:
+    t = status_json(home)["training"]
+    return t["phase"] == "done" and t["steps"] >= steps
+
+
+def latest_checkpoint(root):
+    return root / "checkpoints" / (root / "checkpoints" / "latest").read_text().strip()
+
+
+def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_learns(tmp_path):
+    started = time.monotonic()
+    victim_config = write_config(tmp_path / "victim.yaml", STEPS)
+    size = 2 + len(DISHONEST)
+
+    def env(i: int) -> dict[str, str]:
+        out = {"SWARMNODE__TRAINING__DATA_SEED": str(DATA_SEED + 1000 * i)}
+        if i > 0:
+            out["SWARMNODE__TRAINING__MAX_STEPS"] = "100000"  # the others train on until node0 is done
+        if i in DISHONEST:
+            out["SWARMNODE_BEND"] = DISHONEST[i]
+        return out
+
+    swarm = LocalSwarm(tmp_path / "swarm", size, victim_config, node_env=env,
+                       node_module=lambda i: "tests.hostile.dishonest" if i in DISHONEST else "swarmnode")
+    with swarm:
+        swarm.start()
+        homes = [n.home for n in swarm.nodes]
+        ids = {i: status_json(h)["peer_id"] for i, h in enumerate(homes)}
+        wait_until(lambda: finished(homes[0], STEPS), timeout=420, interval=2.0, what="node0 to take its steps")
+        final = status_json(homes[0])
+        (tmp_path / "status.json").write_text(json.dumps(final, indent=1))
+        victim_acc, victim_curve = final_accuracy(homes[0].root)
+        checkpoint = latest_checkpoint(homes[0].root)
+        finite = {f: all(bool(t.isfinite().all()) for t in load_file(str(checkpoint / f)).values())
+                  for f in ("model.safetensors", "outer.safetensors")}
+        bent = {i: (homes[i].root / "node.log").read_text(errors="replace") for i in DISHONEST}
+
+    lone = LocalSwarm(tmp_path / "lone", 1, victim_config)
+    with lone:
+        lone.start()
+        wait_until(lambda: finished(lone.nodes[0].home, STEPS), timeout=240, interval=2.0, what="the lone node")
+        lone_acc, lone_curve = final_accuracy(lone.nodes[0].home.root)
+    elapsed = time.monotonic() - started
+
+    problems: list[str] = []
+    summ, by_sender = final["summaries"], final["messages"]["rejected_by_sender"]
+    trust = summ["trust"]
+    for i, attack in DISHONEST.items():
+        if f"every summary bent: {attack}" not in bent[i]:
+            problems.append(f"node{i} did not run bent as {attack}")
+    if not all(finite.values()):
+        problems.append(f"node0's checkpoint holds NaN or Inf: {finite}")
+    if victim_acc < lone_acc - ACCURACY_SLACK:
+        problems.append(f"node0 ends at {victim_acc:.3f} held-out, the lone node at {lone_acc:.3f} "
+                        f"(curves {victim_curve} / {lone_curve})")
+    if not summ["robust_merge"] or not summ["agreement_scale"]:
+        problems.append(f"robust merging off or no agreement scale: {summ['robust_merge']}, {summ['agreement_scale']}")
+
+    # The honest peer: merged, trusted, never struck.
+    honest = trust.get(ids[1], {})
+    if not honest.get("merged") or honest.get("harmful") or ids[1] in by_sender:
+        problems.append(f"node1 (honest) {honest}, rejections {by_sender.get(ids[1])}")
+
+    # Every dishonest peer judged, under its verified id; what was done with it, by attack.
+    for i, attack in DISHONEST.items():
+        t, struck = trust.get(ids[i]), by_sender.get(ids[i], {})
+        name = f"node{i} ({attack})"
+        if not t or t["judged"] < 2:
+            problems.append(f"{name}: judged {t}")
+            continue
+        kind = attack.split(":")[0]
+        if kind in ("sign_flip", "random", "turncoat", "collude", "replay") and not t["skipped"]:
+            problems.append(f"{name}: none of its {t['judged']} summaries skipped: {t}")
+        if kind == "sign_flip" and not struck.get("harmful_summary"):
+            problems.append(f"{name}: not struck as harmful_summary: {struck}, {t}")
+        if kind == "replay" and not struck.get("repeated_summary"):
+            problems.append(f"{name}: not struck as repeated_summary: {struck}, {t}")
+        if kind == "turncoat" and not (t["merged"] and t["skipped"]):
+            problems.append(f"{name}: should have been merged while honest and skipped after: {t}")
+        if kind == "alie" and t["trust"] >= 1.0 and not t["skipped"] and not summ["clipped"]:
+            problems.append(f"{name}: merged at full weight, unclipped: {t}")
+        if t["trust"] >= 0.15 and kind in ("sign_flip", "random", "collude", "replay"):
+            problems.append(f"{name}: still trusted at the end: {t}")
+    skipped_total = sum(t["skipped"] for t in trust.values())
+    if sum(summ["skipped"].values()) != skipped_total:
+        problems.append(f"summaries.skipped {summ['skipped']} is not the peers' {skipped_total}")
+    harmful = sum(by_sender.get(ids[i], {}).get(r, 0) for i in DISHONEST for r in ("harmful_summary", "repeated_summary"))
+    if summ["harmful"] != harmful:
+        problems.append(f"summaries.harmful {summ['harmful']} != strikes counted against the dishonest peers {harmful}")
+    assert not problems, "\n".join(problems) + f"\n(node0's status: {tmp_path / 'status.json'}; {elapsed:.0f}s)"
