@@ -37,7 +37,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from summary_experiment import apply_overrides, fresh_home, last_mean, read_curve, wait_until_trained
+from summary_experiment import apply_overrides, fresh_home, kept_runs, last_mean, read_curve, wait_until_trained
 from swarmnode.config import load_config
 from swarmnode.node.local_swarm import LocalSwarm
 
@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tests.hostile.dishonest import parse_bend  # noqa: E402
 
-ATTACKS = ("sign_flip:1", "sign_flip:8", "random:8", "alie:1", "turncoat:8", "collude:8", "replay")
+ATTACKS = ("sign_flip:1", "sign_flip:8", "random:4", "alie:1", "turncoat:8", "collude:4", "replay")
 SHARES = {"1/3": (2, 1), "2/4": (2, 2)}  # honest, dishonest partners
 SEED_STRIDE, NODE_STRIDE = 100_000, 1000
 TRUST_KEYS = ("trust", "judged", "merged", "skipped", "harmful")
@@ -284,12 +284,7 @@ def main(argv: list[str]) -> int:
     check.unlink()
     finished = args.root / args.name / "runs.json"
     settings = {k: getattr(args, k) for k in ("steps", "prompts", "eval_every", "eval_size", "tasks", "set")}
-    runs = []
-    if args.resume and finished.exists():
-        kept = json.loads(finished.read_text(encoding="utf-8"))
-        if kept["settings"] != settings:
-            raise SystemExit(f"--resume: {finished} was run with {kept['settings']}, not {settings}")
-        runs = kept["runs"]
+    runs = kept_runs(finished, settings, args.resume)
     for seed in args.seeds:
         for arm, attack, share in arms(args):
             if any(r["arm"] == arm and r["seed"] == seed for r in runs):

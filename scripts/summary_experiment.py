@@ -360,6 +360,16 @@ def table(summary: dict) -> Table:
     return t
 
 
+def kept_runs(path: Path, settings: dict, resume: bool) -> list[dict]:
+    """With --resume, the runs a previous invocation finished (made with the same `settings`)."""
+    if not (resume and path.exists()):
+        return []
+    kept = json.loads(path.read_text(encoding="utf-8"))
+    if kept["settings"] != settings:
+        raise SystemExit(f"--resume: {path} was run with {kept['settings']}, not {settings}")
+    return kept["runs"]
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     console = Console()
@@ -378,12 +388,7 @@ def main(argv: list[str]) -> int:
         check.unlink()
     finished = args.root / args.name / "runs.json"  # every finished run, written as it ends
     settings = {k: getattr(args, k) for k in ("steps", "nodes", "prompts", "eval_every", "eval_size", "tasks", "lr", "set")}
-    runs = []
-    if args.resume and finished.exists():
-        kept = json.loads(finished.read_text(encoding="utf-8"))
-        if kept["settings"] != settings:
-            raise SystemExit(f"--resume: {finished} was run with {kept['settings']}, not {settings}")
-        runs = kept["runs"]
+    runs = kept_runs(finished, settings, args.resume)
     for seed in args.seeds:
         for arm in args.arms:
             if any(r["arm"] == arm and r["seed"] == seed for r in runs):

@@ -248,3 +248,28 @@ def test_the_plain_mean_is_what_a_flipped_peer_steers():
     assert result.partners == ["bad"]  # judged (status shows it) but merged: g = (own - 8 own) / 2
     moved = {n: anchor[n] - loop.anchor[n] for n in anchor}
     assert cosine(moved, direction) == pytest.approx(-1.0, abs=1e-4)
+
+
+def test_peers_are_judged_against_the_decaying_sum_of_own_deltas():
+    # D_t = DIRECTION_DECAY D_{t-1} + own_t: after own (1 along u), then own (1 along v),
+    # D = 0.8 u + v. A peer sending exactly u agrees with cos(u, 0.8 u + v) = 0.8 / sqrt(1.64).
+    from swarmnode.summaries.state import DIRECTION_DECAY
+
+    model, loop = _loop()
+    u = {n: torch.zeros(s) for n, s in loop.shapes.items()}
+    v = {n: torch.zeros(s) for n, s in loop.shapes.items()}
+    first, second = list(loop.shapes)[:2]
+    u[first].view(-1)[0], v[second].view(-1)[0] = 1.0, 1.0
+    _train(model, u, 1.0)
+    loop.step(publish=True)
+    _train(model, v, 1.0)
+    loop.inbox.put(Received("peer", u, 0.0, loop.clock(), 0.0, b"1"))
+    result = loop.step(publish=True)
+    assert DIRECTION_DECAY == 0.8
+    assert result.verdicts[0].agreement == pytest.approx(0.8 / math.sqrt(1.64), abs=1e-5)
+    state = loop.state_tensors()  # checkpointed with the outer loop, and restored
+    other = _loop()[1]
+    other.load(state, loop.state_meta())
+    assert torch.equal(other.direction[first], loop.direction[first])
+    del state[f"direction.{first}"]  # a checkpoint of an older release: no direction, zeros
+    _loop()[1].load({k: t for k, t in state.items() if not k.startswith("direction.")}, {})
