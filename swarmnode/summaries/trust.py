@@ -26,9 +26,12 @@ turncoat loses in one summary what it earned in ten), and the score sets its tru
     trust = clamp(s / FULL_AT, 0, 1)
 
 A newcomer starts at trust `initial` and earns more. Under `skip_below` a summary is judged but
-not merged; a peer whose score falls under HARMFUL_SCORE is struck (`harmful_summary`) for
-every summary it sends while there. An exact repeat of one of a peer's recent summaries (no
-honest node's error feedback sends the same values twice) counts as r = -1 and is skipped.
+not merged. The score reacts within a summary or two, which is right for weights and wrong for
+blame: an honest peer's agreement is noisy (its sign flips now and then), so a strike waits for
+steadier evidence. A peer is struck (`harmful_summary`) for a summary when the mean r of its
+last STRIKE_WINDOW judged summaries, at least STRIKE_MIN of them, is under HARMFUL_MEAN. An
+exact repeat of one of a peer's recent summaries (no honest node's error feedback sends the
+same values twice) counts as r = -1, is skipped and struck at once (`repeated_summary`).
 """
 from __future__ import annotations
 
@@ -42,7 +45,8 @@ from swarmnode.swarm.bounded import LRUMap
 
 RISE, FALL = 0.25, 0.5  # score steps towards the evidence, up and down
 FULL_AT = 0.3  # a score at which trust is full
-HARMFUL_SCORE = -0.25  # under it, each summary of the peer strikes it
+HARMFUL_MEAN = -0.25  # a mean r of the peer's recent summaries under this strikes it...
+STRIKE_WINDOW, STRIKE_MIN = 8, 4  # ...over its last 8 judged summaries, once it has 4
 SCALE_WINDOW = 32  # judged summaries whose |agreement| set the scale
 NOISE_SIGMAS = 3.0  # the scale is at least this many cos-of-unrelated-directions (1 / sqrt(P))
 DIGESTS_KEPT = 8  # a peer's recent summaries remembered to catch a repeat
@@ -66,6 +70,11 @@ def updated_score(score: float, evidence: float) -> float:
     return score + beta * (evidence - score)
 
 
+def harmful(recent_evidence: list[float]) -> bool:
+    """At least STRIKE_MIN judged summaries whose mean r is under HARMFUL_MEAN."""
+    return len(recent_evidence) >= STRIKE_MIN and statistics.mean(recent_evidence) < HARMFUL_MEAN
+
+
 def trust_of(score: float) -> float:
     """trust = clamp(s / FULL_AT, 0, 1)."""
     return max(0.0, min(1.0, score / FULL_AT))
@@ -85,6 +94,7 @@ class PeerTrust:
     harmful: int = 0  # summaries that struck it
     agreement: float | None = None  # a of its last summary
     digests: deque = field(default_factory=lambda: deque(maxlen=DIGESTS_KEPT))
+    evidence: deque = field(default_factory=lambda: deque(maxlen=STRIKE_WINDOW))  # its recent r
 
 
 @dataclass(frozen=True)
@@ -139,17 +149,18 @@ class TrustBook:
             scale = agreement_scale(list(self._recent_abs), self.parameters)
             evidence = -1.0 if repeated else relative_agreement(agreement, scale)
             t.score = updated_score(t.score, evidence)
+            t.evidence.append(evidence)
             t.judged += 1
             t.agreement = agreement
             trust = trust_of(t.score)
             skipped = REPEATED if repeated else (LOW_TRUST if trust < self.skip_below else None)
-            harmful = repeated or t.score < HARMFUL_SCORE
-            t.harmful += harmful
+            struck = repeated or harmful(list(t.evidence))
+            t.harmful += struck
             if skipped:
                 t.skipped += 1
             else:
                 t.merged += 1
-            return Verdict(peer, agreement, evidence, trust, skipped, harmful)
+            return Verdict(peer, agreement, evidence, trust, skipped, struck)
 
     def trust(self, peer: str) -> float:
         """The peer's trust now (a newcomer's: `initial`)."""

@@ -14,6 +14,7 @@ from swarmnode.summaries.trust import (
     REPEATED,
     TrustBook,
     agreement_scale,
+    harmful,
     relative_agreement,
     score_of,
     trust_of,
@@ -131,14 +132,21 @@ def test_an_honest_newcomer_earns_trust():
     assert b.judge("p", 0.03, b"3").trust == 1.0  # 0.314
 
 
-def test_a_sign_flipper_is_skipped_at_once_and_struck_on_its_second_summary():
+def test_harmful_needs_steady_evidence():
+    assert not harmful([-1.0, -1.0, -1.0])  # fewer than STRIKE_MIN (4)
+    assert harmful([-1.0, -1.0, -1.0, 1.0])  # mean -0.5
+    assert not harmful([1.0, -1.0, 1.0, -1.0])  # an honest peer's noisy signs: mean 0
+    assert not harmful([-0.25, -0.25, -0.25, -0.25])  # not under -0.25
+
+
+def test_a_sign_flipper_is_skipped_at_once_and_struck_from_its_fourth_summary():
     b = book()
-    v = b.judge("bad", -0.03, b"1")  # r -0.5: score 0.06 + 0.5 (-0.56) = -0.22: trust 0, skipped, not yet harmful
+    v = b.judge("bad", -0.03, b"1")  # r -0.5: score 0.06 + 0.5 (-0.56) = -0.22: trust 0, skipped
     assert (v.trust, v.skipped, v.harmful) == (0.0, LOW_TRUST, False)
-    v = b.judge("bad", -0.03, b"2")  # -0.22 + 0.5 (-0.28) = -0.36 < -0.25: harmful
-    assert (v.skipped, v.harmful) == (LOW_TRUST, True)
+    verdicts = [b.judge("bad", -0.03, bytes([i])) for i in range(2, 6)]
+    assert [v.harmful for v in verdicts] == [False, False, True, True]  # mean r -0.5 once 4 are judged
     snap = b.snapshot()["bad"]
-    assert (snap["judged"], snap["merged"], snap["skipped"], snap["harmful"]) == (2, 0, 2, 1)
+    assert (snap["judged"], snap["merged"], snap["skipped"], snap["harmful"]) == (5, 0, 5, 2)
 
 
 def test_a_random_direction_never_earns_weight():
@@ -169,7 +177,7 @@ def test_distrusted_peers_are_evicted_last_and_trust_round_trips():
     b = TrustBook(2, initial=0.2, skip_below=0.15, parameters=10**6)
     b.restore_scale([0.06] * 31)
     for i in range(3):
-        b.judge("bad", -0.06, bytes([i]))
+        b.judge("bad", -0.06, bytes([i]))  # score under 0: distrusted
     b.judge("p2", 0.03, b"a")
     b.judge("p3", 0.03, b"a")  # over capacity: p2 goes, not the distrusted "bad"
     assert set(b.snapshot()) == {"bad", "p3"}

@@ -385,7 +385,7 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
     loop = OuterLoop(model, OuterConfig(every_steps=1, compression=CFG, partners_per_step=4))
     gossip, _, rollouts = gossip_with(loop, store)
     direction = {n: torch.randn(shape) for n, shape in SHAPES.items()}
-    for step in range(3):
+    for step in range(5):
         with torch.no_grad():
             for n, p in model.named_parameters():
                 p.sub_(0.01 * direction[n])  # own delta: 0.01 x direction, every step
@@ -396,14 +396,14 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
         loop.inbox.put(Received("replayer", honest, 0.0, loop.clock(), 0.0, b"same"))
         gossip.take_verdicts(loop.step(publish=True))
     trust = loop.trust.snapshot()
-    assert trust["flipper"]["skipped"] == 3 and trust["flipper"]["trust"] == 0.0
-    assert trust["honest"]["merged"] == 3 and trust["honest"]["trust"] == 1.0
-    assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"low_trust": 3, "repeated_summary": 2}
-    # flipper: r = -1 each time; score 0.06 -> -0.47 -> -0.735 -> -0.87, each under -0.25: harmful
-    assert sorted(rollouts.blamed) == [("flipper", ["harmful_summary"])] * 3 + [("replayer", ["repeated_summary"])] * 2
-    assert gossip.judged["harmful"] == 5
+    assert trust["flipper"]["skipped"] == 5 and trust["flipper"]["trust"] == 0.0
+    assert trust["honest"]["merged"] == 5 and trust["honest"]["trust"] == 1.0
+    assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"low_trust": 5, "repeated_summary": 4}
+    # flipper: r = -1 each time: struck from its 4th summary on (mean r of 4 or more under -0.25)
+    assert sorted(rollouts.blamed) == [("flipper", ["harmful_summary"])] * 2 + [("replayer", ["repeated_summary"])] * 4
+    assert gossip.judged["harmful"] == 6
     rows = {r.peer: r for r in store.load(10)}
-    assert rows["flipper"].trust_score < -0.25 and rows["flipper"].trust_judged == 3
+    assert rows["flipper"].trust_score < -0.25 and rows["flipper"].trust_judged == 5
     assert rows["honest"].trust_score > 0.3
 
     # A restarted node reads them back: the flipper is not a newcomer again.
