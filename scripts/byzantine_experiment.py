@@ -12,6 +12,8 @@ arm. Arms:
 
   lone             the victim alone
   clean            the victim and 3 honest partners
+  clean-2          the victim and 2 honest partners: an attack arm without its dishonest peers
+                   (what a perfect defence would leave)
   <attack> 1/3     the victim, 2 honest partners and 1 dishonest
   <attack> 2/4     the victim, 2 honest partners and 2 dishonest
 
@@ -37,7 +39,16 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from summary_experiment import apply_overrides, fresh_home, kept_runs, last_mean, read_curve, wait_until_trained
+from summary_experiment import (
+    apply_overrides,
+    arm_curve,
+    fresh_home,
+    kept_runs,
+    last_mean,
+    read_curve,
+    spread,
+    wait_until_trained,
+)
 from swarmnode.config import load_config
 from swarmnode.node.local_swarm import LocalSwarm
 
@@ -47,6 +58,7 @@ from tests.hostile.dishonest import parse_bend  # noqa: E402
 
 ATTACKS = ("sign_flip:1", "sign_flip:8", "random:4", "alie:1", "turncoat:8", "collude:4", "replay")
 SHARES = {"1/3": (2, 1), "2/4": (2, 2)}  # honest, dishonest partners
+BASELINES = ("lone", "clean", "clean-2")
 SEED_STRIDE, NODE_STRIDE = 100_000, 1000
 TRUST_KEYS = ("trust", "judged", "merged", "skipped", "harmful")
 
@@ -85,7 +97,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def arms(args: argparse.Namespace) -> list[tuple[str, str | None, str | None]]:
     """(arm name, attack, share): the baselines first, then every attack at every share."""
-    out = [] if args.no_baselines else [("lone", None, None), ("clean", None, None)]
+    out = [] if args.no_baselines else [(arm, None, None) for arm in BASELINES]
     return out + [(f"{a} {s}", a, s) for a in args.attacks for s in args.shares]
 
 
@@ -94,7 +106,7 @@ def node_bends(arm: str, attack: str | None, share: str | None) -> list[str | No
     if arm == "lone":
         return [None]
     if attack is None:
-        return [None] * 4  # clean: the victim and 3 honest partners
+        return [None] * (3 if arm == "clean-2" else 4)  # the victim and its honest partners
     honest, dishonest = SHARES[share]
     return [None] * (1 + honest) + [attack] * dishonest
 
@@ -132,9 +144,11 @@ def run_one(args, cfg: dict, arm: str, attack: str | None, share: str | None, se
     started = time.monotonic()
     with swarm:
         swarm.start(on_progress=lambda msg: console.print(f"[dim]  {msg}[/dim]"))
-        ids = [row.get("peer_id") for row in swarm.poll()]
         # The victim alone decides when the run is over.
         rows = wait_until_trained(swarm, args.steps, f"seed {seed}, {arm}, {args.steps} steps", console, first=1)
+    ids = [row.get("peer_id") for row in rows]
+    if None in ids:  # a partner we cannot name would count as one whose summaries were never merged
+        raise SystemExit(f"seed {seed}, {arm}: no status (peer id) from {[r['name'] for r in rows if not r.get('peer_id')]}")
     curve, (first, last) = read_curve(root / "node0" / "metrics.sqlite")
     status = rows[0]
     summ = status.get("summaries") or {}
@@ -156,31 +170,35 @@ def run_one(args, cfg: dict, arm: str, attack: str | None, share: str | None, se
 
 # -- summary ------------------------------------------------------------------------------------
 
-def spread(values: list[float]) -> dict:
-    return {"mean": round(statistics.mean(values), 4), "min": round(min(values), 4), "max": round(max(values), 4),
-            "by_seed": [round(v, 4) for v in values]}
-
-
 def summarise(runs: list[dict], args) -> dict:
     by = {}
     for r in runs:
         by.setdefault(r["arm"], []).append(r)
     gain = {r["seed"]: r["final_accuracy"] - r["initial_accuracy"] for r in by.get("clean", [])}
+    clean2 = {r["seed"]: r["final_accuracy"] for r in by.get("clean-2", [])}
     lone = {r["seed"]: r["final_accuracy"] for r in by.get("lone", [])}
     arms_out = {}
     for arm, rs in by.items():
         rs = sorted(rs, key=lambda r: r["seed"])
+        # Per seed, and as a ratio of the means over seeds (a seed whose clean gain is near 0
+        # would blow its own ratio up).
         shares = [(r["final_accuracy"] - r["initial_accuracy"]) / gain[r["seed"]]
                   for r in rs if gain.get(r["seed"])]
+        paired = [r for r in rs if r["seed"] in gain]
+        of_means = (statistics.mean(r["final_accuracy"] - r["initial_accuracy"] for r in paired)
+                    / statistics.mean(gain[r["seed"]] for r in paired)) if paired else None
         dishonest = [p for r in rs for p in r["partners"] if p["bend"]]
         vs_lone = [r["final_accuracy"] - lone[r["seed"]] for r in rs if r["seed"] in lone]
+        vs_clean2 = [r["final_accuracy"] - clean2[r["seed"]] for r in rs if r["seed"] in clean2]
         arms_out[arm] = {
             "attack": rs[0]["attack"], "share": rs[0]["share"],
             "final_accuracy": spread([r["final_accuracy"] for r in rs]),
             "gain_points": spread([100 * (r["final_accuracy"] - r["initial_accuracy"]) for r in rs]),
             "gain_share_of_clean": spread(shares) if shares else None,
+            "gain_share_of_clean_of_means": round(of_means, 3) if of_means is not None else None,
             "vs_lone_points": spread([100 * v for v in vs_lone]) if vs_lone else None,
             "never_below_lone": all(v >= 0 for v in vs_lone) if vs_lone else None,
+            "vs_clean2_points": spread([100 * v for v in vs_clean2]) if vs_clean2 else None,
             "dishonest_merged": sum(p["merged"] or 0 for p in dishonest),
             "dishonest_skipped": sum(p["skipped"] or 0 for p in dishonest),
             "dishonest_judged": sum(p["judged"] or 0 for p in dishonest),
@@ -194,7 +212,9 @@ def summarise(runs: list[dict], args) -> dict:
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "seeds": args.seeds, "steps": args.steps,
         "final_accuracy_definition": "the victim's (node 0's) mean of its last 3 evaluations",
-        "gain_share_definition": "per seed, (victim's final - initial accuracy) / (the clean arm's same), then over seeds",
+        "gain_share_definition": "per seed, (victim's final - initial accuracy) / (the clean arm's same), then over seeds; "
+                                 "_of_means: mean gain over seeds / the clean arm's mean gain. The clean arm has 3 honest "
+                                 "partners, an attack arm 2: a perfect defence scores under 1",
         "arms": arms_out,
     }
 
@@ -204,21 +224,21 @@ def summarise(runs: list[dict], args) -> dict:
 def table(summary: dict) -> Table:
     t = Table(title=f"the victim after {summary['steps']} local steps (seeds {summary['seeds']})",
               box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), caption_justify="left")
-    for col in ("attack", "bad", "acc", "gain/clean", "vs lone", "merged", "skipped", "trust"):
-        t.add_column(col, justify="left" if col == "attack" else "right")
+    for col in ("attack", "bad", "acc", "gain/clean", "vs lone", "mrg", "skip", "trust"):
+        t.add_column(col, justify="left" if col == "attack" else "right", no_wrap=True)
     for arm, a in summary["arms"].items():
         acc, share, lone = a["final_accuracy"], a["gain_share_of_clean"], a["vs_lone_points"]
         trust = a["dishonest_trust_end"]
         t.add_row(a["attack"] or arm, a["share"] or "-", f"{acc['mean']:.3f}",
-                  "-" if share is None else f"{share['mean']:.2f} ({share['min']:.2f})",
+                  "-" if share is None else f"{a['gain_share_of_clean_of_means']:.2f} ({share['min']:.2f})",
                   "-" if lone is None else f"{lone['mean']:+.1f} ({lone['min']:+.1f})",
                   str(a["dishonest_merged"]) if a["attack"] else "-",
                   str(a["dishonest_skipped"]) if a["attack"] else "-",
                   f"{max(trust):.2f}" if trust and all(x is not None for x in trust) else "-")
-    t.caption = ("acc: victim's mean of its last 3 evals; gain/clean: its gain over the\n"
-                 "clean swarm's, mean (min) over seeds; vs lone: points above the lone\n"
-                 "node, mean (min); merged / skipped: dishonest summaries; trust: the\n"
-                 "highest dishonest peer's trust at the end")
+    t.caption = ("acc: victim's mean of its last 3 evals; gain/clean: its mean gain over\n"
+                 "the clean swarm's (min over seeds); vs lone: points above the lone\n"
+                 "node, mean (min); mrg / skip: dishonest summaries merged / skipped;\n"
+                 "trust: the highest dishonest peer's trust at the end")
     return t
 
 
@@ -230,18 +250,11 @@ def plot(summary: dict, path: Path) -> None:
 
     arms = summary["arms"]
     fig, (curves, bars) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1, 1.3]})
-    for arm in ("lone", "clean"):
-        if arm in arms:
-            runs = arms[arm]["runs"]
-            steps = [s for s, _ in runs[0]["curve"]]
-            mean = [statistics.mean(r["curve"][i][1] for r in runs if i < len(r["curve"])) for i in range(len(steps))]
-            curves.plot(steps, mean, label=arm, linewidth=2)
-    worst = sorted((a for a in arms if a not in ("lone", "clean")), key=lambda a: arms[a]["final_accuracy"]["mean"])[:3]
-    for arm in worst:
-        runs = arms[arm]["runs"]
-        steps = [s for s, _ in runs[0]["curve"]]
-        mean = [statistics.mean(r["curve"][i][1] for r in runs if i < len(r["curve"])) for i in range(len(steps))]
-        curves.plot(steps, mean, label=f"{arm} (among the lowest)", linestyle="--")
+    worst = sorted((a for a in arms if a not in BASELINES), key=lambda a: arms[a]["final_accuracy"]["mean"])[:3]
+    for arm in [a for a in ("lone", "clean") if a in arms] + worst:
+        curve = arm_curve([{"nodes": [r]} for r in arms[arm]["runs"]], summary["steps"], summary["config"]["eval_every"])
+        curves.plot(curve["steps"], curve["mean"], label=arm if arm in ("lone", "clean") else f"{arm} (among the lowest)",
+                    linewidth=2 if arm in ("lone", "clean") else 1, linestyle="-" if arm in ("lone", "clean") else "--")
     curves.set_xlabel("victim's local steps")
     curves.set_ylabel("victim's held-out accuracy (mean over seeds)")
     curves.legend(fontsize=7)
@@ -249,14 +262,17 @@ def plot(summary: dict, path: Path) -> None:
     means = [arms[a]["final_accuracy"]["mean"] for a in names]
     lows = [arms[a]["final_accuracy"]["mean"] - arms[a]["final_accuracy"]["min"] for a in names]
     highs = [arms[a]["final_accuracy"]["max"] - arms[a]["final_accuracy"]["mean"] for a in names]
-    bars.barh(range(len(names)), means, xerr=[lows, highs], color=["tab:green" if a == "clean" else "tab:red"
-                                                                     for a in names], alpha=0.7)
+    bars.barh(range(len(names)), means, xerr=[lows, highs],
+              color=["tab:green" if a.startswith("clean") else "tab:red" for a in names], alpha=0.7)
     bars.set_yticks(range(len(names)), names, fontsize=7)
     bars.invert_yaxis()
     if "lone" in arms:
         bars.axvline(arms["lone"]["final_accuracy"]["mean"], color="black", linestyle="--", label="lone node")
     if "clean" in arms:
         bars.axvline(arms["clean"]["final_accuracy"]["mean"], color="tab:green", linestyle=":", label="clean swarm")
+    start = statistics.mean(r["initial_accuracy"] for a in arms.values() for r in a["runs"])
+    bars.set_xlim(left=start - 0.02)
+    bars.axvline(start, color="grey", linewidth=1, label="at the start")
     bars.set_xlabel("victim's final held-out accuracy (min-max over seeds)")
     bars.legend(fontsize=7, loc="lower right")
     fig.suptitle(f"an honest node among dishonest same-base partners, {summary['steps']} steps, "
@@ -296,7 +312,7 @@ def main(argv: list[str]) -> int:
             r = runs[-1]
             console.print(f"  victim {r['initial_accuracy']} -> {r['final_accuracy']} ({r['seconds']} s); "
                           f"dishonest: {[(p['merged'], p['skipped'], p['trust']) for p in r['partners'] if p['bend']]}")
-    wanted = {a for a, _, _ in arms(args)}
+    wanted = {a for a, _, _ in arms(args)} | set(BASELINES)  # baselines kept from a run before are used
     runs = [r for r in runs if r["seed"] in args.seeds and r["arm"] in wanted]
     summary = summarise(runs, args)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -209,8 +209,8 @@ class SummariesConfig(_Section):
     fetch_timeout_s: float = Field(10.0, gt=0, description="a summary fetch from one peer gives up after this long")
     keep_summaries: int = Field(4, ge=1, description="own summaries this node keeps for peers to fetch")
     robust_merge: bool = Field(
-        True, description="merge with each peer's distance from this node's own delta clipped to its norm, weighted "
-                          "by the peer's earned trust (off: the plain weighted mean, which one dishonest peer can steer)"
+        True, description="merge each peer's delta clipped to 2x this node's own delta norm and weighted by the peer's "
+                          "earned trust (off: the plain weighted mean, which one dishonest peer can steer)"
     )
     trust_initial: float = Field(0.2, ge=0, le=1, description="a newcomer's trust (weight factor) before it has earned more")
     trust_skip_below: float = Field(

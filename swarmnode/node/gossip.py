@@ -272,8 +272,9 @@ class RolloutGossip(RolloutFetching):
     async def _reject(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]]) -> None:
         await asyncio.to_thread(self.blame, peer, batch_id, reasons)
 
-    def blame(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]]) -> None:
-        """Count rejections against `peer` (a verified id), strike it (see NOT_STRIKES), and write them down.
+    def blame(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]], weight: int = 1) -> None:
+        """Count rejections against `peer` (a verified id), strike it `weight` times for each
+        (see NOT_STRIKES), and write them down.
 
         Thread-safe and blocking (SQLite): called from worker threads, and from the trainer
         thread for samples it finds implausible."""
@@ -285,7 +286,7 @@ class RolloutGossip(RolloutFetching):
         except Exception as e:  # noqa: BLE001 - the counts above stand; the log says why the row is missing
             self.counters["store_errors"] += 1
             log.warning("storing rejections of %s failed (%s)", peer, e)
-        strikes = sum(1 for reason, _ in reasons if reason not in NOT_STRIKES)
+        strikes = weight * sum(1 for reason, _ in reasons if reason not in NOT_STRIKES)
         if strikes and self.ledger.record(peer, 0, strikes, self.transport.dht_time()):
             self.counters["peers_ignored"] += 1
             log.warning("ignoring peer %s for %gs: %d rejected groups within %gs", peer, self.config.rollouts.ignore_s,

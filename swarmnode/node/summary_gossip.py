@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import math
 import random
 import threading
 import time
@@ -50,6 +51,10 @@ log = logging.getLogger("swarmnode.summaries")
 # peer is a flood, fetched later.
 ACCEPT_SUMMARIES_PER_S = 0.5
 ACCEPT_BURST = 2
+SUMMARY_STRIKES_TO_IGNORE = 4  # harmful summaries within rollouts.strike_window_s that get a peer ignored
+# A peer trusted too little to be merged is fetched after the trusted ones, except in this share
+# of fetch rounds: an honest peer that drew one unlucky verdict must get another hearing.
+EXPLORE_SHARE = 0.25
 
 
 class SummaryGossip:
@@ -177,8 +182,7 @@ class SummaryGossip:
                 self._rng.shuffle(candidates)
                 # Peers trusted too little to be merged go last: their summaries would take a
                 # place a trusted peer's could have had.
-                skip_below = outer.trust.skip_below
-                candidates.sort(key=lambda a: outer.trust.trust(a.peer_id) < skip_below)
+                candidates.sort(key=lambda a: not outer.trust.merges(a.peer_id) and self._rng.random() >= EXPLORE_SHARE)
                 for a in candidates[:fetch_allowance(cfg.partners_per_step, started, len(outer.inbox))]:
                     started += 1
                     task = asyncio.create_task(self._fetch_slot(a))
@@ -272,7 +276,9 @@ class SummaryGossip:
             outer = self.training.outer
             tensors, norm = check_summary(summary, sender=peer, base_fingerprint=self.training.base_fingerprint,
                                           shapes=outer.shapes, max_norm=max_norm)
-            return Received(peer, tensors, norm, outer.clock(), time.monotonic(), values_digest(tensors))
+            # An all-zero summary (an idle peer) is no evidence and no repeat: no digest.
+            return Received(peer, tensors, norm, outer.clock(), time.monotonic(),
+                            values_digest(tensors) if norm > 0 else None)
 
     @contextlib.contextmanager
     def _timed(self):
@@ -291,30 +297,32 @@ class SummaryGossip:
     # -- trust ---------------------------------------------------------------------------------
 
     def take_verdicts(self, result: OuterResult) -> None:
-        """The outer step's verdicts on peers' summaries (trainer thread; blocking: SQLite).
-        Counted for status; a harmful or repeated summary strikes its sender; every judged
+        """The outer step's verdicts on peers' summaries (trainer thread; blocking: SQLite):
+        counted for status, a harmful or repeated summary strikes its sender, and every judged
         peer's trust is saved with its standing."""
         outer = self.training.outer
         if outer is None or not outer.config.robust:
             return  # the plain mean: trust is shown, never acted on
         with self._verdict_lock:
-            for v in result.verdicts:
-                if v.skipped:
-                    self.skipped[v.skipped] += 1
-                self.judged["harmful"] += v.harmful
-            self.judged["down_weighted"] += sum(1 for v in result.verdicts if v.skipped is None and v.trust < 1)
-            self.judged["clipped"] += sum(1 for f in result.clip_factors if f < 1)
+            tally_verdicts(result, self.skipped, self.judged)
+        # A summary is judged once an outer step, seconds to minutes apart: each strike weighs
+        # enough that SUMMARY_STRIKES_TO_IGNORE of them within rollouts.strike_window_s ignore the peer.
+        weight = math.ceil((self.config.rollouts.strike_limit + 1) / SUMMARY_STRIKES_TO_IGNORE)
         for v in result.verdicts:
             if v.harmful:
                 reason = RejectReason.REPEATED_SUMMARY if v.skipped == REPEATED else RejectReason.HARMFUL_SUMMARY
                 self.rollouts.blame(v.peer, None, [(reason, f"summary: agreement {v.agreement:.3g} with this "
-                                                            f"node's own delta, trust {v.trust:.2f}")])
+                                                            f"node's own direction, trust {v.trust:.2f}")], weight)
         try:
             self.rollouts.standings.save_trust(outer.trust.saved([v.peer for v in result.verdicts]))
         except Exception as e:  # noqa: BLE001 - memory still holds the trust
             log.warning("saving peers' summary trust failed (%s)", e)
 
     # -- status --------------------------------------------------------------------------------
+
+    def _verdict_counts(self) -> dict[str, Any]:
+        with self._verdict_lock:  # the trainer thread adds to them
+            return {"skipped": dict(self.skipped), **self.judged}
 
     def snapshot(self) -> dict[str, Any]:
         outer = self.training.outer
@@ -342,13 +350,21 @@ class SummaryGossip:
             "merge_cpu_seconds": round(counters["merge_cpu_seconds"] + self.check_cpu_seconds, 3),
             "partners_last": counters["partners_last"],
             "robust_merge": self.config.summaries.robust_merge,
-            "skipped": dict(self.skipped),
-            "down_weighted": self.judged["down_weighted"],
-            "clipped": self.judged["clipped"],
-            "harmful": self.judged["harmful"],
+            **self._verdict_counts(),
             "agreement_scale": round(outer.trust.scale, 5) if outer is not None else None,
             "trust": outer.trust.snapshot() if outer is not None else {},
         }
+
+
+def tally_verdicts(result: OuterResult, skipped: Counter, judged: dict[str, int]) -> None:
+    """Add one outer step's verdicts to the status counters: skipped by reason, and merged
+    summaries down-weighted (trust < 1) or clipped, and strikes (harmful)."""
+    for v in result.verdicts:
+        if v.skipped:
+            skipped[v.skipped] += 1
+        judged["harmful"] += v.harmful
+    judged["down_weighted"] += sum(1 for v in result.verdicts if v.skipped is None and v.trust < 1)
+    judged["clipped"] += sum(1 for f in result.clip_factors if f < 1)
 
 
 def values_digest(tensors: dict) -> bytes:

@@ -58,11 +58,14 @@ def summaries_metrics(summaries: dict[str, Any]):
     for reason, n in sorted((summaries.get("skipped") or {}).items()):
         skipped.add_metric([reason], n)
     yield skipped
-    trust = GaugeMetricFamily("swarmnode_summaries_peer_trust", "A same-base peer's earned trust (weight factor 0..1)",
-                              labels=["peer"])
-    for peer, t in sorted((summaries.get("trust") or {}).items()):
-        trust.add_metric([peer], float(t["trust"]))
-    yield trust
+    # By standing, not by peer: a label per identity would let a flood of identities grow the series.
+    peers = GaugeMetricFamily("swarmnode_summaries_judged_peers", "Same-base peers whose summaries were judged, by their "
+                              "trust: full (1), partial (between), none (0)", labels=["trust"])
+    trust = [t["trust"] for t in (summaries.get("trust") or {}).values()]
+    for label, n in (("full", sum(t >= 1.0 for t in trust)), ("partial", sum(0.0 < t < 1.0 for t in trust)),
+                     ("none", sum(t <= 0.0 for t in trust))):
+        peers.add_metric([label], n)
+    yield peers
     for key, (name, help_text) in SUMMARIES_GAUGES.items():
         value = summaries.get(key)
         if value is not None:
@@ -98,7 +101,7 @@ SUMMARIES_COUNTERS = {
     "merge_seconds": "Seconds spent compressing, checking and merging gradient summaries",
     "merge_cpu_seconds": "CPU seconds of that work (the wall seconds include waiting for a busy core)",
     "down_weighted": "Peers' gradient summaries merged at less than full weight (trust under 1)",
-    "clipped": "Peers' gradient summaries whose distance from this node's own delta was clipped",
+    "clipped": "Peers' gradient summaries clipped to 2x the norm of this node's own delta",
     "harmful": "Peers' gradient summaries that struck their sender (harmful or repeated)",
 }
 
@@ -109,7 +112,7 @@ SUMMARIES_GAUGES = {  # status key -> (metric name after swarmnode_summaries_, h
     "compression_ratio": ("compression_ratio", "dense_bytes / bytes_per_summary"),
     "last_merge_age_s": ("last_merge_age_seconds", "Seconds since the last merge of a peer's summary"),
     "partners_last": ("partners_last", "Peers' summaries merged at the last outer step"),
-    "agreement_scale": ("agreement_scale", "The |cos| with this node's own delta a peer's summary needs to count as full agreement"),
+    "agreement_scale": ("agreement_scale", "The |cos| with this node's own direction a peer's summary needs to count as full agreement"),
 }
 
 

@@ -13,8 +13,9 @@ weighted by the trust it has earned (summaries/trust.py):
 w_j is the staleness and frequency weight (<= 1), t_j in [0, 1] the peer's trust. Peer j moves g
 by at most w_j t_j tau / (1 + sum w) <= tau / 2 = |own|: never further than this node's own
 delta does, whatever it sends. With trust 1 and no clip binding, g is the plain weighted mean.
-An untrusted peer's place is an abstention (a zero delta, still counted in the denominator),
-not a vote for this node's own direction. Why 2 |own| and not |own|: an honest peer's summary
+A merged peer with trust t < 1 abstains for (1 - t) of its place (a zero delta, still counted
+in the denominator), not a vote for this node's own direction; a peer trusted under
+summaries.trust_skip_below is left out of the step altogether (summaries/trust.py). Why 2 |own| and not |own|: an honest peer's summary
 carries its error-feedback residual and grows to 1.2-1.3x the receiver's own delta norm over a
 run (measured in one process, 4 nodes, H = 20); clipped at |own| most honest summaries lost a
 tenth or more, at 2 |own| they pass whole.
@@ -55,13 +56,15 @@ def clip_factor(distance: float, tau: float) -> float:
     return 1.0 if distance <= tau else tau / distance
 
 
-def robust_merge(own: Tensors, peers: list[tuple[Tensors, float, float]], tau: float) -> tuple[Tensors, list[float]]:
+def robust_merge(own: Tensors, peers: list[tuple[Tensors, float, float]], clip_ratio: float = CLIP_RATIO
+                 ) -> tuple[Tensors, list[float]]:
     """The clipped, trust-weighted mean (see the module docstring):
 
-        g = (own + sum_j w_j t_j min(1, tau / |d_j|) d_j) / (1 + sum_j w_j)
+        g = (own + sum_j w_j t_j min(1, tau / |d_j|) d_j) / (1 + sum_j w_j),   tau = clip_ratio |own|
 
     `peers`: (d_j, w_j, t_j), w_j >= 0, t_j in [0, 1]. Returns g and each peer's clip factor
     min(1, tau / |d_j|) (1: not clipped)."""
+    tau = clip_ratio * norm(own)
     total = 1.0 + sum(w for _, w, _ in peers)
     factors = []
     acc = {name: value.clone() for name, value in own.items()}

@@ -24,7 +24,7 @@ from swarmnode.summaries.outer import (
     peer_weights,
     pseudo_gradient,
 )
-from swarmnode.summaries.robust import CLIP_RATIO, cosine, robust_merge
+from swarmnode.summaries.robust import cosine, robust_merge
 from swarmnode.summaries.trust import TrustBook, Verdict
 from swarmnode.swarm.bounded import LRUMap
 
@@ -47,7 +47,7 @@ class OuterConfig:
     staleness_exponent: float = 1.0
     max_staleness: int = 4
     compression: CompressionConfig = field(default_factory=CompressionConfig)
-    robust: bool = True  # CenteredClip around the own delta and trust weights (False: the plain weighted mean)
+    robust: bool = True  # clipped, trust-weighted mean (summaries/robust.py); False: the plain weighted mean
     trust_initial: float = 0.2
     trust_skip_below: float = 0.15
 
@@ -134,7 +134,7 @@ class OuterLoop:
         self.direction = {name: torch.zeros_like(t) for name, t in self.anchor.items()}
         self.inbox = SummaryInbox(max_peers)
         self.trust = TrustBook(max_peers, initial=config.trust_initial, skip_below=config.trust_skip_below,
-                               parameters=sum(t.numel() for t in self.anchor.values()))
+                               parameters=sum(t.numel() for t in self.anchor.values()), acting=config.robust)
         self.outer_steps = 0
         self.own_norms: deque[float] = deque(maxlen=OWN_NORMS_KEPT)
         # The partners of the last outer steps (bounded: MERGES_REMEMBERED x partners_per_step ids).
@@ -166,7 +166,7 @@ class OuterLoop:
         rng = random.Random(f"{self.seed}/{self.outer_steps}")
         taken = self.inbox.take(c.partners_per_step, self.outer_steps, c.max_staleness, rng)
         verdicts = [self.trust.judge(p.peer, cosine(p.tensors, self.direction), p.digest) for p in taken]
-        partners = [p for p, v in zip(taken, verdicts) if v.skipped is None or not c.robust]
+        partners = [p for p, v in zip(taken, verdicts) if v.skipped is None]
         self.recent_partners.append(tuple(p.peer for p in partners))
         peer_w, factors = [], []
         if partners:
@@ -176,8 +176,7 @@ class OuterLoop:
             peer_w = peer_weights(ages, c.staleness_exponent, corrections)
             if c.robust:
                 trust = {v.peer: v.trust for v in verdicts}
-                g, factors = robust_merge(own, [(p.tensors, w, trust[p.peer]) for p, w in zip(partners, peer_w)],
-                                          tau=CLIP_RATIO * global_norm(own))
+                g, factors = robust_merge(own, [(p.tensors, w, trust[p.peer]) for p, w in zip(partners, peer_w)])
             else:
                 g = merge_pseudo_gradients(own, list(zip((p.tensors for p in partners), peer_w)))
                 factors = [1.0] * len(partners)
@@ -211,7 +210,7 @@ class OuterLoop:
     def state_meta(self) -> dict:
         return {"outer_steps": self.outer_steps, "own_norms": list(self.own_norms),
                 "recent_partners": [list(step) for step in self.recent_partners],
-                "agreement_recent_abs": self.trust.recent_abs()}
+                "agreement_votes": self.trust.votes()}
 
     def load(self, tensors: dict[str, Tensor], meta: dict) -> None:
         """Resume from `state_tensors` / `state_meta` (a checkpoint of the same model)."""
@@ -222,9 +221,9 @@ class OuterLoop:
                     target[name].copy_(tensors[key])
         self.outer_steps = int(meta.get("outer_steps", 0))
         self.own_norms.extend(float(x) for x in meta.get("own_norms", []))
-        recent = meta.get("agreement_recent_abs")
-        if isinstance(recent, list):
-            self.trust.restore_scale([a for a in recent if isinstance(a, (int, float)) and math.isfinite(a)])
+        votes = meta.get("agreement_votes")
+        if isinstance(votes, dict):
+            self.trust.restore_votes({p: a for p, a in votes.items() if isinstance(a, (int, float)) and math.isfinite(a)})
         # The frequency correction's memory (peer ids this node verified when it merged them);
         # bounded like the live deque, whatever the file holds.
         for step in list(meta.get("recent_partners", []))[-MERGES_REMEMBERED:]:

@@ -16,15 +16,19 @@ against the typical agreement of the summaries this node judged lately:
 
 P is the number of parameters: two unrelated directions have cos ~ 1/sqrt(P), so a random
 direction never looks like evidence. On the bundled policy a random direction gives
-|a| ~ 0.001, honest peers and sign-flipped ones some +-0.01 to 0.03. A median is set by the majority of what was judged: a minority cannot
+|a| ~ 0.001, honest peers and sign-flipped ones some +-0.01 to 0.03. Each peer has one vote in
+the median (its latest |a|), so a peer that echoes this node's own summary back cannot stretch
+the scale by sending often; many such identities can (docs/security.md, what is left open). A median is set by the majority of what was judged: a minority cannot
 move the scale far, and even a majority can only scale r, not turn its sign.
 
-Each judged summary moves the peer's score s towards r, faster down than up (RISE < FALL: a
-turncoat loses in one summary what it earned in ten), and the score sets its trust:
+Each judged summary moves the peer's score s towards r, faster down than up (RISE < FALL), and
+the score sets its trust:
 
     s' = s + beta (r - s),  beta = RISE if r >= s else FALL
     trust = clamp(s / FULL_AT, 0, 1)
 
+(an honest newcomer reaches full trust in one or two summaries; one summary with r = -1 takes
+a fully trusted peer to a score under 0).
 A newcomer starts at trust `initial` and earns more. Under `skip_below` a summary is judged but
 not merged. The score reacts within a summary or two, which is right for weights and wrong for
 blame: an honest peer's agreement is noisy (its sign flips now and then), so a strike waits for
@@ -47,7 +51,7 @@ RISE, FALL = 0.25, 0.5  # score steps towards the evidence, up and down
 FULL_AT = 0.3  # a score at which trust is full
 HARMFUL_MEAN = -0.25  # a mean r of the peer's recent summaries under this strikes it...
 STRIKE_WINDOW, STRIKE_MIN = 8, 4  # ...over its last 8 judged summaries, once it has 4
-SCALE_WINDOW = 32  # judged summaries whose |agreement| set the scale
+SCALE_WINDOW = 32  # the peers most recently judged, whose latest |agreement| set the scale
 NOISE_SIGMAS = 3.0  # the scale is at least this many cos-of-unrelated-directions (1 / sqrt(P))
 DIGESTS_KEPT = 8  # a peer's recent summaries remembered to catch a repeat
 LOW_TRUST, REPEATED = "low_trust", "repeated_summary"  # why a summary was skipped (status keys)
@@ -102,7 +106,7 @@ class Verdict:
     """What this node made of one peer summary at an outer step."""
 
     peer: str
-    agreement: float  # a = cos(d_j, own)
+    agreement: float  # a = cos(d_j, D), D this node's own direction
     evidence: float  # r
     trust: float  # after this summary
     skipped: str | None  # LOW_TRUST, REPEATED, or None (merged)
@@ -112,13 +116,17 @@ class Verdict:
 class TrustBook:
     """Every judged peer's trust, bounded by peer count (distrusted peers are evicted last: a
     flood of identities must not pardon them). Judged on the trainer thread, read by status
-    and the fetch loop."""
+    and the fetch loop. With `acting` False (summaries.robust_merge off) peers are scored for
+    status only: nothing is skipped or struck."""
 
-    def __init__(self, max_peers: int, *, initial: float, skip_below: float, parameters: int):
+    def __init__(self, max_peers: int, *, initial: float, skip_below: float, parameters: int, acting: bool = True):
         self.initial_score = score_of(initial)
         self.skip_below = skip_below
         self.parameters = parameters
-        self._recent_abs: deque[float] = deque(maxlen=SCALE_WINDOW)
+        self.acting = acting
+        # Each peer's latest |a|, one vote per peer: a peer that echoes this node's own summary
+        # back (|a| near 1) moves the median by one place, however often it sends.
+        self._votes: LRUMap[str, float] = LRUMap(SCALE_WINDOW)
         self._peers: LRUMap[str, PeerTrust] = LRUMap(max_peers, protect=lambda t: t.score < 0)
         self._lock = threading.Lock()
 
@@ -126,15 +134,16 @@ class TrustBook:
     def scale(self) -> float:
         """The agreement a peer needs for r = 1 now."""
         with self._lock:
-            return agreement_scale(list(self._recent_abs), self.parameters)
+            return agreement_scale(list(self._votes.values()), self.parameters)
 
-    def restore_scale(self, recent_abs: list[float]) -> None:
+    def votes(self) -> dict[str, float]:
         with self._lock:
-            self._recent_abs.extend(min(1.0, abs(float(a))) for a in recent_abs[-SCALE_WINDOW:])
+            return dict(self._votes.items())
 
-    def recent_abs(self) -> list[float]:
+    def restore_votes(self, votes: dict[str, float]) -> None:
         with self._lock:
-            return list(self._recent_abs)
+            for peer, a in list(votes.items())[-SCALE_WINDOW:]:
+                self._votes[str(peer)] = min(1.0, abs(float(a)))
 
     def judge(self, peer: str, agreement: float, digest: bytes | None) -> Verdict:
         """Score one summary of `peer` (a verified id) and say whether to merge it. `digest`
@@ -145,8 +154,8 @@ class TrustBook:
             if digest is not None:
                 t.digests.append(digest)
             if not repeated:
-                self._recent_abs.append(abs(agreement))
-            scale = agreement_scale(list(self._recent_abs), self.parameters)
+                self._votes[peer] = abs(agreement)
+            scale = agreement_scale(list(self._votes.values()), self.parameters)
             evidence = -1.0 if repeated else relative_agreement(agreement, scale)
             t.score = updated_score(t.score, evidence)
             t.evidence.append(evidence)
@@ -155,6 +164,8 @@ class TrustBook:
             trust = trust_of(t.score)
             skipped = REPEATED if repeated else (LOW_TRUST if trust < self.skip_below else None)
             struck = repeated or harmful(list(t.evidence))
+            if not self.acting:
+                skipped, struck = None, False
             t.harmful += struck
             if skipped:
                 t.skipped += 1
@@ -165,8 +176,12 @@ class TrustBook:
     def trust(self, peer: str) -> float:
         """The peer's trust now (a newcomer's: `initial`)."""
         with self._lock:
-            t = self._peers.get(peer)
+            t = self._peers.peek(peer)  # asking must not keep it in the book
             return trust_of(t.score if t is not None else self.initial_score)
+
+    def merges(self, peer: str) -> bool:
+        """Whether a summary of `peer` would be merged now (trusted at least `skip_below`)."""
+        return not self.acting or self.trust(peer) >= self.skip_below
 
     def restore(self, peer: str, score: float, judged: int) -> None:
         """Bring back a standing saved by an earlier run (score clamped to [-1, 1])."""

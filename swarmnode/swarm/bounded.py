@@ -30,6 +30,10 @@ class LRUMap(Generic[K, V]):
             self._items.move_to_end(key)
         return value
 
+    def peek(self, key: K) -> V | None:
+        """The value, without making it recently used (a read that must not shield it)."""
+        return self._items.get(key)
+
     def setdefault(self, key: K, make: Callable[[], V]) -> V:
         value = self.get(key)
         if value is None:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received
-from swarmnode.summaries.robust import clip_factor, cosine, dot, robust_merge
+from swarmnode.summaries.robust import CLIP_RATIO, clip_factor, cosine, dot, robust_merge
 from swarmnode.summaries.trust import (
     LOW_TRUST,
     REPEATED,
@@ -46,26 +46,26 @@ def test_clip_factor():
 
 
 def test_a_sign_flipped_peer_is_clipped_to_this_nodes_norm():
-    # own (1, 0); the peer sends -4 x (1, 0), w = 1, tau = |own| = 1: clipped to (-1, 0).
+    # own (1, 0); the peer sends -4 x (1, 0), w = 1, tau = 1 x |own| = 1: clipped to (-1, 0).
     # Trusted: g = ((1, 0) + (-1, 0)) / 2 = (0, 0): it can cancel this node's step, not reverse it.
     # (The plain mean: ((1, 0) + (-4, 0)) / 2 = (-1.5, 0), a step backwards.)
-    g, factors = robust_merge(vec(1, 0), [(vec(-4, 0), 1.0, 1.0)], tau=1.0)
+    g, factors = robust_merge(vec(1, 0), [(vec(-4, 0), 1.0, 1.0)], clip_ratio=1.0)
     assert torch.allclose(g["x"], torch.tensor([0.0, 0.0])) and factors == [pytest.approx(0.25)]
     # Untrusted (t = 0): its place abstains, g = (1, 0) / 2.
-    g, _ = robust_merge(vec(1, 0), [(vec(-4, 0), 1.0, 0.0)], tau=1.0)
+    g, _ = robust_merge(vec(1, 0), [(vec(-4, 0), 1.0, 0.0)], clip_ratio=1.0)
     assert torch.allclose(g["x"], torch.tensor([0.5, 0.0]))
 
 
 def test_trusted_and_unclipped_it_is_the_weighted_mean():
     # own (1, 0), d = (0.6, 0.8), |d| = 1 <= tau: g = ((1, 0) + (0.6, 0.8)) / 2 = (0.8, 0.4).
-    g, factors = robust_merge(vec(1, 0), [(vec(0.6, 0.8), 1.0, 1.0)], tau=1.0)
+    g, factors = robust_merge(vec(1, 0), [(vec(0.6, 0.8), 1.0, 1.0)], clip_ratio=1.0)
     assert torch.allclose(g["x"], torch.tensor([0.8, 0.4])) and factors == [1.0]
 
 
 def test_two_peers_with_weights_and_trust_by_hand():
     # own (2, 0), tau 2; d1 (0, 2), w 1, t 1: not clipped; d2 (-10, 0), w 0.5, t 0.5: clipped
     # by 2/10 to (-2, 0). g = ((2, 0) + (0, 2) + 0.25 x (-2, 0)) / (1 + 1 + 0.5) = (0.6, 0.8).
-    g, factors = robust_merge(vec(2, 0), [(vec(0, 2), 1.0, 1.0), (vec(-10, 0), 0.5, 0.5)], tau=2.0)
+    g, factors = robust_merge(vec(2, 0), [(vec(0, 2), 1.0, 1.0), (vec(-10, 0), 0.5, 0.5)], clip_ratio=1.0)
     assert torch.allclose(g["x"], torch.tensor([0.6, 0.8])) and factors == [1.0, pytest.approx(0.2)]
 
 
@@ -74,17 +74,18 @@ vectors = st.lists(st.floats(-1e3, 1e3, allow_nan=False, width=32), min_size=3, 
 
 @settings(max_examples=200, deadline=None)
 @given(own=vectors, peers=st.lists(st.tuples(vectors, st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=4))
-def test_no_peer_moves_the_step_further_than_half_this_nodes_own_norm(own, peers):
+def test_no_peer_moves_the_step_further_than_this_nodes_own_norm(own, peers):
     own_t = vec(*own)
-    tau = math.sqrt(dot(own_t, own_t))
+    own_norm = math.sqrt(dot(own_t, own_t))
+    tau = CLIP_RATIO * own_norm
     total_w = sum(w for _, w, _ in peers)
-    g, _ = robust_merge(own_t, [(vec(*d), w, t) for d, w, t in peers], tau=tau)
+    g, _ = robust_merge(own_t, [(vec(*d), w, t) for d, w, t in peers])
     for j, (d, w, t) in enumerate(peers):  # without peer j's term (its place abstaining), g moves by <= w t tau / (1 + sum w)
         rest = [(vec(*dd), ww, tt if i != j else 0.0) for i, (dd, ww, tt) in enumerate(peers)]
-        without, _ = robust_merge(own_t, rest, tau=tau)
+        without, _ = robust_merge(own_t, rest)
         moved = math.sqrt(dot({"x": g["x"] - without["x"]}, {"x": g["x"] - without["x"]}))
         assert moved <= w * t * tau / (1 + total_w) * (1 + 1e-4) + 1e-3
-        assert moved <= tau / 2 * (1 + 1e-4) + 1e-3
+        assert moved <= own_norm * (1 + 1e-4) + 1e-3
 
 
 # -- trust.py ---------------------------------------------------------------------------------------
@@ -118,7 +119,7 @@ def test_trust_of_score():
 
 def book():
     b = TrustBook(16, initial=0.2, skip_below=0.15, parameters=10**6)
-    b.restore_scale([0.06] * 31)  # the scale stays 0.06 for the next judgements
+    b.restore_votes({f"other{i}": 0.06 for i in range(31)})  # the scale stays 0.06 for the next judgements
     return b
 
 
@@ -175,7 +176,7 @@ def test_a_repeated_summary_is_skipped_and_struck():
 
 def test_distrusted_peers_are_evicted_last_and_trust_round_trips():
     b = TrustBook(2, initial=0.2, skip_below=0.15, parameters=10**6)
-    b.restore_scale([0.06] * 31)
+    b.restore_votes({f"other{i}": 0.06 for i in range(31)})
     for i in range(3):
         b.judge("bad", -0.06, bytes([i]))  # score under 0: distrusted
     b.judge("p2", 0.03, b"a")
@@ -281,3 +282,14 @@ def test_peers_are_judged_against_the_decaying_sum_of_own_deltas():
     assert torch.equal(other.direction[first], loop.direction[first])
     del state[f"direction.{first}"]  # a checkpoint of an older release: no direction, zeros
     _loop()[1].load({k: t for k, t in state.items() if not k.startswith("direction.")}, {})
+
+
+def test_one_peer_has_one_vote_in_the_agreement_scale_and_scoring_alone_acts_on_nothing():
+    b = book()
+    for i in range(20):  # an echo of this node's own summary, again and again
+        b.judge("echo", 0.9, bytes([i]))
+    assert b.scale == pytest.approx(0.06)  # one vote of 32: the median stays
+    quiet = TrustBook(16, initial=0.2, skip_below=0.15, parameters=10**6, acting=False)
+    verdicts = [quiet.judge("bad", -0.5, b"x") for _ in range(6)]  # repeated and disagreeing
+    assert all(v.skipped is None and not v.harmful for v in verdicts) and quiet.merges("bad")
+    assert quiet.snapshot()["bad"]["skipped"] == 0 and quiet.trust("bad") == 0.0

@@ -103,7 +103,7 @@ def test_prometheus_series():
                  "swarmnode_summaries_merge_seconds_total 3.25", "swarmnode_summaries_merge_cpu_seconds_total 1.5",
                  'swarmnode_summaries_skipped_total{reason="low_trust"} 5.0', "swarmnode_summaries_harmful_total 3.0",
                  "swarmnode_summaries_down_weighted_total 9.0", "swarmnode_summaries_clipped_total 14.0",
-                 'swarmnode_summaries_peer_trust{peer="12D3KooWBadPeerBBBBBB"} 0.0', "swarmnode_summaries_agreement_scale 0.0312"):
+                 'swarmnode_summaries_judged_peers{trust="none"} 1.0', 'swarmnode_summaries_judged_peers{trust="full"} 1.0', "swarmnode_summaries_agreement_scale 0.0312"):
         assert line in text.splitlines(), line
     empty = generate_latest(make_registry(lambda: status())).decode()
     assert "swarmnode_summaries_sent_total 0.0" in empty

@@ -197,8 +197,9 @@ class FakeRollouts:
         self.stats = SimpleNamespace(accept=self.accepted.append)
         self.standings = standings or SimpleNamespace(load=lambda limit: [], save_trust=lambda rows: None)
 
-    def blame(self, peer, batch_id, reasons):
+    def blame(self, peer, batch_id, reasons, weight=1):
         self.blamed.append((peer, [r.value for r, _ in reasons]))
+        self.weights = getattr(self, "weights", []) + [weight]
 
 
 class AlwaysAllow:
@@ -402,6 +403,7 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
     # flipper: r = -1 each time: struck from its 4th summary on (mean r of 4 or more under -0.25)
     assert sorted(rollouts.blamed) == [("flipper", ["harmful_summary"])] * 2 + [("replayer", ["repeated_summary"])] * 4
     assert gossip.judged["harmful"] == 6
+    assert set(rollouts.weights) == {6}  # ceil((strike_limit 20 + 1) / 4): four such summaries ignore a peer
     rows = {r.peer: r for r in store.load(10)}
     assert rows["flipper"].trust_score < -0.25 and rows["flipper"].trust_judged == 5
     assert rows["honest"].trust_score > 0.3
