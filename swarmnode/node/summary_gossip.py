@@ -27,7 +27,7 @@ import random
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 from swarmnode.config import NodeConfig
 from swarmnode.identity import NodeIdentity
@@ -178,11 +178,7 @@ class SummaryGossip:
                     continue
                 if outer.clock() != budget_clock:
                     budget_clock, started = outer.clock(), 0
-                candidates = self._fetchable(announcements, inflight)
-                self._rng.shuffle(candidates)
-                # Peers trusted too little to be merged go last: their summaries would take a
-                # place a trusted peer's could have had.
-                candidates.sort(key=lambda a: not outer.trust.merges(a.peer_id) and self._rng.random() >= EXPLORE_SHARE)
+                candidates = fetch_order(self._fetchable(announcements, inflight), outer.trust.merges, self._rng)
                 for a in candidates[:fetch_allowance(cfg.partners_per_step, started, len(outer.inbox))]:
                     started += 1
                     task = asyncio.create_task(self._fetch_slot(a))
@@ -354,6 +350,17 @@ class SummaryGossip:
             "agreement_scale": round(outer.trust.scale, 5) if outer is not None else None,
             "trust": outer.trust.snapshot() if outer is not None else {},
         }
+
+
+def fetch_order(candidates: list[CheckedSummaryAnnouncement], merges: Callable[[str], bool],
+                rng: random.Random) -> list[CheckedSummaryAnnouncement]:
+    """The candidates in random order, those whose summaries would not be merged now after the
+    rest (they would take a place a trusted peer's summary could have had), except that each
+    such peer keeps its place with probability EXPLORE_SHARE."""
+    order = list(candidates)
+    rng.shuffle(order)
+    order.sort(key=lambda a: not merges(a.peer_id) and rng.random() >= EXPLORE_SHARE)
+    return order
 
 
 def tally_verdicts(result: OuterResult, skipped: Counter, judged: dict[str, int]) -> None:

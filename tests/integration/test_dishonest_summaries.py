@@ -5,7 +5,7 @@ node0 (the victim) and node1 (honest) train the bundled policy and exchange summ
 steps. Beside them run the project's own daemon with one thing bent, its published summaries
 (tests/hostile/dishonest.py, `python -m tests.hostile.dishonest run ...`): a real identity, real
 p2pd, real training, the real protocol. All attacks run at once against node0 (one swarm, so
-the suite pays for one): sign flip at 8x, a random direction at 4x, an ALIE-style bias, a
+the suite pays for one): sign flip at 1x and at 8x, a random direction at 4x, an ALIE-style bias, a
 turncoat that flips at 8x after earning trust, two colluders pushing one fixed direction at 8x,
 and a peer that replays one honest summary forever. node0 takes partners_per_step = 4 of their
 summaries per outer step.
@@ -35,7 +35,8 @@ STEPS = 240  # node0's and the lone node's local steps
 EVAL_SIZE = 64  # held-out items per task
 # Random directions at 8x mostly exceed node0's norm bound (their error feedback grows them): at
 # 4x they pass it and are judged.
-DISHONEST = {2: "sign_flip:8", 3: "random:4", 4: "alie:1", 5: "turncoat:8", 6: "collude:4", 7: "collude:4", 8: "replay"}
+DISHONEST = {2: "sign_flip:8", 3: "random:4", 4: "alie:1", 5: "turncoat:8", 6: "collude:4", 7: "collude:4", 8: "replay",
+             9: "sign_flip:1"}
 # Evaluation noise: 128 items, the mean of the last 2 evaluations. An unprotected node0 falls
 # far below this: the plain mean took a node from 13% to 3% under one 8x sign flip.
 ACCURACY_SLACK = 0.05

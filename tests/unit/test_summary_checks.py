@@ -414,3 +414,17 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
     for peer, score, judged in gossip2.training.saved_trust:
         restarted.trust.restore(peer, score, judged)
     assert restarted.trust.trust("flipper") == 0.0 and restarted.trust.trust("honest") == 1.0
+
+
+def test_untrusted_peers_are_fetched_last_but_not_never():
+    import random
+
+    from swarmnode.node.summary_gossip import EXPLORE_SHARE, fetch_order
+
+    candidates = [CheckedSummaryAnnouncement(pb.SummaryAnnouncement(peer_id=p), b"") for p in ("a", "b", "low")]
+    rng = random.Random(0)
+    firsts = [fetch_order(candidates, lambda peer: peer != "low", rng)[0].announcement.peer_id for _ in range(3000)]
+    lasts = [fetch_order(candidates, lambda peer: peer != "low", rng)[-1].announcement.peer_id for _ in range(3000)]
+    # It keeps its shuffled place in EXPLORE_SHARE of rounds: first in about 1/3 of those.
+    assert firsts.count("low") / 3000 == pytest.approx(EXPLORE_SHARE / 3, abs=0.03)
+    assert lasts.count("low") / 3000 == pytest.approx(1 - EXPLORE_SHARE * 2 / 3, abs=0.03)
