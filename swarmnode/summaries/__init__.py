@@ -1,6 +1,14 @@
-"""Gradient summaries: compress a pseudo-gradient with error feedback, check a peer's, merge
-them with an outer optimizer (DiLoCo / NoLoCo without a barrier). Pure math and state; the
-node's loops (node/summary_gossip.py) move the bytes."""
+"""Gradient summaries: compress a pseudo-gradient with error feedback, check a peer's, judge it,
+merge them robustly with an outer optimizer (DiLoCo / NoLoCo without a barrier). Pure math and
+state; the node's loops (node/summary_gossip.py) move the bytes.
+
+- compress.py: CompressionConfig, compress (chunked top-k with error feedback), decode_tensor
+- checks.py: check_summary (base, names, shapes, finite values, norm bound), norm_bound
+- outer.py: pseudo_gradient, peer_weights, frequency_corrections, the plain weighted mean, outer_update
+- robust.py: robust_merge (each delta clipped, weighted by trust), cosine
+- trust.py: TrustBook (each peer's earned trust, what to skip and strike), Verdict
+- state.py: OuterLoop (anchor, momentum, residual, own direction; one outer step), SummaryInbox, Received
+"""
 from swarmnode.summaries.checks import check_summary, norm_bound
 from swarmnode.summaries.compress import CompressionConfig, compress, decode_tensor, dense_bytes
 from swarmnode.summaries.outer import (
@@ -10,12 +18,14 @@ from swarmnode.summaries.outer import (
     peer_weights,
     pseudo_gradient,
 )
+from swarmnode.summaries.robust import cosine, robust_merge
 from swarmnode.summaries.state import OuterConfig, OuterLoop, OuterResult, Received, SummaryInbox, fetch_allowance
+from swarmnode.summaries.trust import TrustBook, Verdict
 
 __all__ = [
-    "CompressionConfig", "OuterConfig", "OuterLoop", "OuterResult", "Received", "SummaryInbox",
-    "check_summary", "compress", "decode_tensor", "dense_bytes", "fetch_allowance", "frequency_corrections",
+    "CompressionConfig", "OuterConfig", "OuterLoop", "OuterResult", "Received", "SummaryInbox", "TrustBook", "Verdict",
+    "check_summary", "compress", "cosine", "decode_tensor", "dense_bytes", "fetch_allowance", "frequency_corrections",
     "merge_pseudo_gradients",
     "norm_bound",
-    "outer_update", "peer_weights", "pseudo_gradient",
+    "outer_update", "peer_weights", "pseudo_gradient", "robust_merge",
 ]
