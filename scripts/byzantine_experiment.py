@@ -13,12 +13,14 @@ arm. Arms:
   lone             the victim alone
   clean            the victim and 3 honest partners
   clean-2          the victim and 2 honest partners: an attack arm without its dishonest peers
-                   (what a perfect defence would leave)
+                   (what a perfect defence would leave at 1/3)
   <attack> 1/3     the victim, 2 honest partners and 1 dishonest
   <attack> 2/4     the victim, 2 honest partners and 2 dishonest
 
     .venv/bin/python scripts/byzantine_experiment.py --seeds 0 1
     .venv/bin/python scripts/byzantine_experiment.py --attacks sign_flip:8 --shares 1/3 --seeds 0 --name byz-quick
+    .venv/bin/python scripts/byzantine_experiment.py --set summaries.robust_merge=false --attacks sign_flip:8 \
+        --shares 1/3 --baselines clean --name byzantine-plain      # the same attack on the plain mean
 
 Writes <out>/<name>.json and <out>/<name>.png and prints the table: attack, dishonest share,
 the victim's gain as a share of the clean swarm's gain (gain: final minus initial held-out
@@ -69,7 +71,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--attacks", default=",".join(ATTACKS), help="comma-separated SWARMNODE_BEND values")
     p.add_argument("--shares", default="1/3,2/4", help="dishonest shares of the partners: 1/3, 2/4")
-    p.add_argument("--no-baselines", action="store_true", help="skip the lone and clean arms")
+    p.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated, of " + ", ".join(BASELINES))
     p.add_argument("--prompts", type=int, default=8, help="groups per step")
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--eval-size", type=int, default=256, help="held-out items per task")
@@ -89,6 +91,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             parse_bend(a)
         except ValueError as e:
             p.error(str(e))
+    args.baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
+    if set(args.baselines) - set(BASELINES):
+        p.error(f"--baselines: pick from {', '.join(BASELINES)}")
     args.shares = [s.strip() for s in args.shares.split(",") if s.strip()]
     if set(args.shares) - set(SHARES):
         p.error(f"--shares: pick from {', '.join(SHARES)}")
@@ -97,7 +102,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def arms(args: argparse.Namespace) -> list[tuple[str, str | None, str | None]]:
     """(arm name, attack, share): the baselines first, then every attack at every share."""
-    out = [] if args.no_baselines else [(arm, None, None) for arm in BASELINES]
+    out = [(arm, None, None) for arm in BASELINES if arm in args.baselines]
     return out + [(f"{a} {s}", a, s) for a in args.attacks for s in args.shares]
 
 

@@ -42,12 +42,14 @@ CLIP_RATIO = 2.0  # tau = CLIP_RATIO x |own|: with w_j <= 1 a peer moves g by at
 
 def dot(a: Tensors, b: Tensors) -> float:
     """sum over every tensor of a . b (the flattened inner product)."""
-    return float(sum(torch.sum(a[name].float() * b[name].float()) for name in a))
+    return float(sum(torch.dot(a[name].reshape(-1).float(), b[name].reshape(-1).float()) for name in a))
 
 
-def cosine(a: Tensors, b: Tensors) -> float:
-    """a . b / (|a| |b|), and 0 when either is zero: no evidence either way."""
-    na, nb = norm(a), norm(b)
+def cosine(a: Tensors, b: Tensors, norm_a: float | None = None, norm_b: float | None = None) -> float:
+    """a . b / (|a| |b|), and 0 when either is zero: no evidence either way. Norms already
+    known may be passed in (each costs a pass over the tensors)."""
+    na = norm(a) if norm_a is None else norm_a
+    nb = norm(b) if norm_b is None else norm_b
     return dot(a, b) / (na * nb) if na > 0 and nb > 0 else 0.0
 
 

@@ -165,7 +165,10 @@ class OuterLoop:
             self.own_norms.append(norm)
         rng = random.Random(f"{self.seed}/{self.outer_steps}")
         taken = self.inbox.take(c.partners_per_step, self.outer_steps, c.max_staleness, rng)
-        verdicts = [self.trust.judge(p.peer, cosine(p.tensors, self.direction), p.digest) for p in taken]
+        direction_norm = global_norm(self.direction)
+        # A received summary's norm was computed by its check (0.0 where a caller did not say).
+        verdicts = [self.trust.judge(p.peer, cosine(p.tensors, self.direction, p.norm or None, direction_norm), p.digest)
+                    for p in taken]
         partners = [p for p, v in zip(taken, verdicts) if v.skipped is None]
         self.recent_partners.append(tuple(p.peer for p in partners))
         peer_w, factors = [], []
