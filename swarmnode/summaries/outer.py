@@ -87,4 +87,5 @@ def global_norm(tensors: Tensors) -> float:
     """sqrt(sum of squares) over every tensor (inf or nan when any value is)."""
     if not tensors:
         return 0.0
-    return math.sqrt(sum(float(torch.sum(t.float() ** 2)) for t in tensors.values()))
+    flat = (t.reshape(-1).float() for t in tensors.values())
+    return math.sqrt(sum(float(torch.dot(f, f)) for f in flat))  # no squared copy of the tensors
