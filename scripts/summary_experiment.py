@@ -47,7 +47,7 @@ ARMS = ("lone", "independent", "summaries", "summaries+rollouts")
 WINDOW = 3  # evaluations averaged for the target and for steps to target
 SEED_STRIDE, NODE_STRIDE = 100_000, 1000
 SUMMARY_KEYS = ("sent", "merged", "fetched", "rejected", "bytes_per_summary", "dense_bytes", "compression_ratio",
-                "outer_steps", "merge_seconds", "merge_cpu_seconds")
+                "outer_steps", "merge_seconds", "merge_cpu_seconds", "skipped", "down_weighted", "clipped", "harmful")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -17,7 +17,7 @@ against the typical agreement of the summaries this node judged lately:
 P is the number of parameters: two unrelated directions have cos ~ 1/sqrt(P), so a random
 direction never looks like evidence. On the bundled policy a random direction gives
 |a| ~ 0.001, honest peers and sign-flipped ones some +-0.01 to 0.03. Each peer has one vote in
-the median (its latest |a|), so a peer that echoes this node's own summary back cannot stretch
+the median (the median |a| of its last STRIKE_WINDOW summaries), so a peer that echoes this node's own summary back cannot stretch
 the scale by sending often; many such identities can (docs/security.md, what is left open). A median is set by the majority of what was judged: a minority cannot
 move the scale far, and even a majority can only scale r, not turn its sign.
 
@@ -49,9 +49,13 @@ from swarmnode.swarm.bounded import LRUMap
 
 RISE, FALL = 0.25, 0.5  # score steps towards the evidence, up and down
 FULL_AT = 0.3  # a score at which trust is full
-HARMFUL_MEAN = -0.25  # a mean r of the peer's recent summaries under this strikes it...
-STRIKE_WINDOW, STRIKE_MIN = 8, 4  # ...over its last 8 judged summaries, once it has 4
-SCALE_WINDOW = 32  # the peers most recently judged, whose latest |agreement| set the scale
+# A mean r of the peer's recent summaries under this strikes it, over its last 8 judged
+# summaries once it has 6. Where honest summaries carry little shared direction (tiny batches,
+# short H) an honest peer's r is nearly a coin toss: a mean of -0.25 over 4 came up about one
+# window in three; -0.5 over 6 or more rarely does, while a sign flip's mean sits near -1.
+HARMFUL_MEAN = -0.5
+STRIKE_WINDOW, STRIKE_MIN = 8, 6
+SCALE_WINDOW = 32  # the peers most recently judged, whose typical |agreement| set the scale
 NOISE_SIGMAS = 3.0  # the scale is at least this many cos-of-unrelated-directions (1 / sqrt(P))
 DIGESTS_KEPT = 8  # a peer's recent summaries remembered to catch a repeat
 LOW_TRUST, REPEATED = "low_trust", "repeated_summary"  # why a summary was skipped (status keys)
@@ -99,6 +103,7 @@ class PeerTrust:
     agreement: float | None = None  # a of its last summary
     digests: deque = field(default_factory=lambda: deque(maxlen=DIGESTS_KEPT))
     evidence: deque = field(default_factory=lambda: deque(maxlen=STRIKE_WINDOW))  # its recent r
+    abs_recent: deque = field(default_factory=lambda: deque(maxlen=STRIKE_WINDOW))  # its recent |a|: its vote
 
 
 @dataclass(frozen=True)
@@ -124,8 +129,10 @@ class TrustBook:
         self.skip_below = skip_below
         self.parameters = parameters
         self.acting = acting
-        # Each peer's latest |a|, one vote per peer: a peer that echoes this node's own summary
-        # back (|a| near 1) moves the median by one place, however often it sends.
+        # One vote per peer, the median |a| of its recent summaries: a peer that echoes this
+        # node's own summary back (|a| near 1) moves the median by one place, however often it
+        # sends; and with a single peer the scale is its typical |a|, not its last (which would
+        # make every honest summary r = +-1 by its sign alone).
         self._votes: LRUMap[str, float] = LRUMap(SCALE_WINDOW)
         self._peers: LRUMap[str, PeerTrust] = LRUMap(max_peers, protect=lambda t: t.score < 0)
         self._lock = threading.Lock()
@@ -154,7 +161,8 @@ class TrustBook:
             if digest is not None:
                 t.digests.append(digest)
             if not repeated:
-                self._votes[peer] = abs(agreement)
+                t.abs_recent.append(abs(agreement))
+                self._votes[peer] = statistics.median(t.abs_recent)
             scale = agreement_scale(list(self._votes.values()), self.parameters)
             evidence = -1.0 if repeated else relative_agreement(agreement, scale)
             t.score = updated_score(t.score, evidence)

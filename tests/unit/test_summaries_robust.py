@@ -134,20 +134,21 @@ def test_an_honest_newcomer_earns_trust():
 
 
 def test_harmful_needs_steady_evidence():
-    assert not harmful([-1.0, -1.0, -1.0])  # fewer than STRIKE_MIN (4)
-    assert harmful([-1.0, -1.0, -1.0, 1.0])  # mean -0.5
-    assert not harmful([1.0, -1.0, 1.0, -1.0])  # an honest peer's noisy signs: mean 0
-    assert not harmful([-0.25, -0.25, -0.25, -0.25])  # not under -0.25
+    assert not harmful([-1.0] * 5)  # fewer than STRIKE_MIN (6)
+    assert harmful([-1.0] * 5 + [1.0])  # mean -0.67
+    assert not harmful([1.0, -1.0] * 4)  # an honest peer's noisy signs: mean 0
+    assert not harmful([-1.0, -1.0, -1.0, 1.0, -1.0, 1.0])  # mean -0.33: not under -0.5
+    assert not harmful([-0.5] * 6)  # not under -0.5
 
 
-def test_a_sign_flipper_is_skipped_at_once_and_struck_from_its_fourth_summary():
+def test_a_sign_flipper_is_skipped_at_once_and_struck_from_its_sixth_summary():
     b = book()
-    v = b.judge("bad", -0.03, b"1")  # r -0.5: score 0.06 + 0.5 (-0.56) = -0.22: trust 0, skipped
+    v = b.judge("bad", -0.03, b"1")  # r -0.5... then -1: its own |a| sets its vote, the median stays 0.06
     assert (v.trust, v.skipped, v.harmful) == (0.0, LOW_TRUST, False)
-    verdicts = [b.judge("bad", -0.03, bytes([i])) for i in range(2, 6)]
-    assert [v.harmful for v in verdicts] == [False, False, True, True]  # mean r -0.5 once 4 are judged
+    verdicts = [b.judge("bad", -0.06, bytes([i])) for i in range(2, 8)]
+    assert [v.harmful for v in verdicts] == [False, False, False, False, True, True]  # mean r under -0.5 from 6 on
     snap = b.snapshot()["bad"]
-    assert (snap["judged"], snap["merged"], snap["skipped"], snap["harmful"]) == (5, 0, 5, 2)
+    assert (snap["judged"], snap["merged"], snap["skipped"], snap["harmful"]) == (7, 0, 7, 2)
 
 
 def test_a_random_direction_never_earns_weight():

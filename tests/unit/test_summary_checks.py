@@ -386,7 +386,7 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
     loop = OuterLoop(model, OuterConfig(every_steps=1, compression=CFG, partners_per_step=4))
     gossip, _, rollouts = gossip_with(loop, store)
     direction = {n: torch.randn(shape) for n, shape in SHAPES.items()}
-    for step in range(5):
+    for step in range(7):
         with torch.no_grad():
             for n, p in model.named_parameters():
                 p.sub_(0.01 * direction[n])  # own delta: 0.01 x direction, every step
@@ -397,15 +397,15 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
         loop.inbox.put(Received("replayer", honest, 0.0, loop.clock(), 0.0, b"same"))
         gossip.take_verdicts(loop.step(publish=True))
     trust = loop.trust.snapshot()
-    assert trust["flipper"]["skipped"] == 5 and trust["flipper"]["trust"] == 0.0
-    assert trust["honest"]["merged"] == 5 and trust["honest"]["trust"] == 1.0
-    assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"low_trust": 5, "repeated_summary": 4}
-    # flipper: r = -1 each time: struck from its 4th summary on (mean r of 4 or more under -0.25)
-    assert sorted(rollouts.blamed) == [("flipper", ["harmful_summary"])] * 2 + [("replayer", ["repeated_summary"])] * 4
-    assert gossip.judged["harmful"] == 6
+    assert trust["flipper"]["skipped"] == 7 and trust["flipper"]["trust"] == 0.0
+    assert trust["honest"]["merged"] == 7 and trust["honest"]["trust"] == 1.0
+    assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"low_trust": 7, "repeated_summary": 6}
+    # flipper: r = -1 each time: struck from its 6th summary on (mean r of 6 or more under -0.5)
+    assert sorted(rollouts.blamed) == [("flipper", ["harmful_summary"])] * 2 + [("replayer", ["repeated_summary"])] * 6
+    assert gossip.judged["harmful"] == 8
     assert set(rollouts.weights) == {6}  # ceil((strike_limit 20 + 1) / 4): four such summaries ignore a peer
     rows = {r.peer: r for r in store.load(10)}
-    assert rows["flipper"].trust_score < -0.25 and rows["flipper"].trust_judged == 5
+    assert rows["flipper"].trust_score < -0.25 and rows["flipper"].trust_judged == 7
     assert rows["honest"].trust_score > 0.3
 
     # A restarted node reads them back: the flipper is not a newcomer again.
