@@ -84,7 +84,7 @@ def test_same_base_nodes_merge_summaries_and_resume_the_outer_loop(tmp_path, sum
         saved = _saved_outer_steps(home.root)
         latest = home.root / "checkpoints" / (home.root / "checkpoints" / "latest").read_text().strip()
         outer = load_file(str(latest / "outer.safetensors"))
-        assert {k.split(".", 1)[0] for k in outer} == {"anchor", "momentum", "residual"}
+        assert {k.split(".", 1)[0] for k in outer} == {"anchor", "momentum", "residual", "direction"}
         assert all(bool(v.isfinite().all()) for v in outer.values())
         swarm.restart(1)
         resumed = wait_until(lambda: (x := status_json(home))["summaries"]["outer_steps"] > saved and x,
