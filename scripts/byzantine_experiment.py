@@ -50,6 +50,7 @@ from summary_experiment import (
     read_curve,
     spread,
     wait_until_trained,
+    write_results,
 )
 from swarmnode.config import load_config
 from swarmnode.node.local_swarm import LocalSwarm
@@ -319,12 +320,7 @@ def main(argv: list[str]) -> int:
                           f"dishonest: {[(p['merged'], p['skipped'], p['trust']) for p in r['partners'] if p['bend']]}")
     wanted = {a for a, _, _ in arms(args)} | set(BASELINES)  # baselines kept from a run before are used
     runs = [r for r in runs if r["seed"] in args.seeds and r["arm"] in wanted]
-    summary = summarise(runs, args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    plot(summary, png_path)
-    console.print(table(summary))
-    console.print(f"wrote {json_path} and {png_path}")
+    write_results(summarise(runs, args), json_path, png_path, plot, table, console)
     return 0
 
 

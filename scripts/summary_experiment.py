@@ -360,6 +360,15 @@ def table(summary: dict) -> Table:
     return t
 
 
+def write_results(summary: dict, json_path: Path, png_path: Path, plot, table, console: Console) -> None:
+    """An experiment's summary to <name>.json and its plot to <name>.png, then its table."""
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    plot(summary, png_path)
+    console.print(table(summary))
+    console.print(f"wrote {json_path} and {png_path}")
+
+
 def kept_runs(path: Path, settings: dict, resume: bool) -> list[dict]:
     """With --resume, the runs a previous invocation finished (made with the same `settings`)."""
     if not (resume and path.exists()):
@@ -400,12 +409,7 @@ def main(argv: list[str]) -> int:
             finals = [n["final_accuracy"] for n in runs[-1]["nodes"]]
             console.print(f"  final accuracy per node: {finals} ({runs[-1]['seconds']} s)")
     runs = [r for r in runs if r["seed"] in args.seeds and r["arm"] in args.arms]
-    summary = summarise(runs, args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    plot(summary, png_path)
-    console.print(table(summary))
-    console.print(f"wrote {json_path} and {png_path}")
+    write_results(summarise(runs, args), json_path, png_path, plot, table, console)
     return 0
 
 
