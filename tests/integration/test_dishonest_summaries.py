@@ -10,11 +10,18 @@ turncoat that flips at 8x after earning trust, two colluders pushing one fixed d
 and a peer that replays one honest summary forever. node0 takes partners_per_step = 4 of their
 summaries per outer step.
 
-Then a lone node (node0's config and question stream, no peer) takes the same local steps.
-node0 must end no lower than it (up to the evaluation's noise), with finite weights; every
-dishonest peer's summaries must be judged, skipped or down-weighted, counted under their
-reason (low_trust; repeated_summary strikes for the replayer) and attributed to the identity
-that sent them; node1 is never struck.
+node0 must end with finite weights and not below where it started (a collapse check: merged
+plainly, one 8x flipper took a node from 13% to 3% over 240 s); every dishonest peer's summaries
+must be judged, mostly skipped or down-weighted, counted under their reason (low_trust;
+repeated_summary strikes for the replayer) and attributed to the identity that sent them; node1
+is never struck. These bookkeeping assertions are what fail for an unprotected node: with
+summaries.robust_merge off (measured 2026-11-25) every dishonest peer was merged every time and
+the replayer never struck, while node0's accuracy only stalled (7.8% -> 8.9%) in this short run.
+
+Not compared with a lone node: at 240 steps of 4 x 4 samples, run-to-run RL variance swamps the
+effect (the mean of the last 3 evaluations: a lone node ended at 12.0%, 14.6% and 19.5% in three
+runs, an honest pair's node0 at 13.0%, node0 here at 11.5% and 11.7%). What each attack costs an honest node against a
+learning baseline is measured by scripts/byzantine_experiment.py (500 steps, 2 seeds).
 """
 from __future__ import annotations
 
@@ -32,15 +39,14 @@ from tests.integration.conftest import status_json, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
-STEPS = 240  # node0's and the lone node's local steps
+STEPS = 240  # node0's local steps
 EVAL_SIZE = 64  # held-out items per task
 # Random directions at 8x mostly exceed node0's norm bound (their error feedback grows them): at
 # 4x they pass it and are judged.
 DISHONEST = {2: "sign_flip:8", 3: "random:4", 4: "alie:1", 5: "turncoat:8", 6: "collude:4", 7: "collude:4", 8: "replay",
              9: "sign_flip:1"}
-# Evaluation noise: 128 items, the mean of the last 2 evaluations. An unprotected node0 falls
-# far below this: the plain mean took a node from 13% to 3% under one 8x sign flip.
-ACCURACY_SLACK = 0.05
+# Evaluation noise (128 items, the mean of the last 3 evaluations) allowed below node0's start.
+COLLAPSE_SLACK = 0.03
 DATA_SEED = 1000
 
 
@@ -57,11 +63,11 @@ def write_config(path, max_steps: int):
 
 
 def final_accuracy(home_root) -> tuple[float, list[float]]:
-    """The mean of the last 2 held-out evaluations, and every evaluation."""
+    """The mean of the last 3 held-out evaluations, and every evaluation."""
     with sqlite3.connect(str(home_root / "metrics.sqlite")) as conn:
         values = [v for (v,) in conn.execute("SELECT value FROM metrics WHERE name = 'heldout_accuracy/mean' "
                                              "ORDER BY rowid")]
-    return sum(values[-2:]) / len(values[-2:]), values
+    return sum(values[-3:]) / len(values[-3:]), values
 
 
 def finished(home, steps: int) -> bool:
@@ -101,11 +107,6 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
                   for f in ("model.safetensors", "outer.safetensors")}
         bent = {i: (homes[i].root / "node.log").read_text(errors="replace") for i in DISHONEST}
 
-    lone = LocalSwarm(tmp_path / "lone", 1, victim_config)
-    with lone:
-        lone.start()
-        wait_until(lambda: finished(lone.nodes[0].home, STEPS), timeout=240, interval=2.0, what="the lone node")
-        lone_acc, lone_curve = final_accuracy(lone.nodes[0].home.root)
     elapsed = time.monotonic() - started
 
     problems: list[str] = []
@@ -116,9 +117,8 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
             problems.append(f"node{i} did not run bent as {attack}")
     if not all(finite.values()):
         problems.append(f"node0's checkpoint holds NaN or Inf: {finite}")
-    if victim_acc < lone_acc - ACCURACY_SLACK:
-        problems.append(f"node0 ends at {victim_acc:.3f} held-out, the lone node at {lone_acc:.3f} "
-                        f"(curves {victim_curve} / {lone_curve})")
+    if victim_acc < victim_curve[0] - COLLAPSE_SLACK:
+        problems.append(f"node0 ends at {victim_acc:.3f} held-out, below its start (curve {victim_curve})")
     if not summ["robust_merge"] or not summ["agreement_scale"]:
         problems.append(f"robust merging off or no agreement scale: {summ['robust_merge']}, {summ['agreement_scale']}")
 
@@ -143,11 +143,13 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
         # neither. The strikes are measured at H = 20 (scripts/byzantine_experiment.py).
         if kind == "replay" and not struck.get("repeated_summary"):
             problems.append(f"{name}: not struck as repeated_summary: {struck}, {t}")
-        if kind == "turncoat" and not (t["merged"] and t["skipped"]):
-            problems.append(f"{name}: should have been merged while honest and skipped after: {t}")
-        if kind == "alie" and t["trust"] >= 1.0 and not t["skipped"] and not summ["clipped"]:
-            problems.append(f"{name}: merged at full weight, unclipped: {t}")
-        if t["trust"] >= 0.15 and kind in ("random", "collude", "replay"):  # flippers: see above
+        # Not asserted: a turncoat merged before it turns. It turns after its own 6th summary, and
+        # on a slow machine node0 may take its first summary after that (CI: 10 judged, 0 merged).
+        if kind in ("random", "collude") and t["merged"] >= t["skipped"]:
+            problems.append(f"{name}: merged as often as skipped: {t}")
+        # A fixed random direction is no evidence either way: a colluder's trust hovers near a
+        # newcomer's (CI: 0.171 after 16 judged, 14 skipped), so only the replayer's end trust is asserted.
+        if kind == "replay" and t["trust"] >= 0.15:
             problems.append(f"{name}: still trusted at the end: {t}")
     skipped_total = sum(t["skipped"] for t in trust.values())
     if sum(summ["skipped"].values()) != skipped_total:
