@@ -31,7 +31,9 @@ from swarmnode.node.rollout_fetch import RolloutFetching
 from swarmnode.node.sharing import groups_to_batch
 from swarmnode.node.training import TrainingService
 from swarmnode.protocol.codec import RejectReason
-from swarmnode.protocol.rollouts import CheckedAnnouncement, build_announcement, seal_rollout_batch
+from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement as CheckedAnnouncement
+from swarmnode.protocol.rollout_messages import build_rollout_announcement as build_announcement
+from swarmnode.protocol.rollout_messages import seal_rollout_batch
 from swarmnode.store.rollouts import RolloutStore
 from swarmnode.store.standing import StandingRow, StandingStore
 from swarmnode.swarm.bounded import LRUMap

@@ -18,8 +18,9 @@ from collections import Counter
 
 from swarmnode.node.training import fetch_ahead_steps
 from swarmnode.protocol.codec import Rejected, RejectReason
-from swarmnode.protocol.peer_record import age_problem
-from swarmnode.protocol.rollouts import CheckedAnnouncement, open_rollout_batch
+from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement as CheckedAnnouncement
+from swarmnode.protocol.rollout_messages import open_rollout_batch
+from swarmnode.protocol.signed_values import age_problem
 from swarmnode.swarm.rollouts import (
     ROLLOUT_PROTOCOL,
     announcements_due,

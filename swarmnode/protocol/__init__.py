@@ -15,7 +15,7 @@ from swarmnode.protocol.generated.gradient_summary_pb2 import GradientSummary, S
 from swarmnode.protocol.generated.peer_record_pb2 import Capability, DeviceInfo, PeerRecord
 from swarmnode.protocol.generated.rollout_batch_pb2 import RolloutBatch
 from swarmnode.protocol.peer_record import PeerRecordFields, build_peer_record, check_peer_record
-from swarmnode.protocol.summaries import (
+from swarmnode.protocol.summary_messages import (
     CheckedSummaryAnnouncement,
     build_summary_announcement,
     check_summary_announcement,

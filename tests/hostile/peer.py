@@ -42,7 +42,7 @@ from swarmnode.identity.keys import load_p2p_identity
 from swarmnode.protocol import PeerRecordFields, build_peer_record
 from swarmnode.protocol.codec import MessageKind, open_envelope
 from swarmnode.protocol.generated import peer_record_pb2, rollout_batch_pb2
-from swarmnode.protocol.rollouts import build_announcement, check_announcement
+from swarmnode.protocol.rollout_messages import build_rollout_announcement, check_rollout_announcement
 from swarmnode.swarm.rollouts import (
     MAX_BATCHES_PER_FETCH,
     MAX_FETCH_RESPONSE_BYTES,
@@ -320,7 +320,7 @@ class Persona:
     def announcement(self, first: int, last: int, identity: NodeIdentity | None = None, ttl_s: float = ANNOUNCE_TTL_S,
                      now: float | None = None, window: int | None = None) -> bytes:
         now = self.now() if now is None else now
-        return build_announcement(identity or self.identity, window=window_index(now, self.window_s) if window is None else window,
+        return build_rollout_announcement(identity or self.identity, window=window_index(now, self.window_s) if window is None else window,
                                   first_batch_id=first, last_batch_id=last, model_fingerprint=self.model_fingerprint,
                                   now=now, ttl_s=ttl_s)
 
@@ -357,7 +357,7 @@ class Persona:
     # -- reading the swarm -----------------------------------------------------------------------------
 
     async def announcements(self) -> dict[str, Any]:
-        """peer id -> the newest valid announcement (CheckedAnnouncement) in the current and previous windows."""
+        """peer id -> the newest valid announcement (CheckedRolloutAnnouncement) in the current and previous windows."""
         newest: dict[str, Any] = {}
         for window in windows_to_read(self.window()):
             try:
@@ -366,7 +366,7 @@ class Persona:
                 continue
             for v in values:
                 try:
-                    a = check_announcement(v.value, subkey=v.subkey, now=self.now())
+                    a = check_rollout_announcement(v.value, subkey=v.subkey, now=self.now())
                 except Exception:  # noqa: BLE001 - not ours to judge
                     continue
                 held = newest.get(a.peer_id)

@@ -7,7 +7,7 @@ from swarmnode.config import NodeConfig
 from swarmnode.node.gossip import RolloutGossip
 from swarmnode.node.sharing import IntakeResult
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.protocol.rollouts import CheckedAnnouncement, seal_rollout_batch
+from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, seal_rollout_batch
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.rollouts import fetch_request
 
@@ -64,7 +64,7 @@ def make_gossip(tmp_path, make_identity, **limits):
     records = RecordIntake(PeerTable(me.peer_id), stats, "s", 10.0)
     gossip = RolloutGossip(config, me, Transport(), Training(), records, stats, tmp_path)
     announcement = rollout_batch_pb2.RolloutAnnouncement(peer_id=peer.peer_id, first_batch_id=1, last_batch_id=9)
-    return gossip, peer, CheckedAnnouncement(announcement, peer.public_key)
+    return gossip, peer, CheckedRolloutAnnouncement(announcement, peer.public_key)
 
 
 def test_failing_storage_neither_replays_nor_uncounts_a_batch(tmp_path, make_identity):

@@ -7,13 +7,13 @@ from swarmnode.node.sharing import RolloutIntake, groups_to_batch
 from swarmnode.protocol import build_peer_record
 from swarmnode.protocol.codec import MessageKind, Rejected, RejectReason, seal
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.protocol.peer_record import age_problem
-from swarmnode.protocol.rollouts import (
-    build_announcement,
-    check_announcement,
+from swarmnode.protocol.rollout_messages import (
+    build_rollout_announcement,
+    check_rollout_announcement,
     open_rollout_batch,
     seal_rollout_batch,
 )
+from swarmnode.protocol.signed_values import age_problem
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.rollouts import (
     MAX_BATCHES_PER_FETCH,
@@ -35,7 +35,7 @@ TTL = 30.0
 
 
 def announce(identity, now=NOW, ttl=TTL, first=3, last=7, fingerprint="fp"):
-    return build_announcement(identity, window=33, first_batch_id=first, last_batch_id=last,
+    return build_rollout_announcement(identity, window=33, first_batch_id=first, last_batch_id=last,
                               model_fingerprint=fingerprint, now=now, ttl_s=ttl)
 
 
@@ -50,7 +50,7 @@ def rejection(fn, *args, **kwargs) -> Rejected:
 
 def test_announcement_round_trip(make_identity):
     a = make_identity()
-    checked = check_announcement(announce(a), subkey=a.peer_id, now=NOW + 1)
+    checked = check_rollout_announcement(announce(a), subkey=a.peer_id, now=NOW + 1)
     m = checked.announcement
     assert checked.peer_id == a.peer_id and checked.public_key == a.public_key
     assert (m.window, m.first_batch_id, m.last_batch_id, m.model_fingerprint) == (33, 3, 7, "fp")
@@ -60,18 +60,18 @@ def test_announcement_round_trip(make_identity):
 def test_announcement_rejections(make_identity):
     a, b = make_identity(), make_identity()
     value = announce(a)
-    r = rejection(check_announcement, value, subkey=b.peer_id, now=NOW)
+    r = rejection(check_rollout_announcement, value, subkey=b.peer_id, now=NOW)
     # a's valid value placed under b's subkey by anyone: not a's fault, so not counted against a
     assert r.reason == RejectReason.SUBKEY_MISMATCH and r.sender is None
-    assert rejection(check_announcement, value, subkey=a.peer_id, now=NOW + TTL).reason == RejectReason.EXPIRED
-    assert rejection(check_announcement, value, subkey=a.peer_id, now=NOW + TTL + 100).reason == RejectReason.EXPIRED
-    assert rejection(check_announcement, value, subkey=a.peer_id, now=NOW - 31).reason == RejectReason.FROM_FUTURE
-    assert check_announcement(value, subkey=a.peer_id, now=NOW - 29).peer_id == a.peer_id  # within clock skew
-    assert rejection(check_announcement, b"garbage", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
-    assert rejection(check_announcement, "not bytes", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
+    assert rejection(check_rollout_announcement, value, subkey=a.peer_id, now=NOW + TTL).reason == RejectReason.EXPIRED
+    assert rejection(check_rollout_announcement, value, subkey=a.peer_id, now=NOW + TTL + 100).reason == RejectReason.EXPIRED
+    assert rejection(check_rollout_announcement, value, subkey=a.peer_id, now=NOW - 31).reason == RejectReason.FROM_FUTURE
+    assert check_rollout_announcement(value, subkey=a.peer_id, now=NOW - 29).peer_id == a.peer_id  # within clock skew
+    assert rejection(check_rollout_announcement, b"garbage", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
+    assert rejection(check_rollout_announcement, "not bytes", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
     # A peer record is not an announcement.
     record = build_peer_record(a, record_fields("s"), NOW, TTL)
-    assert rejection(check_announcement, record, subkey=a.peer_id, now=NOW).reason == RejectReason.WRONG_KIND
+    assert rejection(check_rollout_announcement, record, subkey=a.peer_id, now=NOW).reason == RejectReason.WRONG_KIND
 
 
 def forged_announcement(signer, binder, peer_id=None):
@@ -85,10 +85,10 @@ def forged_announcement(signer, binder, peer_id=None):
 
 def test_announcement_with_another_identitys_binding_is_refused(make_identity):
     a, b = make_identity(), make_identity()
-    r = rejection(check_announcement, forged_announcement(a, b), subkey=a.peer_id, now=NOW)
+    r = rejection(check_rollout_announcement, forged_announcement(a, b), subkey=a.peer_id, now=NOW)
     assert r.reason == RejectReason.KEY_BINDING
     # Claiming another peer's id (with that peer's genuine binding) inside one's own envelope.
-    r = rejection(check_announcement, forged_announcement(a, b, peer_id=b.peer_id), subkey=b.peer_id, now=NOW)
+    r = rejection(check_rollout_announcement, forged_announcement(a, b, peer_id=b.peer_id), subkey=b.peer_id, now=NOW)
     assert r.reason == RejectReason.KEY_BINDING
     # Same libp2p key, but a node key the libp2p key never vouched for.
     thief = NodeIdentity(SigningKey.generate(), a.p2p_key, a.p2p_identity_path)
@@ -96,7 +96,7 @@ def test_announcement_with_another_identitys_binding_is_refused(make_identity):
         peer_id=a.peer_id, window=1, first_batch_id=0, last_batch_id=0, timestamp=NOW, expires_at=NOW + TTL,
         peer_id_binding=a.bind_signing_key(),
     )
-    r = rejection(check_announcement, seal(thief, MessageKind.ROLLOUT_ANNOUNCEMENT, stolen_binding),
+    r = rejection(check_rollout_announcement, seal(thief, MessageKind.ROLLOUT_ANNOUNCEMENT, stolen_binding),
                   subkey=a.peer_id, now=NOW)
     assert r.reason == RejectReason.KEY_BINDING
 

@@ -25,8 +25,8 @@ from swarmnode.protocol.codec import (
     seal,
 )
 from swarmnode.protocol.generated import gradient_summary_pb2 as gs
-from swarmnode.protocol.rollouts import build_announcement
-from swarmnode.protocol.summaries import (
+from swarmnode.protocol.rollout_messages import build_rollout_announcement
+from swarmnode.protocol.summary_messages import (
     build_summary_announcement,
     check_summary_announcement,
     open_summary,
@@ -148,7 +148,7 @@ def test_summary_announcement_rejections(make_identity):
     r = rejection(check_summary_announcement, forged(thief, a, peer_id=a.peer_id), subkey=a.peer_id, now=NOW)
     assert r.reason == RejectReason.KEY_BINDING
     # A rollout announcement is not a summary announcement, and garbage is garbage.
-    rollout = build_announcement(a, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="m",
+    rollout = build_rollout_announcement(a, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="m",
                                  now=NOW, ttl_s=TTL)
     assert rejection(check_summary_announcement, rollout, subkey=a.peer_id, now=NOW).reason == RejectReason.WRONG_KIND
     assert rejection(check_summary_announcement, b"garbage", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
@@ -375,7 +375,7 @@ def test_intake_admits_summary_announcements_on_summaries_keys(make_identity):
     assert not intake.admit(key, other.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
     assert not intake.admit(key, peer.peer_id, value, expiration=NOW + 3600, now=NOW + 1)
     # Each kind only under its own key.
-    rollout = build_announcement(peer, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="m",
+    rollout = build_rollout_announcement(peer, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="m",
                                  now=NOW, ttl_s=TTL)
     assert not intake.admit(key, peer.peer_id, rollout, expiration=NOW + TTL, now=NOW + 1)
     assert not intake.admit(rollouts_key("s", 100), peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
