@@ -36,10 +36,11 @@ from swarmnode.protocol.rollout_messages import build_rollout_announcement as bu
 from swarmnode.protocol.rollout_messages import seal_rollout_batch
 from swarmnode.store.rollouts import RolloutStore
 from swarmnode.store.standing import StandingRow, StandingStore
-from swarmnode.swarm.bounded import LRUMap
+from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.peers import MessageStats, RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter
-from swarmnode.swarm.rollouts import ROLLOUT_PROTOCOL, HeldRequests, RolloutOutbox, SenderLedger, parse_fetch_request
+from swarmnode.swarm.rollout_bookkeeping import ROLLOUT_PROTOCOL, HeldRequests, RolloutOutbox, SenderLedger
+from swarmnode.swarm.rollout_bookkeeping import parse_rollout_fetch_request as parse_fetch_request
 from swarmnode.swarm.transport import Transport
 from swarmnode.swarm.windows import rollouts_key, window_index, windows_to_read
 

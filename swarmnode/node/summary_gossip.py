@@ -39,10 +39,12 @@ from swarmnode.protocol.signed_values import age_problem
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, build_summary_announcement, open_summary, seal_summary
 from swarmnode.summaries import OuterResult, Received, check_summary, dense_bytes, fetch_allowance, norm_bound
 from swarmnode.summaries.trust import REPEATED
-from swarmnode.swarm.bounded import LRUMap
+from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.peers import RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter
-from swarmnode.swarm.summaries import SUMMARY_PROTOCOL, SummaryOutbox, fetch_request, parse_fetch_response
+from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL, SummaryOutbox
+from swarmnode.swarm.summary_outbox import parse_summary_fetch_response as parse_fetch_response
+from swarmnode.swarm.summary_outbox import summary_fetch_request as fetch_request
 from swarmnode.swarm.transport import RequestFailed, Transport
 from swarmnode.swarm.windows import summaries_key, window_index
 

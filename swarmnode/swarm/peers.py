@@ -11,7 +11,7 @@ from swarmnode.protocol import PeerRecord, Rejected, RejectReason, check_peer_re
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, check_rollout_announcement
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, check_summary_announcement
-from swarmnode.swarm.bounded import LRUMap
+from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index
 

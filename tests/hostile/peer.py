@@ -43,14 +43,14 @@ from swarmnode.protocol import PeerRecordFields, build_peer_record
 from swarmnode.protocol.codec import MessageKind, open_envelope
 from swarmnode.protocol.generated import peer_record_pb2, rollout_batch_pb2
 from swarmnode.protocol.rollout_messages import build_rollout_announcement, check_rollout_announcement
-from swarmnode.swarm.rollouts import (
+from swarmnode.swarm.rollout_bookkeeping import (
     MAX_BATCHES_PER_FETCH,
     MAX_FETCH_RESPONSE_BYTES,
     ROLLOUT_PROTOCOL,
-    fetch_request,
-    parse_fetch_response,
+    parse_rollout_fetch_response,
+    rollout_fetch_request,
 )
-from swarmnode.swarm.summaries import SUMMARY_PROTOCOL
+from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL
 from swarmnode.swarm.transport import RequestFailed
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index, windows_to_read
 
@@ -321,7 +321,7 @@ class Persona:
                      now: float | None = None, window: int | None = None) -> bytes:
         now = self.now() if now is None else now
         return build_rollout_announcement(identity or self.identity, window=window_index(now, self.window_s) if window is None else window,
-                                  first_batch_id=first, last_batch_id=last, model_fingerprint=self.model_fingerprint,
+                                          first_batch_id=first, last_batch_id=last, model_fingerprint=self.model_fingerprint,
                                   now=now, ttl_s=ttl_s)
 
     async def _record_loop(self) -> None:
@@ -380,10 +380,10 @@ class Persona:
         after = max(0, a.announcement.last_batch_id - count) if a is not None else 0
         self.sent["requests"] += 1
         try:
-            response = await self.transport.request(peer_id, ROLLOUT_PROTOCOL, fetch_request(after, count), 5.0)
+            response = await self.transport.request(peer_id, ROLLOUT_PROTOCOL, rollout_fetch_request(after, count), 5.0)
         except RequestFailed:
             return []
-        return parse_fetch_response(response) or []
+        return parse_rollout_fetch_response(response) or []
 
 
 class Outbox:

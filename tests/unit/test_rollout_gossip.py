@@ -15,14 +15,14 @@ from swarmnode.protocol.rollout_messages import (
 )
 from swarmnode.protocol.signed_values import age_problem
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.rollouts import (
+from swarmnode.swarm.rollout_bookkeeping import (
     MAX_BATCHES_PER_FETCH,
     MAX_FETCH_RESPONSE_BYTES,
     RolloutOutbox,
     SenderLedger,
-    fetch_request,
     fetch_wanted,
-    parse_fetch_response,
+    parse_rollout_fetch_response,
+    rollout_fetch_request,
 )
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key
@@ -36,7 +36,7 @@ TTL = 30.0
 
 def announce(identity, now=NOW, ttl=TTL, first=3, last=7, fingerprint="fp"):
     return build_rollout_announcement(identity, window=33, first_batch_id=first, last_batch_id=last,
-                              model_fingerprint=fingerprint, now=now, ttl_s=ttl)
+                                      model_fingerprint=fingerprint, now=now, ttl_s=ttl)
 
 
 def rejection(fn, *args, **kwargs) -> Rejected:
@@ -219,10 +219,10 @@ def test_outbox_after_newest_skips_the_older_backlog():
     assert box.after(2, 3) == [b"e3", b"e4", b"e5"]
     assert box.after(8, 4, newest=True) == [b"e9", b"e10"]  # fewer than asked: all of them
     assert box.after(10, 4, newest=True) == [] and box.after(2, 0, newest=True) == []
-    parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(fetch_request(2, max_batches=3, newest=True))
-    assert parsed.newest and parse_fetch_response(box.answer(fetch_request(2, max_batches=3, newest=True))) == [
+    parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(rollout_fetch_request(2, max_batches=3, newest=True))
+    assert parsed.newest and parse_rollout_fetch_response(box.answer(rollout_fetch_request(2, max_batches=3, newest=True))) == [
         b"e8", b"e9", b"e10"]
-    assert not rollout_batch_pb2.RolloutFetchRequest.FromString(fetch_request(2)).newest  # a plain fetch
+    assert not rollout_batch_pb2.RolloutFetchRequest.FromString(rollout_fetch_request(2)).newest  # a plain fetch
 
 
 def test_fetch_wanted_while_the_pool_holds_less_than_ahead_steps_take():
@@ -237,29 +237,29 @@ def test_outbox_answer_and_fetch_round_trip():
     box = RolloutOutbox(first_batch_id=1, capacity=8)
     for i in range(1, 5):
         box.add(i, b"batch-%d" % i)
-    request = fetch_request(2, max_batches=5)
+    request = rollout_fetch_request(2, max_batches=5)
     parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(request)
     assert (parsed.after_batch_id, parsed.max_batches) == (2, 5)
-    assert rollout_batch_pb2.RolloutFetchRequest.FromString(fetch_request(7)).max_batches == MAX_BATCHES_PER_FETCH
-    assert parse_fetch_response(box.answer(request)) == [b"batch-3", b"batch-4"]
-    assert parse_fetch_response(box.answer(fetch_request(0, max_batches=1))) == [b"batch-1"]
+    assert rollout_batch_pb2.RolloutFetchRequest.FromString(rollout_fetch_request(7)).max_batches == MAX_BATCHES_PER_FETCH
+    assert parse_rollout_fetch_response(box.answer(request)) == [b"batch-3", b"batch-4"]
+    assert parse_rollout_fetch_response(box.answer(rollout_fetch_request(0, max_batches=1))) == [b"batch-1"]
     served = box.batches_served
-    for garbage in (b"garbage", b"\xff" * 10, fetch_request(0) + b"\x00" * 64):  # undecodable / too long
+    for garbage in (b"garbage", b"\xff" * 10, rollout_fetch_request(0) + b"\x00" * 64):  # undecodable / too long
         response = box.answer(garbage)
-        assert parse_fetch_response(response) == []
+        assert parse_rollout_fetch_response(response) == []
         assert rollout_batch_pb2.RolloutFetchResponse.FromString(response).envelopes == []
     assert box.batches_served == served
 
 
 def test_parse_fetch_response_refuses_garbage_and_excess():
-    assert parse_fetch_response(b"\xff" * 10) is None
-    assert parse_fetch_response(b"") == []
+    assert parse_rollout_fetch_response(b"\xff" * 10) is None
+    assert parse_rollout_fetch_response(b"") == []
     too_many = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"x"] * (MAX_BATCHES_PER_FETCH + 1))
-    assert parse_fetch_response(too_many.SerializeToString()) is None
+    assert parse_rollout_fetch_response(too_many.SerializeToString()) is None
     ok = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"a", b"b"])
-    assert parse_fetch_response(ok.SerializeToString()) == [b"a", b"b"]
+    assert parse_rollout_fetch_response(ok.SerializeToString()) == [b"a", b"b"]
     huge = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"x" * (MAX_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH)])
-    assert parse_fetch_response(huge.SerializeToString()) is None
+    assert parse_rollout_fetch_response(huge.SerializeToString()) is None
 
 
 # -- sender ledger ------------------------------------------------------------------------------

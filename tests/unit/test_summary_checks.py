@@ -25,7 +25,7 @@ from swarmnode.protocol.signed_values import MAX_CLOCK_SKEW_S
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, seal_summary
 from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, check_summary, compress, norm_bound
 from swarmnode.summaries.outer import global_norm
-from swarmnode.swarm.summaries import SUMMARY_PROTOCOL
+from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL
 from tests.hostile.summary_crafting import CORRUPTIONS, corrupted, honest_delta, make_summary
 
 BASE = "base0123456789ab"

@@ -94,15 +94,15 @@ class SummaryOutbox:
             return {"held": len(self._summaries), "served": self.summaries_served, "bytes_served": self.bytes_served}
 
 
-def fetch_request(summary_id: int) -> bytes:
+def summary_fetch_request(summary_id: int) -> bytes:
     """The request bytes asking a peer for its summary `summary_id`."""
     return gradient_summary_pb2.SummaryFetchRequest(summary_id=summary_id).SerializeToString()
 
 
-def parse_fetch_response(data: object) -> bytes | None:
+def parse_summary_fetch_response(data: object) -> bytes | None:
     """The sealed envelope in a fetch response: b"" when the peer no longer holds the summary,
     None when the response is not one (not bytes, too large, undecodable). The envelope itself
-    is still unchecked: open it with protocol.summaries.open_summary."""
+    is still unchecked: open it with protocol.summary_messages.open_summary."""
     if not isinstance(data, (bytes, bytearray)) or len(data) > MAX_FETCH_RESPONSE_BYTES:
         return None
     try:
@@ -112,4 +112,5 @@ def parse_fetch_response(data: object) -> bytes | None:
     return response.envelope
 
 
-__all__ = ["MAX_FETCH_RESPONSE_BYTES", "SUMMARY_PROTOCOL", "SummaryOutbox", "fetch_request", "parse_fetch_response"]
+__all__ = ["MAX_FETCH_RESPONSE_BYTES", "SUMMARY_PROTOCOL", "SummaryOutbox", "parse_summary_fetch_response",
+           "summary_fetch_request"]
