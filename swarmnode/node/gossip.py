@@ -34,7 +34,7 @@ from swarmnode.protocol.codec import RejectReason
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement as CheckedAnnouncement
 from swarmnode.protocol.rollout_messages import build_rollout_announcement as build_announcement
 from swarmnode.protocol.rollout_messages import seal_rollout_batch
-from swarmnode.store.rollouts import RolloutStore
+from swarmnode.store.rollout_store import RolloutStore
 from swarmnode.store.standing import StandingRow, StandingStore
 from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.peers import MessageStats, RecordIntake
