@@ -128,7 +128,7 @@ class Crafter:
 
     def _completions(self, item) -> tuple[Any, list[tuple[str, list[int], list[float], float]]]:
         """The true answer and three wrong ones as (text, token ids + EOS, true log-probs, reward)."""
-        from swarmnode.policy.hf_backend import format_prompt
+        from swarmnode.policy.prompts import format_prompt
 
         prompt_ids = self.tokenizer(format_prompt(self.tokenizer, item.question), add_special_tokens=False)["input_ids"]
         answer = int(item.answer)
