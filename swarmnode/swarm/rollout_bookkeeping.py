@@ -20,8 +20,8 @@ from swarmnode.swarm.lru_map import LRUMap
 
 ROLLOUT_PROTOCOL = "swarmnode/v1/rollouts"
 MAX_BATCHES_PER_FETCH = 16
-MAX_FETCH_RESPONSE_BYTES = 2 * 1024 * 1024  # under p2pd's 4 MiB message cap
-MAX_FETCH_REQUEST_BYTES = 64
+MAX_ROLLOUT_FETCH_RESPONSE_BYTES = 2 * 1024 * 1024  # under p2pd's 4 MiB message cap
+MAX_ROLLOUT_FETCH_REQUEST_BYTES = 64
 MAX_FAILURE_EXPONENT = 6  # a failing peer is asked at least every 2^6 fetch intervals
 
 
@@ -69,7 +69,7 @@ class RolloutOutbox:
             out, size = [], 0
             for batch_id in ids:
                 envelope = self._batches[batch_id]
-                if len(out) >= cap or size + len(envelope) > MAX_FETCH_RESPONSE_BYTES:
+                if len(out) >= cap or size + len(envelope) > MAX_ROLLOUT_FETCH_RESPONSE_BYTES:
                     break
                 out.append(envelope)
                 size += len(envelope)
@@ -108,7 +108,7 @@ def fetch_wanted(usable: int, per_step: int, ahead_steps: float) -> bool:
 def parse_rollout_fetch_request(data: bytes) -> rollout_batch_pb2.RolloutFetchRequest | None:
     """A peer's fetch request, or None if it is too long or does not decode (answered empty).
     Its integers are proto3 uint32/uint64, so in range; what they may cost is capped where used."""
-    if len(data) > MAX_FETCH_REQUEST_BYTES:
+    if len(data) > MAX_ROLLOUT_FETCH_REQUEST_BYTES:
         return None
     try:
         return rollout_batch_pb2.RolloutFetchRequest.FromString(data)
@@ -172,7 +172,7 @@ def announcements_due(now: float, last_read: float, expiries: list[float], disco
 
 def parse_rollout_fetch_response(data: bytes) -> list[bytes] | None:
     """The envelopes of a fetch response, or None if it is not one (or too large)."""
-    if len(data) > MAX_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH:
+    if len(data) > MAX_ROLLOUT_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH:
         return None
     try:
         response = rollout_batch_pb2.RolloutFetchResponse.FromString(data)

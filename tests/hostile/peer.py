@@ -45,7 +45,7 @@ from swarmnode.protocol.generated import peer_record_pb2, rollout_batch_pb2
 from swarmnode.protocol.rollout_messages import build_rollout_announcement, check_rollout_announcement
 from swarmnode.swarm.rollout_bookkeeping import (
     MAX_BATCHES_PER_FETCH,
-    MAX_FETCH_RESPONSE_BYTES,
+    MAX_ROLLOUT_FETCH_RESPONSE_BYTES,
     ROLLOUT_PROTOCOL,
     parse_rollout_fetch_response,
     rollout_fetch_request,
@@ -413,7 +413,7 @@ class Outbox:
             candidates = [(i, e) for i, e in newer if i not in self.delivered] or newer
         out, size = [], 0
         for batch_id, envelope in candidates:
-            if len(out) >= cap or size + len(envelope) > MAX_FETCH_RESPONSE_BYTES:
+            if len(out) >= cap or size + len(envelope) > MAX_ROLLOUT_FETCH_RESPONSE_BYTES:
                 break
             out.append(envelope)
             size += len(envelope)

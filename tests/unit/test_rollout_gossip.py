@@ -17,7 +17,7 @@ from swarmnode.protocol.signed_values import age_problem
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.rollout_bookkeeping import (
     MAX_BATCHES_PER_FETCH,
-    MAX_FETCH_RESPONSE_BYTES,
+    MAX_ROLLOUT_FETCH_RESPONSE_BYTES,
     RolloutOutbox,
     SenderLedger,
     fetch_wanted,
@@ -204,7 +204,7 @@ def test_outbox_after_caps_batches_and_bytes():
     got = box.after(-1, 1000)
     assert got == [bytes([i]) for i in range(MAX_BATCHES_PER_FETCH)]
     big = RolloutOutbox(first_batch_id=0, capacity=10)
-    chunk = (MAX_FETCH_RESPONSE_BYTES * 2) // 5  # 0.4 of the cap: two fit, the third would not
+    chunk = (MAX_ROLLOUT_FETCH_RESPONSE_BYTES * 2) // 5  # 0.4 of the cap: two fit, the third would not
     for i in range(4):
         big.add(big.next_batch_id(), bytes([i]) * chunk)
     assert [e[0] for e in big.after(-1, 16)] == [0, 1]
@@ -258,7 +258,7 @@ def test_parse_fetch_response_refuses_garbage_and_excess():
     assert parse_rollout_fetch_response(too_many.SerializeToString()) is None
     ok = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"a", b"b"])
     assert parse_rollout_fetch_response(ok.SerializeToString()) == [b"a", b"b"]
-    huge = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"x" * (MAX_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH)])
+    huge = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"x" * (MAX_ROLLOUT_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH)])
     assert parse_rollout_fetch_response(huge.SerializeToString()) is None
 
 

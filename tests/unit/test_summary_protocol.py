@@ -34,8 +34,8 @@ from swarmnode.protocol.summary_messages import (
 )
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.summary_outbox import (
-    MAX_FETCH_REQUEST_BYTES,
-    MAX_FETCH_RESPONSE_BYTES,
+    MAX_SUMMARY_FETCH_REQUEST_BYTES,
+    MAX_SUMMARY_FETCH_RESPONSE_BYTES,
     SummaryOutbox,
     parse_summary_fetch_response,
     summary_fetch_request,
@@ -287,7 +287,7 @@ def test_a_full_size_sealed_summary_fits_one_p2pd_response(make_identity):
     s = gs.GradientSummary.FromString(s.SerializeToString() + b"\xfa\x07" + _varint(filler) + b"\x00" * filler)
     assert s.ByteSize() == MAX_BODY_BYTES[MessageKind.GRADIENT_SUMMARY]
     envelope = seal_summary(identity, s)
-    assert len(envelope) <= MAX_FETCH_RESPONSE_BYTES
+    assert len(envelope) <= MAX_SUMMARY_FETCH_RESPONSE_BYTES
     outbox = SummaryOutbox(capacity=1)
     outbox.add(1, envelope)
     wire = BytesValue(value=outbox.answer(summary_fetch_request(1))).ByteSize()
@@ -341,7 +341,7 @@ def test_outbox_answers_by_id_and_counts():
     assert parse_summary_fetch_response(outbox.answer(summary_fetch_request(3))) == b""  # no longer held
     assert outbox.answer(summary_fetch_request(3)) == b""  # an empty envelope
     assert outbox.answer(b"\xff\xff\xff") == b""  # garbage
-    assert outbox.answer(b"\x08" + b"\xff" * MAX_FETCH_REQUEST_BYTES) == b""  # oversize
+    assert outbox.answer(b"\x08" + b"\xff" * MAX_SUMMARY_FETCH_REQUEST_BYTES) == b""  # oversize
     assert outbox.answer("not bytes") == b""  # type: ignore[arg-type]
     assert outbox.counters() == {"held": 2, "served": 1, "bytes_served": 10}
     outbox.add(4, b"new")  # re-adding an id refreshes it as the newest
@@ -353,7 +353,7 @@ def test_outbox_answers_by_id_and_counts():
 def test_parse_fetch_response_refuses_what_is_not_a_response():
     assert parse_summary_fetch_response(b"\xff") is None
     assert parse_summary_fetch_response(None) is None
-    assert parse_summary_fetch_response(b"\x00" * (MAX_FETCH_RESPONSE_BYTES + 1)) is None
+    assert parse_summary_fetch_response(b"\x00" * (MAX_SUMMARY_FETCH_RESPONSE_BYTES + 1)) is None
     assert parse_summary_fetch_response(b"") == b""
 
 
