@@ -27,7 +27,8 @@ from pathlib import Path
 import torch
 
 from swarmnode.policy import SamplingParams, load_policy
-from swarmnode.policy.hf_backend import HFGenerator, attention_backends
+from swarmnode.policy.attention import attention_backends
+from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.trainer.bench import MODEL_SHAPES, shaped_policy
 from swarmnode.trainer.experience import collate
 from swarmnode.trainer.forward import micro_batch_budget, padded_logprobs, row_lengths

@@ -1,4 +1,10 @@
-"""Configuration: the NodeConfig model and its YAML loader."""
+"""Configuration: the NodeConfig model and its YAML loader.
+
+- model.py: NodeConfig and its sections (SwarmConfig, NetworkConfig, ModelConfig, TrainingConfig,
+  RolloutGossipConfig, SummariesConfig, SchedulerConfig, LimitsConfig, StorageConfig, ...)
+- loader.py: load_config (defaults < YAML < SWARMNODE__* environment < overrides; every mistake
+  as one line, ConfigError), default_config_text and bundled_config_path (configs/*.yaml)
+"""
 from swarmnode.config.loader import ConfigError, bundled_config_path, default_config_text, load_config
 from swarmnode.config.model import NodeConfig
 

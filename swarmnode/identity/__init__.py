@@ -1,4 +1,9 @@
-"""Node identity: the Ed25519 signing key, the libp2p identity, and the binding between them."""
+"""Node identity: the Ed25519 signing key, the libp2p identity, and the binding between them.
+
+- keys.py: SigningKey, NodeIdentity (signs messages and the binding), load_identity,
+  create_node_key / create_p2p_identity (key files, optionally passphrase-protected),
+  peer_id_from_ed25519 / ed25519_from_peer_id, verify_ed25519, verify_binding
+"""
 from swarmnode.identity.keys import (
     PASSPHRASE_ENV,
     KeyFileError,

@@ -31,13 +31,16 @@ from swarmnode.node.rollout_fetch import RolloutFetching
 from swarmnode.node.sharing import groups_to_batch
 from swarmnode.node.training import TrainingService
 from swarmnode.protocol.codec import RejectReason
-from swarmnode.protocol.rollouts import CheckedAnnouncement, build_announcement, seal_rollout_batch
-from swarmnode.store.rollouts import RolloutStore
+from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement as CheckedAnnouncement
+from swarmnode.protocol.rollout_messages import build_rollout_announcement as build_announcement
+from swarmnode.protocol.rollout_messages import seal_rollout_batch
+from swarmnode.store.rollout_store import RolloutStore
 from swarmnode.store.standing import StandingRow, StandingStore
-from swarmnode.swarm.bounded import LRUMap
+from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.peers import MessageStats, RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter
-from swarmnode.swarm.rollouts import ROLLOUT_PROTOCOL, HeldRequests, RolloutOutbox, SenderLedger, parse_fetch_request
+from swarmnode.swarm.rollout_bookkeeping import ROLLOUT_PROTOCOL, HeldRequests, RolloutOutbox, SenderLedger
+from swarmnode.swarm.rollout_bookkeeping import parse_rollout_fetch_request as parse_fetch_request
 from swarmnode.swarm.transport import Transport
 from swarmnode.swarm.windows import rollouts_key, window_index, windows_to_read
 

@@ -18,16 +18,12 @@ from collections import Counter
 
 from swarmnode.node.training import fetch_ahead_steps
 from swarmnode.protocol.codec import Rejected, RejectReason
-from swarmnode.protocol.peer_record import age_problem
-from swarmnode.protocol.rollouts import CheckedAnnouncement, open_rollout_batch
-from swarmnode.swarm.rollouts import (
-    ROLLOUT_PROTOCOL,
-    announcements_due,
-    fetch_request,
-    idle_exponent_cap,
-    parse_fetch_response,
-    skip_fetch,
-)
+from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement as CheckedAnnouncement
+from swarmnode.protocol.rollout_messages import open_rollout_batch
+from swarmnode.protocol.signed_values import age_problem
+from swarmnode.swarm.rollout_bookkeeping import ROLLOUT_PROTOCOL, announcements_due, idle_exponent_cap, skip_fetch
+from swarmnode.swarm.rollout_bookkeeping import parse_rollout_fetch_response as parse_fetch_response
+from swarmnode.swarm.rollout_bookkeeping import rollout_fetch_request as fetch_request
 from swarmnode.swarm.transport import RequestFailed
 
 log = logging.getLogger("swarmnode.gossip")

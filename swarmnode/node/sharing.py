@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from swarmnode.policy.hf_backend import format_prompt
+from swarmnode.policy.prompts import format_prompt
 from swarmnode.protocol.codec import RejectReason
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.tasks import Task, TaskRef, extract_answer, get_task

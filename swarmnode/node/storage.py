@@ -8,7 +8,7 @@ from typing import Any
 from swarmnode.config.model import StorageConfig
 from swarmnode.store.checkpoints import BackgroundCheckpointer
 from swarmnode.store.metrics import MetricsStore
-from swarmnode.store.rollouts import RolloutStore
+from swarmnode.store.rollout_store import RolloutStore
 
 
 def maintain_stores(rollouts: RolloutStore, metrics: MetricsStore, config: StorageConfig, now: float) -> dict[str, Any]:

@@ -35,14 +35,16 @@ from swarmnode.node.gossip import RolloutGossip, read_newest_per_peer
 from swarmnode.node.training import OutgoingSummary, TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
-from swarmnode.protocol.peer_record import age_problem
-from swarmnode.protocol.summaries import CheckedSummaryAnnouncement, build_summary_announcement, open_summary, seal_summary
+from swarmnode.protocol.signed_values import age_problem
+from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, build_summary_announcement, open_summary, seal_summary
 from swarmnode.summaries import OuterResult, Received, check_summary, dense_bytes, fetch_allowance, norm_bound
 from swarmnode.summaries.trust import REPEATED
-from swarmnode.swarm.bounded import LRUMap
+from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.peers import RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter
-from swarmnode.swarm.summaries import SUMMARY_PROTOCOL, SummaryOutbox, fetch_request, parse_fetch_response
+from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL, SummaryOutbox
+from swarmnode.swarm.summary_outbox import parse_summary_fetch_response as parse_fetch_response
+from swarmnode.swarm.summary_outbox import summary_fetch_request as fetch_request
 from swarmnode.swarm.transport import RequestFailed, Transport
 from swarmnode.swarm.windows import summaries_key, window_index
 

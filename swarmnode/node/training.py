@@ -30,7 +30,7 @@ from swarmnode.policy.loading import (
 )
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.scheduler import DeliveryMeter, Plan, SpeedMeter
-from swarmnode.swarm.rollouts import fetch_wanted
+from swarmnode.swarm.rollout_bookkeeping import fetch_wanted
 from swarmnode.store.checkpoints import (
     BackgroundCheckpointer,
     TrainingState,

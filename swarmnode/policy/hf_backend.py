@@ -10,7 +10,7 @@ Three decode paths (`HFGenerator(decode=...)`, config `model.decode`):
   attention is out of the way (below); kept as an option.
 - `generate`: `model.generate`.
 
-On a GPU the decode steps run with cuDNN's attention excluded (`attention_backends`; config
+On a GPU the decode steps run with cuDNN's attention excluded (policy/attention.py; config
 `model.cudnn_attention`): rows leaving the batch change the attention shape nearly every
 step, and cuDNN plans each new shape (~1.5 ms of CPU per call instead of ~0.06 ms). Measured
 on an H100, Qwen2 of Qwen2.5-0.5B's shape in bf16, 64 prompts x 8 samples x 128 new tokens:
@@ -23,20 +23,21 @@ and the faster stays (AUTO_DECODE, AUTO_TRIALS); on a CPU it is the loop, measur
 """
 from __future__ import annotations
 
-import contextlib
 import time
-import types
 from typing import Mapping, Sequence
 
 import torch
 from transformers import DynamicCache
 
+from swarmnode.policy.attention import attention_backends
 from swarmnode.policy.generation import (
     Completion,
     PromptGeneration,
     SamplingParams,
     finish_completion,
 )
+from swarmnode.policy.precision import use_fp32_logits
+from swarmnode.policy.prompts import format_prompt, left_pad, left_pad_positions
 from swarmnode.policy.sampling import sample_next
 
 DECODES = ("auto", "loop", "bucketed", "generate")
@@ -68,69 +69,6 @@ def bucket_size(running: int, width: int) -> int:
         size = min(width, 2 ** ceil(log2(running)))
     """
     return min(width, 1 << max(0, running - 1).bit_length())
-
-
-def attention_backends(device: torch.device, cudnn: bool):
-    """A context in which scaled_dot_product_attention may use cuDNN's kernel, or not (a GPU only).
-
-    cuDNN's attention builds a plan per new shape: ~1.5 ms of CPU per call instead of ~0.06 ms
-    when shapes change (decode steps, micro-batches and chunks of new widths). Without it
-    SDPA takes flash or memory-efficient attention (README, "GPU nodes", has the figures).
-    """
-    if cudnn or device.type != "cuda":
-        return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
-
-
-def _fp32_linear_forward(self, hidden: torch.Tensor) -> torch.Tensor:
-    # The weight is upcast per call (gradients flow back to the low-precision parameter), so
-    # a tied embedding keeps one parameter and the checkpoint is unchanged.
-    bias = None if self.bias is None else self.bias.float()
-    return torch.nn.functional.linear(hidden.float(), self.weight.float(), bias)
-
-
-def use_fp32_logits(model) -> bool:
-    """Compute the output layer (logits) in float32 when the model's weights are bf16 / fp16.
-
-    The logits of a bf16 head carry ~3 significant digits, so a log-prob read from them is off
-    by up to ~|logit| / 256; the generator and the trainer must agree on log-probs (the
-    behaviour / proximal weights are their ratios). Off by default (config model.fp32_logits):
-    on the models measured (README "GPU nodes") the gap comes from the bf16 hidden states and
-    this left it unchanged, while its float32 matmul costs most with a large vocabulary.
-    Patches the head of this instance only (a deepcopy keeps it); returns whether it did (not
-    for float32 models or non-Linear heads).
-    """
-    head = model.get_output_embeddings()
-    if not isinstance(head, torch.nn.Linear) or head.weight.dtype == torch.float32:
-        return False
-    head.forward = types.MethodType(_fp32_linear_forward, head)
-    return True
-
-
-def format_prompt(tokenizer, question: str) -> str:
-    """The question as the model is prompted with it (its chat template, if it has one)."""
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(
-            [{"role": "user", "content": question}], tokenize=False, add_generation_prompt=True
-        )
-    return question
-
-
-def left_pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(input_ids, attention_mask), both [B, max_len], rows aligned to the right."""
-    # Padded as Python lists and made a tensor once: a tensor per row costs more than the
-    # padding itself on small batches.
-    width = max(len(r) for r in rows)
-    ids = torch.tensor([[pad_id] * (width - len(r)) + list(r) for r in rows], dtype=torch.long)
-    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=torch.long)
-    return ids, mask
-
-
-def left_pad_positions(mask: torch.Tensor) -> torch.Tensor:
-    """Position ids of left-padded rows: 0 at each row's first real token (0 on the padding too)."""
-    return (mask.cumsum(-1) - 1).clamp(min=0)
 
 
 class HFGenerator:

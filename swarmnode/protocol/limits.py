@@ -3,8 +3,10 @@
 Each check returns None when the message is within the schema's limits, or a short
 description of the first problem: `check_structure` (shapes, lengths, finite floats; a
 failure is INVALID_FIELD) and `check_ranges` (every integer and float against this node's
-own bounds; a failure is OUT_OF_RANGE). No check needs context (time, swarm, peer table);
-those belong to the code that acts on a message (e.g. `peer_record.check_peer_record`).
+own bounds; a failure is OUT_OF_RANGE) dispatch to each message type's
+`check_<message>_structure` and `check_<message>_ranges`. No check needs context (time,
+swarm, peer table); those belong to the code that acts on a message (e.g.
+`peer_record.check_peer_record`, which opens a record's envelope and runs both).
 """
 from __future__ import annotations
 
@@ -74,7 +76,7 @@ def _finite(x: float) -> bool:
     return math.isfinite(x)
 
 
-def check_peer_record(record: peer_record_pb2.PeerRecord) -> str | None:
+def check_peer_record_structure(record: peer_record_pb2.PeerRecord) -> str | None:
     if not 0 < len(record.peer_id) <= MAX_PEER_ID_CHARS:
         return "peer_id missing or too long"
     if len(record.public_key) != 32:
@@ -101,7 +103,7 @@ def check_peer_record(record: peer_record_pb2.PeerRecord) -> str | None:
     return None
 
 
-def check_rollout_batch(batch: rollout_batch_pb2.RolloutBatch) -> str | None:
+def check_rollout_batch_structure(batch: rollout_batch_pb2.RolloutBatch) -> str | None:
     if not 0 < len(batch.groups) <= MAX_GROUPS_PER_BATCH:
         return f"a batch holds 1..{MAX_GROUPS_PER_BATCH} groups"
     if len(batch.model_fingerprint) > MAX_SHORT_STRING_CHARS or len(batch.tokenizer_fingerprint) > MAX_SHORT_STRING_CHARS:
@@ -127,7 +129,7 @@ def check_rollout_batch(batch: rollout_batch_pb2.RolloutBatch) -> str | None:
     return None
 
 
-def check_rollout_announcement(announcement: rollout_batch_pb2.RolloutAnnouncement) -> str | None:
+def check_rollout_announcement_structure(announcement: rollout_batch_pb2.RolloutAnnouncement) -> str | None:
     if not 0 < len(announcement.peer_id) <= MAX_PEER_ID_CHARS:
         return "peer_id missing or too long"
     if len(announcement.peer_id_binding) != 64:
@@ -177,7 +179,7 @@ def _chunked_topk_problem(t: gradient_summary_pb2.CompressedTensor, numel: int, 
     return None
 
 
-def check_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str | None:
+def check_gradient_summary_structure(summary: gradient_summary_pb2.GradientSummary) -> str | None:
     if not summary.model_fingerprint or len(summary.model_fingerprint) > MAX_SHORT_STRING_CHARS:
         return "model_fingerprint missing or too long"
     if not summary.base_fingerprint or len(summary.base_fingerprint) > MAX_SHORT_STRING_CHARS:
@@ -224,7 +226,7 @@ def check_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str
     return None
 
 
-def check_summary_announcement(announcement: gradient_summary_pb2.SummaryAnnouncement) -> str | None:
+def check_summary_announcement_structure(announcement: gradient_summary_pb2.SummaryAnnouncement) -> str | None:
     if not 0 < len(announcement.peer_id) <= MAX_PEER_ID_CHARS:
         return "peer_id missing or too long"
     if len(announcement.peer_id_binding) != 64:
@@ -252,7 +254,7 @@ def _times_out_of_range(**values: float) -> str | None:
     return None
 
 
-def ranges_of_peer_record(record: peer_record_pb2.PeerRecord) -> str | None:
+def check_peer_record_ranges(record: peer_record_pb2.PeerRecord) -> str | None:
     for name, cap in CAPABILITY_CAPS.items():
         value = getattr(record.capability, name)
         if value > cap:
@@ -261,7 +263,7 @@ def ranges_of_peer_record(record: peer_record_pb2.PeerRecord) -> str | None:
             or _ints_out_of_range(memory_bytes=record.device.memory_bytes))
 
 
-def ranges_of_rollout_batch(batch: rollout_batch_pb2.RolloutBatch) -> str | None:
+def check_rollout_batch_ranges(batch: rollout_batch_pb2.RolloutBatch) -> str | None:
     problem = (_ints_out_of_range(window=batch.window, policy_version=batch.policy_version, batch_id=batch.batch_id)
                or _times_out_of_range(created_at=batch.created_at))
     if problem:
@@ -278,19 +280,19 @@ def ranges_of_rollout_batch(batch: rollout_batch_pb2.RolloutBatch) -> str | None
     return None
 
 
-def ranges_of_rollout_announcement(announcement: rollout_batch_pb2.RolloutAnnouncement) -> str | None:
+def check_rollout_announcement_ranges(announcement: rollout_batch_pb2.RolloutAnnouncement) -> str | None:
     return (_ints_out_of_range(window=announcement.window, first_batch_id=announcement.first_batch_id,
                                last_batch_id=announcement.last_batch_id)
             or _times_out_of_range(timestamp=announcement.timestamp, expires_at=announcement.expires_at))
 
 
-def ranges_of_gradient_summary(summary: gradient_summary_pb2.GradientSummary) -> str | None:
+def check_gradient_summary_ranges(summary: gradient_summary_pb2.GradientSummary) -> str | None:
     return (_ints_out_of_range(base_version=summary.base_version, step_start=summary.step_start,
                                step_end=summary.step_end, window=summary.window, summary_id=summary.summary_id)
             or _times_out_of_range(created_at=summary.created_at))
 
 
-def ranges_of_summary_announcement(announcement: gradient_summary_pb2.SummaryAnnouncement) -> str | None:
+def check_summary_announcement_ranges(announcement: gradient_summary_pb2.SummaryAnnouncement) -> str | None:
     return (_ints_out_of_range(window=announcement.window, summary_id=announcement.summary_id,
                                size_bytes=announcement.size_bytes)
             or _times_out_of_range(timestamp=announcement.timestamp, expires_at=announcement.expires_at))
@@ -299,11 +301,11 @@ def ranges_of_summary_announcement(announcement: gradient_summary_pb2.SummaryAnn
 Check = Callable[[Message], "str | None"]
 # Per message type: (structural check, range check).
 _CHECKS: dict[type[Message], tuple[Check, Check]] = {
-    peer_record_pb2.PeerRecord: (check_peer_record, ranges_of_peer_record),
-    rollout_batch_pb2.RolloutBatch: (check_rollout_batch, ranges_of_rollout_batch),
-    rollout_batch_pb2.RolloutAnnouncement: (check_rollout_announcement, ranges_of_rollout_announcement),
-    gradient_summary_pb2.GradientSummary: (check_gradient_summary, ranges_of_gradient_summary),
-    gradient_summary_pb2.SummaryAnnouncement: (check_summary_announcement, ranges_of_summary_announcement),
+    peer_record_pb2.PeerRecord: (check_peer_record_structure, check_peer_record_ranges),
+    rollout_batch_pb2.RolloutBatch: (check_rollout_batch_structure, check_rollout_batch_ranges),
+    rollout_batch_pb2.RolloutAnnouncement: (check_rollout_announcement_structure, check_rollout_announcement_ranges),
+    gradient_summary_pb2.GradientSummary: (check_gradient_summary_structure, check_gradient_summary_ranges),
+    gradient_summary_pb2.SummaryAnnouncement: (check_summary_announcement_structure, check_summary_announcement_ranges),
 }
 
 

@@ -14,37 +14,7 @@ from swarmnode.protocol.codec import (
     seal,
 )
 from swarmnode.protocol.generated import peer_record_pb2
-
-# A record signed further than this ahead of our DHT time is refused (clock skew allowance).
-MAX_CLOCK_SKEW_S = 30.0
-# The longest life a record or announcement may claim unless the node's config says otherwise
-# (limits.max_record_ttl_s): a record claiming ten years would otherwise stay a ghost peer.
-DEFAULT_MAX_TTL_S = 120.0
-
-
-def check_lifetime(timestamp: float, expires_at: float, *, now: float, max_ttl_s: float, sender: str) -> None:
-    """Raise `Rejected` unless now < expires_at, timestamp <= now + skew and expires_at - timestamp <= max_ttl_s.
-
-    A lifetime or a timestamp ahead is what `sender` signed: counted against it. An expired
-    value is not: anyone can store a peer's old record again.
-    """
-    if expires_at <= now:
-        raise Rejected(RejectReason.EXPIRED, f"expired {now - expires_at:.1f}s ago")
-    if timestamp > now + MAX_CLOCK_SKEW_S:
-        raise Rejected(RejectReason.FROM_FUTURE, f"signed {timestamp - now:.1f}s ahead", sender)
-    if expires_at - timestamp > max_ttl_s:
-        raise Rejected(RejectReason.LIFETIME, f"claims {expires_at - timestamp:.0f}s of life, over {max_ttl_s:g}s", sender)
-
-
-def age_problem(created_at: float, *, now: float, max_age_s: float) -> tuple[RejectReason, str] | None:
-    """Why an opened message (a rollout batch, a gradient summary) made at `created_at` is too
-    new or too old to take, or None: made no later than now plus clock skew, and no earlier
-    than `max_age_s` ago."""
-    if created_at > now + MAX_CLOCK_SKEW_S:
-        return RejectReason.FROM_FUTURE, f"made {created_at - now:.0f}s ahead"
-    if created_at < now - max_age_s:
-        return RejectReason.EXPIRED, f"made {now - created_at:.0f}s ago, over {max_age_s:g}s"
-    return None
+from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S, check_lifetime
 
 
 @dataclass(frozen=True)

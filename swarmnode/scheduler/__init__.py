@@ -1,5 +1,11 @@
 """The scheduler's math: this node's measured speed, its peers' deliveries, and the per-window
-plan of how much it generates, trains and takes from peers (all pure but the meters' locks)."""
+plan of how much it generates, trains and takes from peers (all pure but the meters' locks).
+
+- speed.py: SpeedMeter (this node's smoothed generation and training speed), Throughput, ema,
+  observe; DeliveryMeter and delivery_rates (groups each peer actually delivered per second)
+- plan.py: make_plan -> Plan (local and external groups per step, waits) from OwnSpeed,
+  PeerSupply and PlanLimits; fixed_plan; claimed_groups_per_s
+"""
 from swarmnode.scheduler.plan import (
     OwnSpeed,
     PeerSupply,

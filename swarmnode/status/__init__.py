@@ -1,1 +1,8 @@
-"""The daemon's local status endpoint, its document, and a client for it."""
+"""The daemon's local status endpoint, its document, and a client for it.
+
+- snapshot.py: build_status, the status document (schema "swarmnode.status/1", docs/status.md),
+  and its parts (peer_to_dict, summaries_status, JoinState, ...)
+- server.py: StatusServer, the aiohttp endpoint (/status, /peers, /metrics)
+- prometheus.py: make_registry, the Prometheus view of the same document (StatusCollector)
+- client.py: fetch (read a daemon's endpoint), status_url_for_home, NoDaemon
+"""

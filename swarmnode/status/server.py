@@ -6,7 +6,7 @@ from typing import Any, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from swarmnode.status.metrics import make_registry
+from swarmnode.status.prometheus import make_registry
 
 
 class StatusServer:

@@ -2,12 +2,14 @@
 merge them robustly with an outer optimizer (DiLoCo / NoLoCo without a barrier). Pure math and
 state; the node's loops (node/summary_gossip.py) move the bytes.
 
-- compress.py: CompressionConfig, compress (chunked top-k with error feedback), decode_tensor
+- compress.py: CompressionConfig, compress (chunked top-k with error feedback), decode_tensor, dense_bytes
 - checks.py: check_summary (base, names, shapes, finite values, norm bound), norm_bound
-- outer.py: pseudo_gradient, peer_weights, frequency_corrections, the plain weighted mean, outer_update
+- outer.py: pseudo_gradient, peer_weights, frequency_corrections, merge_pseudo_gradients (the plain
+  weighted mean), outer_update
 - robust.py: robust_merge (each delta clipped, weighted by trust), cosine
 - trust.py: TrustBook (each peer's earned trust, what to skip and strike), Verdict
-- state.py: OuterLoop (anchor, momentum, residual, own direction; one outer step), SummaryInbox, Received
+- state.py: OuterLoop (anchor, momentum, residual, own direction; one outer step) with OuterConfig
+  and OuterResult, SummaryInbox and Received (peers' summaries waiting), fetch_allowance
 """
 from swarmnode.summaries.checks import check_summary, norm_bound
 from swarmnode.summaries.compress import CompressionConfig, compress, decode_tensor, dense_bytes

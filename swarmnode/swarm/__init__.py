@@ -1,4 +1,20 @@
-"""Swarm transport (hivemind DHT), peer table and record intake. Knows nothing about models."""
+"""Swarm transport (hivemind DHT), peer table and record intake. Knows nothing about models.
+
+- transport.py: Transport, the interface the node talks to (DHT store/get, requests to peers),
+  StoredValue, JoinError, TransportStartError, RequestFailed
+- hivemind_transport.py: HivemindTransport, the Transport on hivemind's DHT and p2pd
+- hivemind_validator.py: PolicyValidator, the DHT-side check of every stored value
+- peers.py: PeerTable (who is in the swarm), RecordIntake (checks every DHT value and counts
+  verdicts), PeerEntry, MessageStats
+- rollout_bookkeeping.py: the rollout gossip's state, no I/O: RolloutOutbox (batches served),
+  SenderLedger / PeerStanding (cursors and strikes per sender), HeldRequests (long-polls), the
+  fetch request and response bytes, and when to fetch (skip_fetch, announcements_due, fetch_wanted)
+- summary_outbox.py: SummaryOutbox (sealed summaries served by id) and its request and response bytes
+- ratelimit.py: PeerRateLimiter and TokenBucket (per-peer rate limits)
+- lru_map.py: LRUMap, per-peer state with a size bound
+- windows.py: window_index and the DHT key of each window (peer_records_key, rollouts_key, ...)
+- backoff.py: backoff_delay, retry delays for joining
+"""
 from swarmnode.swarm.peers import MessageStats, PeerEntry, PeerTable, RecordIntake
 from swarmnode.swarm.transport import JoinError, StoredValue, Transport, TransportStartError
 

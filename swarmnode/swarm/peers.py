@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from swarmnode.protocol import PeerRecord, Rejected, RejectReason, check_peer_record
-from swarmnode.protocol.peer_record import DEFAULT_MAX_TTL_S
-from swarmnode.protocol.rollouts import CheckedAnnouncement, check_announcement
-from swarmnode.protocol.summaries import CheckedSummaryAnnouncement, check_summary_announcement
-from swarmnode.swarm.bounded import LRUMap
+from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, check_rollout_announcement
+from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S
+from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, check_summary_announcement
+from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index
 
@@ -222,11 +222,11 @@ class RecordIntake:
 
         return self._judged(Verdicts.digest(tag, subkey, value, expiration), check)
 
-    def judge_announcement(self, subkey: object, value: object, expiration: float, now: float) -> CheckedAnnouncement | None:
+    def judge_announcement(self, subkey: object, value: object, expiration: float, now: float) -> CheckedRolloutAnnouncement | None:
         """The checked rollout announcement, or None."""
-        return self._judge_announcement("announcement", check_announcement, subkey, value, expiration, now)
+        return self._judge_announcement("announcement", check_rollout_announcement, subkey, value, expiration, now)
 
-    def announcements(self, values: list[StoredValue], now: float) -> list[CheckedAnnouncement]:
+    def announcements(self, values: list[StoredValue], now: float) -> list[CheckedRolloutAnnouncement]:
         """Valid announcements of other peers among `values`."""
         checked = (self.judge_announcement(v.subkey, v.value, v.expiration, now) for v in values)
         return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id]

@@ -1,6 +1,12 @@
 """Task sources and verifiers. Every item is regenerable from (task, seed, index).
 
 Built-in compact tasks ("sum2", "sum3") and reasoning-gym datasets ("rg:chain_sum", ...).
+
+- base.py: Task (items and a guarded scorer), TaskItem, TaskRef
+- builtin.py: SumTask and BUILTIN_TASKS (sum2, sum3)
+- gym.py: GymTask, a reasoning-gym dataset as a task ("rg:<dataset>")
+- answers.py: extract_answer, the one reading of an answer out of a completion
+- here: get_task (a task by name), regenerate (an item from its TaskRef), UnknownTask
 """
 from swarmnode.tasks.answers import extract_answer
 from swarmnode.tasks.base import Task, TaskItem, TaskRef

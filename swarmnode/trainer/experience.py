@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import torch
 
 from swarmnode.policy.generation import PromptGeneration
-from swarmnode.policy.hf_backend import left_pad
+from swarmnode.policy.prompts import left_pad
 from swarmnode.tasks import TaskItem, extract_answer, get_task
 from swarmnode.tasks.base import TaskRef
 

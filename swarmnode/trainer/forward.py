@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
-from swarmnode.policy.hf_backend import left_pad_positions
+from swarmnode.policy.prompts import left_pad_positions
 from swarmnode.trainer.experience import TrainBatch
 from swarmnode.trainer.objectives import token_logprobs
 

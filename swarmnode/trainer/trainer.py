@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from swarmnode.policy.hf_backend import attention_backends, use_fp32_logits
+from swarmnode.policy.attention import attention_backends
+from swarmnode.policy.precision import use_fp32_logits
 from swarmnode.trainer.experience import ScoredGroup, collate
 from swarmnode.trainer.forward import (
     completion_logprobs,
@@ -55,10 +56,10 @@ class TrainerConfig:
     # (forward.micro_batch_budget). Larger batches are cut into micro-batches.
     micro_batch_tokens: int | None = None
     forward_chunking: str = "auto"  # auto | length | single | plain (see trainer.forward)
-    # A bf16 / fp16 model's output layer runs in float32 (policy.hf_backend.use_fp32_logits);
+    # A bf16 / fp16 model's output layer runs in float32 (policy.precision.use_fp32_logits);
     # set it on the generator too: the two must agree on log-probs.
     fp32_logits: bool = False
-    cudnn_attention: bool = False  # see policy.hf_backend.attention_backends
+    cudnn_attention: bool = False  # see policy.attention.attention_backends
     # Another model's text (no behaviour log-probs): "plain" re-scores it as if this policy
     # had sampled it (weight 1); "shaped" uses objectives.shaped_objective (LUFFY), at most a
     # quarter of an own sample's weight per token.

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from swarmnode.identity import NodeIdentity, SigningKey
 from swarmnode.protocol.codec import PROTOCOL_VERSION, MessageKind
 from swarmnode.protocol.generated import envelope_pb2, rollout_batch_pb2
-from swarmnode.swarm.rollouts import MAX_BATCHES_PER_FETCH
+from swarmnode.swarm.rollout_bookkeeping import MAX_BATCHES_PER_FETCH
 from swarmnode.swarm.windows import peer_records_key, rollouts_key
 from tests.hostile.peer import ITEM_SEED, HostilePeer, throwaway_identity
 from tests.hostile import floods  # noqa: F401 - registers the flood attacks

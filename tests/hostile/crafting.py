@@ -13,7 +13,7 @@ from typing import Any, Awaitable, Callable
 from swarmnode.identity import NodeIdentity
 from swarmnode.protocol.codec import PROTOCOL_VERSION, MessageKind, seal, signing_bytes
 from swarmnode.protocol.generated import envelope_pb2, peer_record_pb2, rollout_batch_pb2
-from swarmnode.protocol.rollouts import seal_rollout_batch
+from swarmnode.protocol.rollout_messages import seal_rollout_batch
 from tests.hostile.peer import HostilePeer, Outbox, Persona
 
 # Batches whose point is not their log-probs claim another model: the victim then re-scores their

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from swarmnode.swarm.rollouts import ROLLOUT_PROTOCOL, fetch_request, parse_fetch_response
+from swarmnode.swarm.rollout_bookkeeping import ROLLOUT_PROTOCOL, parse_rollout_fetch_response, rollout_fetch_request
 from swarmnode.swarm.transport import RequestFailed
 from swarmnode.swarm.windows import peer_records_key, rollouts_key
 from tests.hostile.peer import HostilePeer, say, throwaway_identity
@@ -82,8 +82,8 @@ async def request_flood(peer: HostilePeer, args: argparse.Namespace) -> dict[str
 
     async def one() -> None:
         try:
-            response = await p.transport.request(peer.victim_id, ROLLOUT_PROTOCOL, fetch_request(0), 5.0)
-            envelopes = parse_fetch_response(response)
+            response = await p.transport.request(peer.victim_id, ROLLOUT_PROTOCOL, rollout_fetch_request(0), 5.0)
+            envelopes = parse_rollout_fetch_response(response)
             outcomes["answered" if envelopes else "empty"] += 1
             outcomes["envelopes_received"] += len(envelopes or [])
         except RequestFailed:

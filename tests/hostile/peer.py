@@ -42,15 +42,15 @@ from swarmnode.identity.keys import load_p2p_identity
 from swarmnode.protocol import PeerRecordFields, build_peer_record
 from swarmnode.protocol.codec import MessageKind, open_envelope
 from swarmnode.protocol.generated import peer_record_pb2, rollout_batch_pb2
-from swarmnode.protocol.rollouts import build_announcement, check_announcement
-from swarmnode.swarm.rollouts import (
+from swarmnode.protocol.rollout_messages import build_rollout_announcement, check_rollout_announcement
+from swarmnode.swarm.rollout_bookkeeping import (
     MAX_BATCHES_PER_FETCH,
-    MAX_FETCH_RESPONSE_BYTES,
+    MAX_ROLLOUT_FETCH_RESPONSE_BYTES,
     ROLLOUT_PROTOCOL,
-    fetch_request,
-    parse_fetch_response,
+    parse_rollout_fetch_response,
+    rollout_fetch_request,
 )
-from swarmnode.swarm.summaries import SUMMARY_PROTOCOL
+from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL
 from swarmnode.swarm.transport import RequestFailed
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index, windows_to_read
 
@@ -128,7 +128,7 @@ class Crafter:
 
     def _completions(self, item) -> tuple[Any, list[tuple[str, list[int], list[float], float]]]:
         """The true answer and three wrong ones as (text, token ids + EOS, true log-probs, reward)."""
-        from swarmnode.policy.hf_backend import format_prompt
+        from swarmnode.policy.prompts import format_prompt
 
         prompt_ids = self.tokenizer(format_prompt(self.tokenizer, item.question), add_special_tokens=False)["input_ids"]
         answer = int(item.answer)
@@ -320,8 +320,8 @@ class Persona:
     def announcement(self, first: int, last: int, identity: NodeIdentity | None = None, ttl_s: float = ANNOUNCE_TTL_S,
                      now: float | None = None, window: int | None = None) -> bytes:
         now = self.now() if now is None else now
-        return build_announcement(identity or self.identity, window=window_index(now, self.window_s) if window is None else window,
-                                  first_batch_id=first, last_batch_id=last, model_fingerprint=self.model_fingerprint,
+        return build_rollout_announcement(identity or self.identity, window=window_index(now, self.window_s) if window is None else window,
+                                          first_batch_id=first, last_batch_id=last, model_fingerprint=self.model_fingerprint,
                                   now=now, ttl_s=ttl_s)
 
     async def _record_loop(self) -> None:
@@ -357,7 +357,7 @@ class Persona:
     # -- reading the swarm -----------------------------------------------------------------------------
 
     async def announcements(self) -> dict[str, Any]:
-        """peer id -> the newest valid announcement (CheckedAnnouncement) in the current and previous windows."""
+        """peer id -> the newest valid announcement (CheckedRolloutAnnouncement) in the current and previous windows."""
         newest: dict[str, Any] = {}
         for window in windows_to_read(self.window()):
             try:
@@ -366,7 +366,7 @@ class Persona:
                 continue
             for v in values:
                 try:
-                    a = check_announcement(v.value, subkey=v.subkey, now=self.now())
+                    a = check_rollout_announcement(v.value, subkey=v.subkey, now=self.now())
                 except Exception:  # noqa: BLE001 - not ours to judge
                     continue
                 held = newest.get(a.peer_id)
@@ -380,10 +380,10 @@ class Persona:
         after = max(0, a.announcement.last_batch_id - count) if a is not None else 0
         self.sent["requests"] += 1
         try:
-            response = await self.transport.request(peer_id, ROLLOUT_PROTOCOL, fetch_request(after, count), 5.0)
+            response = await self.transport.request(peer_id, ROLLOUT_PROTOCOL, rollout_fetch_request(after, count), 5.0)
         except RequestFailed:
             return []
-        return parse_fetch_response(response) or []
+        return parse_rollout_fetch_response(response) or []
 
 
 class Outbox:
@@ -413,7 +413,7 @@ class Outbox:
             candidates = [(i, e) for i, e in newer if i not in self.delivered] or newer
         out, size = [], 0
         for batch_id, envelope in candidates:
-            if len(out) >= cap or size + len(envelope) > MAX_FETCH_RESPONSE_BYTES:
+            if len(out) >= cap or size + len(envelope) > MAX_ROLLOUT_FETCH_RESPONSE_BYTES:
                 break
             out.append(envelope)
             size += len(envelope)

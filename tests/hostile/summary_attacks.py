@@ -37,7 +37,7 @@ from typing import Any
 
 from swarmnode.protocol.generated import envelope_pb2
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
-from swarmnode.protocol.summaries import build_summary_announcement, check_summary_announcement, seal_summary
+from swarmnode.protocol.summary_messages import build_summary_announcement, check_summary_announcement, seal_summary
 from swarmnode.swarm.windows import summaries_key, windows_to_read
 from tests.hostile.crafting import Expectation, attack, finish, result
 from tests.hostile.peer import ANNOUNCE_TTL_S, HostilePeer, Persona, say

@@ -7,9 +7,9 @@ from swarmnode.config import NodeConfig
 from swarmnode.node.gossip import RolloutGossip
 from swarmnode.node.sharing import IntakeResult
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.protocol.rollouts import CheckedAnnouncement, seal_rollout_batch
+from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, seal_rollout_batch
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.rollouts import fetch_request
+from swarmnode.swarm.rollout_bookkeeping import rollout_fetch_request
 
 NOW = 1_000_000.0
 
@@ -64,7 +64,7 @@ def make_gossip(tmp_path, make_identity, **limits):
     records = RecordIntake(PeerTable(me.peer_id), stats, "s", 10.0)
     gossip = RolloutGossip(config, me, Transport(), Training(), records, stats, tmp_path)
     announcement = rollout_batch_pb2.RolloutAnnouncement(peer_id=peer.peer_id, first_batch_id=1, last_batch_id=9)
-    return gossip, peer, CheckedAnnouncement(announcement, peer.public_key)
+    return gossip, peer, CheckedRolloutAnnouncement(announcement, peer.public_key)
 
 
 def test_failing_storage_neither_replays_nor_uncounts_a_batch(tmp_path, make_identity):
@@ -99,9 +99,9 @@ def test_batches_over_the_accept_rate_wait_for_the_next_fetch(tmp_path, make_ide
 def test_requests_over_a_peers_serve_rate_get_an_empty_answer(tmp_path, make_identity):
     gossip, peer, _ = make_gossip(tmp_path, make_identity, serve_requests_per_s=0.001, serve_burst=2)
     gossip.outbox.add(gossip.outbox.next_batch_id(), b"envelope")
-    answers = [asyncio.run(gossip._answer(fetch_request(0), "flooder")) for _ in range(3)]
+    answers = [asyncio.run(gossip._answer(rollout_fetch_request(0), "flooder")) for _ in range(3)]
     assert [len(rollout_batch_pb2.RolloutFetchResponse.FromString(a).envelopes) for a in answers] == [1, 1, 0]
-    assert asyncio.run(gossip._answer(fetch_request(0), "honest")) == answers[0]  # others are still served
+    assert asyncio.run(gossip._answer(rollout_fetch_request(0), "honest")) == answers[0]  # others are still served
     assert gossip.limits_snapshot()["serve_refused"] == 1
     assert tuple(gossip.limits_snapshot()) == RolloutGossip.LIMIT_KEYS  # what a model-less node reports as zeros
     gossip.close()

@@ -6,14 +6,14 @@ import asyncio
 import time
 
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.swarm.rollouts import (
+from swarmnode.swarm.rollout_bookkeeping import (
     MAX_BATCHES_PER_FETCH,
     HeldRequests,
     RolloutOutbox,
     announcements_due,
-    fetch_request,
     idle_exponent_cap,
-    parse_fetch_request,
+    parse_rollout_fetch_request,
+    rollout_fetch_request,
     skip_fetch,
 )
 from tests.unit.test_gossip_bookkeeping import NOW, make_gossip, response
@@ -70,12 +70,12 @@ def test_outbox_has_after_and_fetch_request_round_trip():
     outbox.add(outbox.next_batch_id(), b"e5")
     outbox.add(outbox.next_batch_id(), b"e6")
     assert outbox.has_after(5) and not outbox.has_after(6)
-    parsed = parse_fetch_request(fetch_request(5, wait_ms=2500))
+    parsed = parse_rollout_fetch_request(rollout_fetch_request(5, wait_ms=2500))
     assert (parsed.after_batch_id, parsed.max_batches, parsed.wait_ms) == (5, 16, 2500)
-    assert parse_fetch_request(b"\xff garbage") is None and parse_fetch_request(b"\x08" * 65) is None
+    assert parse_rollout_fetch_request(b"\xff garbage") is None and parse_rollout_fetch_request(b"\x08" * 65) is None
     # A request from an older node has no wait_ms: 0, answered at once.
     old = rollout_batch_pb2.RolloutFetchRequest(after_batch_id=5, max_batches=16).SerializeToString()
-    assert parse_fetch_request(old).wait_ms == 0 and envelopes(outbox.answer(old)) == [b"e6"]
+    assert parse_rollout_fetch_request(old).wait_ms == 0 and envelopes(outbox.answer(old)) == [b"e6"]
 
 
 # -- the serving side ----------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def test_a_long_poll_is_answered_when_a_batch_is_added(tmp_path, make_identity):
     gossip, _, _ = make_gossip(tmp_path, make_identity)
 
     async def scenario():
-        held = asyncio.create_task(gossip._answer(fetch_request(0, wait_ms=5000), "peer"))
+        held = asyncio.create_task(gossip._answer(rollout_fetch_request(0, wait_ms=5000), "peer"))
         await asyncio.sleep(0.05)
         assert not held.done() and len(gossip.holds) == 1
         start = time.monotonic()
@@ -102,7 +102,7 @@ def test_a_long_poll_is_answered_when_a_batch_is_added(tmp_path, make_identity):
     assert envelopes(answer) == [b"envelope"] and waited < 0.5
     assert len(gossip.holds) == 0 and gossip.counters["requests_held"] == 1
     # Something newer than `after` already there: answered at once, nothing held.
-    assert envelopes(asyncio.run(gossip._answer(fetch_request(0, wait_ms=5000), "peer"))) == [b"envelope"]
+    assert envelopes(asyncio.run(gossip._answer(rollout_fetch_request(0, wait_ms=5000), "peer"))) == [b"envelope"]
     assert gossip.counters["requests_held"] == 1
     gossip.close()
 
@@ -113,7 +113,7 @@ def test_a_hold_ends_at_the_shorter_of_the_asked_and_own_wait(tmp_path, make_ide
 
     def timed(wait_ms):
         start = time.monotonic()
-        answer = asyncio.run(gossip._answer(fetch_request(0, wait_ms=wait_ms), "peer"))
+        answer = asyncio.run(gossip._answer(rollout_fetch_request(0, wait_ms=wait_ms), "peer"))
         return envelopes(answer), time.monotonic() - start
 
     assert timed(60_000)[0] == [] and 0.15 < timed(60_000)[1] < 1.0  # capped by this node's 0.2 s
@@ -128,13 +128,13 @@ def test_held_requests_are_bounded_per_peer_and_in_all(tmp_path, make_identity):
     gossip.holds.capacity = 2
 
     async def scenario():
-        first = asyncio.create_task(gossip._answer(fetch_request(0, wait_ms=5000), "a"))
+        first = asyncio.create_task(gossip._answer(rollout_fetch_request(0, wait_ms=5000), "a"))
         await asyncio.sleep(0.02)
         start = time.monotonic()
-        again = await gossip._answer(fetch_request(0, wait_ms=5000), "a")  # a's second: at once
-        other = asyncio.create_task(gossip._answer(fetch_request(0, wait_ms=5000), "b"))
+        again = await gossip._answer(rollout_fetch_request(0, wait_ms=5000), "a")  # a's second: at once
+        other = asyncio.create_task(gossip._answer(rollout_fetch_request(0, wait_ms=5000), "b"))
         await asyncio.sleep(0.02)
-        third = await gossip._answer(fetch_request(0, wait_ms=5000), "c")  # full: at once
+        third = await gossip._answer(rollout_fetch_request(0, wait_ms=5000), "c")  # full: at once
         quick = time.monotonic() - start
         assert not first.done() and not other.done() and len(gossip.holds) == 2
         other.cancel()  # the asker gave up: hivemind cancels the handler, which frees its slot
@@ -153,12 +153,12 @@ def test_close_answers_every_held_request_at_once(tmp_path, make_identity):
     gossip, _, _ = make_gossip(tmp_path, make_identity)
 
     async def scenario():
-        held = [asyncio.create_task(gossip._answer(fetch_request(0, wait_ms=30_000), f"p{i}")) for i in range(3)]
+        held = [asyncio.create_task(gossip._answer(rollout_fetch_request(0, wait_ms=30_000), f"p{i}")) for i in range(3)]
         await asyncio.sleep(0.05)
         start = time.monotonic()
         gossip.close()
         answers = await asyncio.gather(*held)
-        late = await gossip._answer(fetch_request(0, wait_ms=30_000), "late")  # nothing is held after close
+        late = await gossip._answer(rollout_fetch_request(0, wait_ms=30_000), "late")  # nothing is held after close
         return answers, late, time.monotonic() - start
 
     answers, late, took = asyncio.run(scenario())
@@ -178,7 +178,7 @@ def test_fetches_long_poll_and_back_off_peers_that_answer_nothing_at_once(tmp_pa
     asked = {holder.peer_id: [], old.peer_id: []}
 
     async def request(peer, protocol, payload, timeout):
-        wait_s = parse_fetch_request(payload).wait_ms / 1000
+        wait_s = parse_rollout_fetch_request(payload).wait_ms / 1000
         asked[peer].append((wait_s, timeout))
         if peer == holder.peer_id:
             await asyncio.sleep(wait_s)  # holds the long-poll, then has nothing
@@ -262,7 +262,7 @@ def test_a_full_pool_defers_fetches_and_then_asks_for_the_newest_batches(tmp_pat
     asked = []
 
     async def request(peer_id, protocol, payload, timeout):
-        asked.append(parse_fetch_request(payload))
+        asked.append(parse_rollout_fetch_request(payload))
         return response()
 
     async def announcements():

@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from swarmnode.protocol import Rejected, RejectReason, build_peer_record, check_peer_record
-from swarmnode.protocol.rollouts import build_announcement, check_announcement
+from swarmnode.protocol.rollout_messages import build_rollout_announcement, check_rollout_announcement
 from swarmnode.store.standing import StandingRow, StandingStore
-from swarmnode.swarm.bounded import LRUMap
+from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.peers import UNVERIFIED, MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter, TokenBucket
-from swarmnode.swarm.rollouts import SenderLedger
+from swarmnode.swarm.rollout_bookkeeping import SenderLedger
 from swarmnode.swarm.windows import peer_records_key
 from swarmnode.trainer.buffer import ExperienceBuffer
 from swarmnode.trainer.objectives import mean_logprob_gap, truncate_behavior_logp
@@ -159,9 +159,9 @@ def test_records_and_announcements_claiming_a_long_life_are_rejected(make_identi
     assert r.reason == RejectReason.LIFETIME and r.sender == a.peer_id  # verified by then: its own fault
     assert check_peer_record(build_peer_record(a, FIELDS, NOW, 120.0), subkey=a.peer_id, swarm="s", now=NOW,
                              max_ttl_s=120.0).peer_id == a.peer_id
-    announcement = build_announcement(a, window=1, first_batch_id=1, last_batch_id=2, model_fingerprint="fp", now=NOW,
-                                      ttl_s=ten_years)
-    assert reason_of(check_announcement, announcement, subkey=a.peer_id, now=NOW, max_ttl_s=120.0).reason == RejectReason.LIFETIME
+    announcement = build_rollout_announcement(a, window=1, first_batch_id=1, last_batch_id=2, model_fingerprint="fp", now=NOW,
+                                              ttl_s=ten_years)
+    assert reason_of(check_rollout_announcement, announcement, subkey=a.peer_id, now=NOW, max_ttl_s=120.0).reason == RejectReason.LIFETIME
 
 
 def test_intake_keeps_at_most_max_values_per_key(make_identity):

@@ -5,16 +5,9 @@ import torch
 from transformers import AutoTokenizer
 
 from swarmnode.policy import PolicyLoadError, SamplingParams, load_policy
-from swarmnode.policy.hf_backend import (
-    AUTO_TRIALS,
-    HFGenerator,
-    bucket_size,
-    decode_candidates,
-    fastest,
-    format_prompt,
-    left_pad,
-    use_fp32_logits,
-)
+from swarmnode.policy.hf_backend import AUTO_TRIALS, HFGenerator, bucket_size, decode_candidates, fastest
+from swarmnode.policy.precision import use_fp32_logits
+from swarmnode.policy.prompts import format_prompt, left_pad
 from swarmnode.policy.sampling import sample_next, top_p_filter
 from tests.helpers import save_random_tiny_policy, teacher_forced_logprobs
 

@@ -5,14 +5,14 @@ from hypothesis import strategies as st
 
 from swarmnode.identity import NodeIdentity, SigningKey
 from swarmnode.protocol import MessageKind, Rejected, build_peer_record, check_peer_record, open_envelope
-from swarmnode.protocol.rollouts import build_announcement, check_announcement, open_rollout_batch
-from swarmnode.swarm.rollouts import RolloutOutbox, parse_fetch_response
+from swarmnode.protocol.rollout_messages import build_rollout_announcement, check_rollout_announcement, open_rollout_batch
+from swarmnode.swarm.rollout_bookkeeping import RolloutOutbox, parse_rollout_fetch_response
 from tests.helpers import record_fields
 
 IDENTITY = NodeIdentity(SigningKey.generate(), SigningKey.generate(), p2p_identity_path=None)  # type: ignore[arg-type]
 VALID = build_peer_record(IDENTITY, record_fields("fuzz"), now=1000.0, ttl_s=20.0)
-ANNOUNCEMENT = build_announcement(IDENTITY, window=3, first_batch_id=1, last_batch_id=9, model_fingerprint="m",
-                                  now=1000.0, ttl_s=20.0)
+ANNOUNCEMENT = build_rollout_announcement(IDENTITY, window=3, first_batch_id=1, last_batch_id=9, model_fingerprint="m",
+                                          now=1000.0, ttl_s=20.0)
 OUTBOX = RolloutOutbox(first_batch_id=1, capacity=4)
 
 
@@ -27,7 +27,7 @@ def _open_all_ways(data) -> None:
     except Rejected:
         pass
     try:
-        check_announcement(data, subkey=IDENTITY.peer_id, now=1001.0)
+        check_rollout_announcement(data, subkey=IDENTITY.peer_id, now=1001.0)
     except Rejected:
         pass
     try:
@@ -36,9 +36,9 @@ def _open_all_ways(data) -> None:
         pass
     if isinstance(data, bytes):
         # A peer's fetch request or response: garbage gets an empty answer / None, never an exception.
-        envelopes = parse_fetch_response(data)
+        envelopes = parse_rollout_fetch_response(data)
         assert envelopes is None or all(isinstance(e, bytes) for e in envelopes)
-        assert parse_fetch_response(OUTBOX.answer(data)) == []
+        assert parse_rollout_fetch_response(OUTBOX.answer(data)) == []
 
 
 @st.composite

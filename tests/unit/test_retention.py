@@ -7,8 +7,8 @@ from swarmnode.config.model import StorageConfig
 from swarmnode.store import retention
 from swarmnode.store.metrics import SCHEMA as METRICS_SCHEMA
 from swarmnode.store.metrics import MetricsStore
-from swarmnode.store.rollouts import SCHEMA as ROLLOUTS_SCHEMA
-from swarmnode.store.rollouts import RolloutStore
+from swarmnode.store.rollout_store import SCHEMA as ROLLOUTS_SCHEMA
+from swarmnode.store.rollout_store import RolloutStore
 from swarmnode.store.sqlite import open_db
 
 DAY = 86_400.0

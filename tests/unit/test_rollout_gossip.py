@@ -7,22 +7,22 @@ from swarmnode.node.sharing import RolloutIntake, groups_to_batch
 from swarmnode.protocol import build_peer_record
 from swarmnode.protocol.codec import MessageKind, Rejected, RejectReason, seal
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.protocol.peer_record import age_problem
-from swarmnode.protocol.rollouts import (
-    build_announcement,
-    check_announcement,
+from swarmnode.protocol.rollout_messages import (
+    build_rollout_announcement,
+    check_rollout_announcement,
     open_rollout_batch,
     seal_rollout_batch,
 )
+from swarmnode.protocol.signed_values import age_problem
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.rollouts import (
+from swarmnode.swarm.rollout_bookkeeping import (
     MAX_BATCHES_PER_FETCH,
-    MAX_FETCH_RESPONSE_BYTES,
+    MAX_ROLLOUT_FETCH_RESPONSE_BYTES,
     RolloutOutbox,
     SenderLedger,
-    fetch_request,
     fetch_wanted,
-    parse_fetch_response,
+    parse_rollout_fetch_response,
+    rollout_fetch_request,
 )
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key
@@ -35,8 +35,8 @@ TTL = 30.0
 
 
 def announce(identity, now=NOW, ttl=TTL, first=3, last=7, fingerprint="fp"):
-    return build_announcement(identity, window=33, first_batch_id=first, last_batch_id=last,
-                              model_fingerprint=fingerprint, now=now, ttl_s=ttl)
+    return build_rollout_announcement(identity, window=33, first_batch_id=first, last_batch_id=last,
+                                      model_fingerprint=fingerprint, now=now, ttl_s=ttl)
 
 
 def rejection(fn, *args, **kwargs) -> Rejected:
@@ -50,7 +50,7 @@ def rejection(fn, *args, **kwargs) -> Rejected:
 
 def test_announcement_round_trip(make_identity):
     a = make_identity()
-    checked = check_announcement(announce(a), subkey=a.peer_id, now=NOW + 1)
+    checked = check_rollout_announcement(announce(a), subkey=a.peer_id, now=NOW + 1)
     m = checked.announcement
     assert checked.peer_id == a.peer_id and checked.public_key == a.public_key
     assert (m.window, m.first_batch_id, m.last_batch_id, m.model_fingerprint) == (33, 3, 7, "fp")
@@ -60,18 +60,18 @@ def test_announcement_round_trip(make_identity):
 def test_announcement_rejections(make_identity):
     a, b = make_identity(), make_identity()
     value = announce(a)
-    r = rejection(check_announcement, value, subkey=b.peer_id, now=NOW)
+    r = rejection(check_rollout_announcement, value, subkey=b.peer_id, now=NOW)
     # a's valid value placed under b's subkey by anyone: not a's fault, so not counted against a
     assert r.reason == RejectReason.SUBKEY_MISMATCH and r.sender is None
-    assert rejection(check_announcement, value, subkey=a.peer_id, now=NOW + TTL).reason == RejectReason.EXPIRED
-    assert rejection(check_announcement, value, subkey=a.peer_id, now=NOW + TTL + 100).reason == RejectReason.EXPIRED
-    assert rejection(check_announcement, value, subkey=a.peer_id, now=NOW - 31).reason == RejectReason.FROM_FUTURE
-    assert check_announcement(value, subkey=a.peer_id, now=NOW - 29).peer_id == a.peer_id  # within clock skew
-    assert rejection(check_announcement, b"garbage", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
-    assert rejection(check_announcement, "not bytes", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
+    assert rejection(check_rollout_announcement, value, subkey=a.peer_id, now=NOW + TTL).reason == RejectReason.EXPIRED
+    assert rejection(check_rollout_announcement, value, subkey=a.peer_id, now=NOW + TTL + 100).reason == RejectReason.EXPIRED
+    assert rejection(check_rollout_announcement, value, subkey=a.peer_id, now=NOW - 31).reason == RejectReason.FROM_FUTURE
+    assert check_rollout_announcement(value, subkey=a.peer_id, now=NOW - 29).peer_id == a.peer_id  # within clock skew
+    assert rejection(check_rollout_announcement, b"garbage", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
+    assert rejection(check_rollout_announcement, "not bytes", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
     # A peer record is not an announcement.
     record = build_peer_record(a, record_fields("s"), NOW, TTL)
-    assert rejection(check_announcement, record, subkey=a.peer_id, now=NOW).reason == RejectReason.WRONG_KIND
+    assert rejection(check_rollout_announcement, record, subkey=a.peer_id, now=NOW).reason == RejectReason.WRONG_KIND
 
 
 def forged_announcement(signer, binder, peer_id=None):
@@ -85,10 +85,10 @@ def forged_announcement(signer, binder, peer_id=None):
 
 def test_announcement_with_another_identitys_binding_is_refused(make_identity):
     a, b = make_identity(), make_identity()
-    r = rejection(check_announcement, forged_announcement(a, b), subkey=a.peer_id, now=NOW)
+    r = rejection(check_rollout_announcement, forged_announcement(a, b), subkey=a.peer_id, now=NOW)
     assert r.reason == RejectReason.KEY_BINDING
     # Claiming another peer's id (with that peer's genuine binding) inside one's own envelope.
-    r = rejection(check_announcement, forged_announcement(a, b, peer_id=b.peer_id), subkey=b.peer_id, now=NOW)
+    r = rejection(check_rollout_announcement, forged_announcement(a, b, peer_id=b.peer_id), subkey=b.peer_id, now=NOW)
     assert r.reason == RejectReason.KEY_BINDING
     # Same libp2p key, but a node key the libp2p key never vouched for.
     thief = NodeIdentity(SigningKey.generate(), a.p2p_key, a.p2p_identity_path)
@@ -96,7 +96,7 @@ def test_announcement_with_another_identitys_binding_is_refused(make_identity):
         peer_id=a.peer_id, window=1, first_batch_id=0, last_batch_id=0, timestamp=NOW, expires_at=NOW + TTL,
         peer_id_binding=a.bind_signing_key(),
     )
-    r = rejection(check_announcement, seal(thief, MessageKind.ROLLOUT_ANNOUNCEMENT, stolen_binding),
+    r = rejection(check_rollout_announcement, seal(thief, MessageKind.ROLLOUT_ANNOUNCEMENT, stolen_binding),
                   subkey=a.peer_id, now=NOW)
     assert r.reason == RejectReason.KEY_BINDING
 
@@ -204,7 +204,7 @@ def test_outbox_after_caps_batches_and_bytes():
     got = box.after(-1, 1000)
     assert got == [bytes([i]) for i in range(MAX_BATCHES_PER_FETCH)]
     big = RolloutOutbox(first_batch_id=0, capacity=10)
-    chunk = (MAX_FETCH_RESPONSE_BYTES * 2) // 5  # 0.4 of the cap: two fit, the third would not
+    chunk = (MAX_ROLLOUT_FETCH_RESPONSE_BYTES * 2) // 5  # 0.4 of the cap: two fit, the third would not
     for i in range(4):
         big.add(big.next_batch_id(), bytes([i]) * chunk)
     assert [e[0] for e in big.after(-1, 16)] == [0, 1]
@@ -219,10 +219,10 @@ def test_outbox_after_newest_skips_the_older_backlog():
     assert box.after(2, 3) == [b"e3", b"e4", b"e5"]
     assert box.after(8, 4, newest=True) == [b"e9", b"e10"]  # fewer than asked: all of them
     assert box.after(10, 4, newest=True) == [] and box.after(2, 0, newest=True) == []
-    parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(fetch_request(2, max_batches=3, newest=True))
-    assert parsed.newest and parse_fetch_response(box.answer(fetch_request(2, max_batches=3, newest=True))) == [
+    parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(rollout_fetch_request(2, max_batches=3, newest=True))
+    assert parsed.newest and parse_rollout_fetch_response(box.answer(rollout_fetch_request(2, max_batches=3, newest=True))) == [
         b"e8", b"e9", b"e10"]
-    assert not rollout_batch_pb2.RolloutFetchRequest.FromString(fetch_request(2)).newest  # a plain fetch
+    assert not rollout_batch_pb2.RolloutFetchRequest.FromString(rollout_fetch_request(2)).newest  # a plain fetch
 
 
 def test_fetch_wanted_while_the_pool_holds_less_than_ahead_steps_take():
@@ -237,29 +237,29 @@ def test_outbox_answer_and_fetch_round_trip():
     box = RolloutOutbox(first_batch_id=1, capacity=8)
     for i in range(1, 5):
         box.add(i, b"batch-%d" % i)
-    request = fetch_request(2, max_batches=5)
+    request = rollout_fetch_request(2, max_batches=5)
     parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(request)
     assert (parsed.after_batch_id, parsed.max_batches) == (2, 5)
-    assert rollout_batch_pb2.RolloutFetchRequest.FromString(fetch_request(7)).max_batches == MAX_BATCHES_PER_FETCH
-    assert parse_fetch_response(box.answer(request)) == [b"batch-3", b"batch-4"]
-    assert parse_fetch_response(box.answer(fetch_request(0, max_batches=1))) == [b"batch-1"]
+    assert rollout_batch_pb2.RolloutFetchRequest.FromString(rollout_fetch_request(7)).max_batches == MAX_BATCHES_PER_FETCH
+    assert parse_rollout_fetch_response(box.answer(request)) == [b"batch-3", b"batch-4"]
+    assert parse_rollout_fetch_response(box.answer(rollout_fetch_request(0, max_batches=1))) == [b"batch-1"]
     served = box.batches_served
-    for garbage in (b"garbage", b"\xff" * 10, fetch_request(0) + b"\x00" * 64):  # undecodable / too long
+    for garbage in (b"garbage", b"\xff" * 10, rollout_fetch_request(0) + b"\x00" * 64):  # undecodable / too long
         response = box.answer(garbage)
-        assert parse_fetch_response(response) == []
+        assert parse_rollout_fetch_response(response) == []
         assert rollout_batch_pb2.RolloutFetchResponse.FromString(response).envelopes == []
     assert box.batches_served == served
 
 
 def test_parse_fetch_response_refuses_garbage_and_excess():
-    assert parse_fetch_response(b"\xff" * 10) is None
-    assert parse_fetch_response(b"") == []
+    assert parse_rollout_fetch_response(b"\xff" * 10) is None
+    assert parse_rollout_fetch_response(b"") == []
     too_many = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"x"] * (MAX_BATCHES_PER_FETCH + 1))
-    assert parse_fetch_response(too_many.SerializeToString()) is None
+    assert parse_rollout_fetch_response(too_many.SerializeToString()) is None
     ok = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"a", b"b"])
-    assert parse_fetch_response(ok.SerializeToString()) == [b"a", b"b"]
-    huge = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"x" * (MAX_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH)])
-    assert parse_fetch_response(huge.SerializeToString()) is None
+    assert parse_rollout_fetch_response(ok.SerializeToString()) == [b"a", b"b"]
+    huge = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"x" * (MAX_ROLLOUT_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH)])
+    assert parse_rollout_fetch_response(huge.SerializeToString()) is None
 
 
 # -- sender ledger ------------------------------------------------------------------------------

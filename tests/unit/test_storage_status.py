@@ -10,7 +10,7 @@ from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.status.snapshot import STORAGE_NONE, JoinState, build_status
 from swarmnode.store.checkpoints import BackgroundCheckpointer
 from swarmnode.store.metrics import MetricsStore
-from swarmnode.store.rollouts import RolloutStore
+from swarmnode.store.rollout_store import RolloutStore
 from swarmnode.swarm.peers import MessageStats
 
 

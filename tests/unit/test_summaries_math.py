@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
-from swarmnode.protocol.limits import check_gradient_summary
+from swarmnode.protocol.limits import check_gradient_summary_structure
 from swarmnode.summaries import (
     CompressionConfig,
     OuterConfig,
@@ -45,7 +45,7 @@ def test_chunked_topk_keeps_the_largest_per_chunk():
     value = torch.tensor([0.1, -5.0, 0.2, 4.0, 0.0, 0.3, -0.4, 0.05, 9.0, 0.01])  # chunks of 4: [4, 4, 2]
     cfg = CompressionConfig(density=0.5, bits=8, chunk_size=4)  # 2 per chunk
     [t], [decoded], residual = (lambda r: ([r[0][0]], [r[1]["w"]], r[2]))(compress({"w": value}, {}, cfg))
-    assert check_gradient_summary(pb.GradientSummary(
+    assert check_gradient_summary_structure(pb.GradientSummary(
         model_fingerprint="m", base_fingerprint="b", scheme=pb.COMPRESSION_SCHEME_CHUNKED_TOPK, tensors=[t],
         chunk_size=4, per_chunk=2)) is None
     assert np.frombuffer(t.indices, "<u2").tolist() == [1, 3, 2, 1, 0, 1]  # per chunk, largest first

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from swarmnode.cli.render import SWARM_COLUMNS, status_view, swarm_table
 from swarmnode.protocol.generated import peer_record_pb2
-from swarmnode.status.metrics import make_registry
+from swarmnode.status.prometheus import make_registry
 from swarmnode.status.snapshot import (
     SUMMARIES_KEYS,
     JoinState,

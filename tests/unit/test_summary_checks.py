@@ -21,11 +21,11 @@ from swarmnode.config import NodeConfig
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.limits import check_ranges, check_structure
-from swarmnode.protocol.peer_record import MAX_CLOCK_SKEW_S
-from swarmnode.protocol.summaries import CheckedSummaryAnnouncement, seal_summary
+from swarmnode.protocol.signed_values import MAX_CLOCK_SKEW_S
+from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, seal_summary
 from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, check_summary, compress, norm_bound
 from swarmnode.summaries.outer import global_norm
-from swarmnode.swarm.summaries import SUMMARY_PROTOCOL
+from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL
 from tests.hostile.summary_crafting import CORRUPTIONS, corrupted, honest_delta, make_summary
 
 BASE = "base0123456789ab"

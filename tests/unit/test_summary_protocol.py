@@ -25,20 +25,20 @@ from swarmnode.protocol.codec import (
     seal,
 )
 from swarmnode.protocol.generated import gradient_summary_pb2 as gs
-from swarmnode.protocol.rollouts import build_announcement
-from swarmnode.protocol.summaries import (
+from swarmnode.protocol.rollout_messages import build_rollout_announcement
+from swarmnode.protocol.summary_messages import (
     build_summary_announcement,
     check_summary_announcement,
     open_summary,
     seal_summary,
 )
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.summaries import (
-    MAX_FETCH_REQUEST_BYTES,
-    MAX_FETCH_RESPONSE_BYTES,
+from swarmnode.swarm.summary_outbox import (
+    MAX_SUMMARY_FETCH_REQUEST_BYTES,
+    MAX_SUMMARY_FETCH_RESPONSE_BYTES,
     SummaryOutbox,
-    fetch_request,
-    parse_fetch_response,
+    parse_summary_fetch_response,
+    summary_fetch_request,
 )
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import rollouts_key, summaries_key
@@ -148,8 +148,8 @@ def test_summary_announcement_rejections(make_identity):
     r = rejection(check_summary_announcement, forged(thief, a, peer_id=a.peer_id), subkey=a.peer_id, now=NOW)
     assert r.reason == RejectReason.KEY_BINDING
     # A rollout announcement is not a summary announcement, and garbage is garbage.
-    rollout = build_announcement(a, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="m",
-                                 now=NOW, ttl_s=TTL)
+    rollout = build_rollout_announcement(a, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="m",
+                                         now=NOW, ttl_s=TTL)
     assert rejection(check_summary_announcement, rollout, subkey=a.peer_id, now=NOW).reason == RejectReason.WRONG_KIND
     assert rejection(check_summary_announcement, b"garbage", subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
     assert rejection(check_summary_announcement, None, subkey=a.peer_id, now=NOW).reason == RejectReason.MALFORMED
@@ -287,12 +287,12 @@ def test_a_full_size_sealed_summary_fits_one_p2pd_response(make_identity):
     s = gs.GradientSummary.FromString(s.SerializeToString() + b"\xfa\x07" + _varint(filler) + b"\x00" * filler)
     assert s.ByteSize() == MAX_BODY_BYTES[MessageKind.GRADIENT_SUMMARY]
     envelope = seal_summary(identity, s)
-    assert len(envelope) <= MAX_FETCH_RESPONSE_BYTES
+    assert len(envelope) <= MAX_SUMMARY_FETCH_RESPONSE_BYTES
     outbox = SummaryOutbox(capacity=1)
     outbox.add(1, envelope)
-    wire = BytesValue(value=outbox.answer(fetch_request(1))).ByteSize()
+    wire = BytesValue(value=outbox.answer(summary_fetch_request(1))).ByteSize()
     assert wire + 64 <= P2PD_MAX_MESSAGE_BYTES
-    assert parse_fetch_response(outbox.answer(fetch_request(1))) == envelope
+    assert parse_summary_fetch_response(outbox.answer(summary_fetch_request(1))) == envelope
     with pytest.raises(ValueError, match="cap"):
         s2 = gs.GradientSummary.FromString(s.SerializeToString() + b"\xfa\x07\x01\x00")
         seal_summary(identity, s2)
@@ -337,11 +337,11 @@ def test_outbox_answers_by_id_and_counts():
     for summary_id in (3, 4, 5):
         outbox.add(summary_id, bytes([summary_id]) * 10)
     assert outbox.ids() == [4, 5] and outbox.newest() == (5, 10)  # 3 dropped past capacity
-    assert parse_fetch_response(outbox.answer(fetch_request(5))) == b"\x05" * 10
-    assert parse_fetch_response(outbox.answer(fetch_request(3))) == b""  # no longer held
-    assert outbox.answer(fetch_request(3)) == b""  # an empty envelope
+    assert parse_summary_fetch_response(outbox.answer(summary_fetch_request(5))) == b"\x05" * 10
+    assert parse_summary_fetch_response(outbox.answer(summary_fetch_request(3))) == b""  # no longer held
+    assert outbox.answer(summary_fetch_request(3)) == b""  # an empty envelope
     assert outbox.answer(b"\xff\xff\xff") == b""  # garbage
-    assert outbox.answer(b"\x08" + b"\xff" * MAX_FETCH_REQUEST_BYTES) == b""  # oversize
+    assert outbox.answer(b"\x08" + b"\xff" * MAX_SUMMARY_FETCH_REQUEST_BYTES) == b""  # oversize
     assert outbox.answer("not bytes") == b""  # type: ignore[arg-type]
     assert outbox.counters() == {"held": 2, "served": 1, "bytes_served": 10}
     outbox.add(4, b"new")  # re-adding an id refreshes it as the newest
@@ -351,10 +351,10 @@ def test_outbox_answers_by_id_and_counts():
 
 
 def test_parse_fetch_response_refuses_what_is_not_a_response():
-    assert parse_fetch_response(b"\xff") is None
-    assert parse_fetch_response(None) is None
-    assert parse_fetch_response(b"\x00" * (MAX_FETCH_RESPONSE_BYTES + 1)) is None
-    assert parse_fetch_response(b"") == b""
+    assert parse_summary_fetch_response(b"\xff") is None
+    assert parse_summary_fetch_response(None) is None
+    assert parse_summary_fetch_response(b"\x00" * (MAX_SUMMARY_FETCH_RESPONSE_BYTES + 1)) is None
+    assert parse_summary_fetch_response(b"") == b""
 
 
 # -- DHT intake and peer table -----------------------------------------------------------------
@@ -375,8 +375,8 @@ def test_intake_admits_summary_announcements_on_summaries_keys(make_identity):
     assert not intake.admit(key, other.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
     assert not intake.admit(key, peer.peer_id, value, expiration=NOW + 3600, now=NOW + 1)
     # Each kind only under its own key.
-    rollout = build_announcement(peer, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="m",
-                                 now=NOW, ttl_s=TTL)
+    rollout = build_rollout_announcement(peer, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="m",
+                                         now=NOW, ttl_s=TTL)
     assert not intake.admit(key, peer.peer_id, rollout, expiration=NOW + TTL, now=NOW + 1)
     assert not intake.admit(rollouts_key("s", 100), peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
     assert stats.rejected == {"key_binding": 1, "subkey_mismatch": 1, "dht_expiration": 1, "wrong_kind": 2}
@@ -454,9 +454,9 @@ def _only_rejected(data: bytes) -> None:
         open_summary(data, served_by=IDENTITY.peer_id, public_key=IDENTITY.public_key)
     except Rejected:
         pass
-    envelope = parse_fetch_response(data)
+    envelope = parse_summary_fetch_response(data)
     assert envelope is None or isinstance(envelope, bytes)
-    assert parse_fetch_response(OUTBOX.answer(data)) in (b"", SEALED)
+    assert parse_summary_fetch_response(OUTBOX.answer(data)) in (b"", SEALED)
 
 
 @st.composite

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from swarmnode.identity import NodeIdentity
 from swarmnode.protocol.codec import MessageKind, seal
 from swarmnode.protocol.generated import gradient_summary_pb2
-from swarmnode.protocol.peer_record import DEFAULT_MAX_TTL_S
-from swarmnode.protocol.rollouts import open_announcement, open_served
+from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S, open_announcement, open_served
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ def check_summary_announcement(data: object, *, subkey: object, now: float,
                                max_ttl_s: float = DEFAULT_MAX_TTL_S) -> CheckedSummaryAnnouncement:
     """Open a summary announcement read from the DHT under `subkey`. Raises `Rejected`.
 
-    The same checks as a rollout announcement's (rollouts.open_announcement): envelope, peer-id
+    The same checks as a rollout announcement's (signed_values.open_announcement): envelope, peer-id
     binding, own subkey, lifetime.
     """
     verified = open_announcement(data, MessageKind.SUMMARY_ANNOUNCEMENT, subkey=subkey, now=now, max_ttl_s=max_ttl_s)

@@ -16,12 +16,12 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.swarm.bounded import LRUMap
+from swarmnode.swarm.lru_map import LRUMap
 
 ROLLOUT_PROTOCOL = "swarmnode/v1/rollouts"
 MAX_BATCHES_PER_FETCH = 16
-MAX_FETCH_RESPONSE_BYTES = 2 * 1024 * 1024  # under p2pd's 4 MiB message cap
-MAX_FETCH_REQUEST_BYTES = 64
+MAX_ROLLOUT_FETCH_RESPONSE_BYTES = 2 * 1024 * 1024  # under p2pd's 4 MiB message cap
+MAX_ROLLOUT_FETCH_REQUEST_BYTES = 64
 MAX_FAILURE_EXPONENT = 6  # a failing peer is asked at least every 2^6 fetch intervals
 
 
@@ -69,7 +69,7 @@ class RolloutOutbox:
             out, size = [], 0
             for batch_id in ids:
                 envelope = self._batches[batch_id]
-                if len(out) >= cap or size + len(envelope) > MAX_FETCH_RESPONSE_BYTES:
+                if len(out) >= cap or size + len(envelope) > MAX_ROLLOUT_FETCH_RESPONSE_BYTES:
                     break
                 out.append(envelope)
                 size += len(envelope)
@@ -79,7 +79,7 @@ class RolloutOutbox:
 
     def answer(self, request: bytes) -> bytes:
         """The response bytes to a fetch request; a malformed request gets an empty response."""
-        return self.answer_parsed(parse_fetch_request(request))
+        return self.answer_parsed(parse_rollout_fetch_request(request))
 
     def answer_parsed(self, parsed: rollout_batch_pb2.RolloutFetchRequest | None) -> bytes:
         response = rollout_batch_pb2.RolloutFetchResponse()
@@ -88,8 +88,10 @@ class RolloutOutbox:
         return response.SerializeToString()
 
 
-def fetch_request(after_batch_id: int, max_batches: int = MAX_BATCHES_PER_FETCH, wait_ms: int = 0,
-                  newest: bool = False) -> bytes:
+def rollout_fetch_request(after_batch_id: int, max_batches: int = MAX_BATCHES_PER_FETCH, wait_ms: int = 0,
+                          newest: bool = False) -> bytes:
+    """The request bytes asking a peer for its batches after `after_batch_id` (held up to `wait_ms`
+    when it has none; with `newest` its newest `max_batches` rather than the oldest)."""
     return rollout_batch_pb2.RolloutFetchRequest(after_batch_id=after_batch_id, max_batches=max_batches,
                                                  wait_ms=wait_ms, newest=newest).SerializeToString()
 
@@ -103,10 +105,10 @@ def fetch_wanted(usable: int, per_step: int, ahead_steps: float) -> bool:
     return ahead_steps <= 0 or usable < ahead_steps * max(1, per_step)
 
 
-def parse_fetch_request(data: bytes) -> rollout_batch_pb2.RolloutFetchRequest | None:
+def parse_rollout_fetch_request(data: bytes) -> rollout_batch_pb2.RolloutFetchRequest | None:
     """A peer's fetch request, or None if it is too long or does not decode (answered empty).
     Its integers are proto3 uint32/uint64, so in range; what they may cost is capped where used."""
-    if len(data) > MAX_FETCH_REQUEST_BYTES:
+    if len(data) > MAX_ROLLOUT_FETCH_REQUEST_BYTES:
         return None
     try:
         return rollout_batch_pb2.RolloutFetchRequest.FromString(data)
@@ -168,9 +170,9 @@ def announcements_due(now: float, last_read: float, expiries: list[float], disco
     return since >= refresh_s and any(expires_at - now <= refresh_s for expires_at in expiries)
 
 
-def parse_fetch_response(data: bytes) -> list[bytes] | None:
+def parse_rollout_fetch_response(data: bytes) -> list[bytes] | None:
     """The envelopes of a fetch response, or None if it is not one (or too large)."""
-    if len(data) > MAX_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH:
+    if len(data) > MAX_ROLLOUT_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH:
         return None
     try:
         response = rollout_batch_pb2.RolloutFetchResponse.FromString(data)
@@ -283,4 +285,5 @@ class SenderLedger:
 
 
 __all__ = ["ROLLOUT_PROTOCOL", "HeldRequests", "PeerStanding", "RolloutOutbox", "SenderLedger", "announcements_due",
-           "fetch_request", "idle_exponent_cap", "parse_fetch_request", "parse_fetch_response", "skip_fetch"]
+           "fetch_wanted", "idle_exponent_cap", "parse_rollout_fetch_request", "parse_rollout_fetch_response",
+           "rollout_fetch_request", "skip_fetch"]

@@ -15,9 +15,9 @@ from swarmnode.protocol.codec import MessageKind, max_envelope_bytes
 from swarmnode.protocol.generated import gradient_summary_pb2
 
 SUMMARY_PROTOCOL = "swarmnode/v1/summaries"
-MAX_FETCH_REQUEST_BYTES = 32  # one uint64 field: at most 11 bytes
+MAX_SUMMARY_FETCH_REQUEST_BYTES = 32  # one uint64 field: at most 11 bytes
 # A response is one sealed envelope plus its field's tag and length (at most 6 bytes).
-MAX_FETCH_RESPONSE_BYTES = max_envelope_bytes(MessageKind.GRADIENT_SUMMARY) + 16
+MAX_SUMMARY_FETCH_RESPONSE_BYTES = max_envelope_bytes(MessageKind.GRADIENT_SUMMARY) + 16
 
 
 class SummaryOutbox:
@@ -73,7 +73,7 @@ class SummaryOutbox:
         empty envelope: on the wire both are b"", which the fetcher reads as "not held".
         """
         response = gradient_summary_pb2.SummaryFetchResponse()
-        if isinstance(request, (bytes, bytearray)) and len(request) <= MAX_FETCH_REQUEST_BYTES:
+        if isinstance(request, (bytes, bytearray)) and len(request) <= MAX_SUMMARY_FETCH_REQUEST_BYTES:
             try:
                 parsed = gradient_summary_pb2.SummaryFetchRequest.FromString(bytes(request))
             except Exception:  # noqa: BLE001 - garbage from a peer: answer nothing
@@ -94,16 +94,16 @@ class SummaryOutbox:
             return {"held": len(self._summaries), "served": self.summaries_served, "bytes_served": self.bytes_served}
 
 
-def fetch_request(summary_id: int) -> bytes:
+def summary_fetch_request(summary_id: int) -> bytes:
     """The request bytes asking a peer for its summary `summary_id`."""
     return gradient_summary_pb2.SummaryFetchRequest(summary_id=summary_id).SerializeToString()
 
 
-def parse_fetch_response(data: object) -> bytes | None:
+def parse_summary_fetch_response(data: object) -> bytes | None:
     """The sealed envelope in a fetch response: b"" when the peer no longer holds the summary,
     None when the response is not one (not bytes, too large, undecodable). The envelope itself
-    is still unchecked: open it with protocol.summaries.open_summary."""
-    if not isinstance(data, (bytes, bytearray)) or len(data) > MAX_FETCH_RESPONSE_BYTES:
+    is still unchecked: open it with protocol.summary_messages.open_summary."""
+    if not isinstance(data, (bytes, bytearray)) or len(data) > MAX_SUMMARY_FETCH_RESPONSE_BYTES:
         return None
     try:
         response = gradient_summary_pb2.SummaryFetchResponse.FromString(bytes(data))
@@ -112,4 +112,5 @@ def parse_fetch_response(data: object) -> bytes | None:
     return response.envelope
 
 
-__all__ = ["MAX_FETCH_RESPONSE_BYTES", "SUMMARY_PROTOCOL", "SummaryOutbox", "fetch_request", "parse_fetch_response"]
+__all__ = ["MAX_SUMMARY_FETCH_RESPONSE_BYTES", "SUMMARY_PROTOCOL", "SummaryOutbox", "parse_summary_fetch_response",
+           "summary_fetch_request"]
