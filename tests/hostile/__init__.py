@@ -8,5 +8,5 @@ protocol (hivemind DHT + p2pd on 127.0.0.1, ROLLOUT_PROTOCOL and SUMMARY_PROTOCO
 - `tests.hostile.summary_attacks`: the gradient-summary attacks (`--attack summaries`), built on
   `tests.hostile.summary_crafting` (honest summaries from the real compressor, then corrupted);
 - `tests.hostile.victim`: the honest side (config, status sampling, RSS), shared by
-  tests/integration/test_hostile_peer.py and scripts/hostile_harness.py.
+  tests/integration/test_hostile_peer.py and scripts/experiments/hostile_harness.py.
 """

@@ -140,7 +140,7 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
         # Not asserted: a flipper's harmful_summary strike. With 4 groups x 4 samples and H = 4
         # honest deltas share little direction, so a flipped one disagrees only weakly: one run
         # struck both flippers, another merged them at partial trust (clipped) and struck
-        # neither. The strikes are measured at H = 20 (scripts/byzantine_experiment.py).
+        # neither. The strikes are measured at H = 20 (scripts/experiments/byzantine_experiment.py).
         if kind == "replay" and not struck.get("repeated_summary"):
             problems.append(f"{name}: not struck as repeated_summary: {struck}, {t}")
         if kind == "turncoat" and not (t["merged"] and t["skipped"]):

@@ -18,7 +18,7 @@ cheap floods, one fresh identity each, then a flood of 2000 fresh identities. Th
 RSS_GROWTH_BOUND_MIB: measured on this 2-core machine, node0 (daemon + p2pd) sits at ~550 MiB once
 it trains, and grows by itself: +19 MiB over 145 s of a clean run (allocator warm-up, SQLite
 caches, the experience buffer filling). Under this test's attacks it grew by 28-35 MiB over its
-~100 s; under scripts/hostile_harness.py (every attack, 20000 identities) by 26 MiB over 6 min
+~100 s; under scripts/experiments/hostile_harness.py (every attack, 20000 identities) by 26 MiB over 6 min
 (peak +40). Everything a hostile peer can make it hold is capped by config: 64 peers, 64 sender
 standings, 64 values per DHT key over the 8 keys in reach, 8192 cached verdicts (a digest and a
 checked record, < 2 KiB each: < 16 MiB), fetch responses of at most 2 MiB (8 at once: 16 MiB).
@@ -53,7 +53,7 @@ HOSTILE_TIMEOUT_S = 240
 # Honest throughput during any attack: at least this share of what it was before the attacks.
 # The hostile process itself takes CPU on the test machine (the request flood alone costs node0
 # ~25% of its steps on 2 cores), so this asks for "still heard and still training", not for
-# "unaffected": that comparison is scripts/hostile_harness.py's (table and --reward-curve).
+# "unaffected": that comparison is scripts/experiments/hostile_harness.py's (table and --reward-curve).
 MIN_THROUGHPUT_SHARE = 0.25
 
 

@@ -6,7 +6,7 @@ daemon, python process plus p2pd child; (3) DHT store-to-visible latency p50/p99
 nodes, with swarmnode's HivemindTransport (DHTNode in the node's own event loop) against
 hivemind.DHT (DHTNode in a child process, reached over a pipe) as the baseline.
 
-Run from the repository root:  .venv/bin/python scripts/bench_swarm.py
+Run from the repository root:  .venv/bin/python scripts/bench/bench_swarm.py
 (options: --rounds N, --nodes N, --startup-runs N, --skip-baseline, --json PATH)
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ from swarmnode.home import init_home, read_runtime
 from swarmnode.node.local_swarm import LocalNode, LocalSwarm, LocalSwarmError
 from swarmnode.status.client import NoDaemon, fetch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOCAL_MADDRS = ["/ip4/127.0.0.1/tcp/0"]
 POLL_S = 0.005  # readers poll the DHT this often
 READ_TIMEOUT_S = 10.0

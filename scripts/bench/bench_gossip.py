@@ -14,8 +14,8 @@ from the first poll at which every node trains to the end, and (from nodes that 
 many fetch requests, held long-polls, DHT announcement reads and stores a node made per second
 of uptime. --set overrides a key of configs/local-train.yaml for both runs (repeatable).
 
-    .venv/bin/python scripts/bench_gossip.py --nodes 4 --rounds 150
-    .venv/bin/python scripts/bench_gossip.py --nodes 4 --rounds 150 --set rollouts.long_poll_s=0
+    .venv/bin/python scripts/bench/bench_gossip.py --nodes 4 --rounds 150
+    .venv/bin/python scripts/bench/bench_gossip.py --nodes 4 --rounds 150 --set rollouts.long_poll_s=0
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ from swarmnode.home import read_runtime
 from swarmnode.node.gossip import _process_cpu_s
 from swarmnode.node.local_swarm import LocalSwarm
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "experiments"))  # sapo_experiment, summary_experiment
 from sapo_experiment import node_memory_mib  # noqa: E402
 from summary_experiment import apply_overrides, fresh_home  # noqa: E402
 

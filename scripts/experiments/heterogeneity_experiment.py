@@ -21,9 +21,9 @@ last 2 evaluations reaches --target (default: the mean initial accuracy + --targ
 swarm's is the max over its nodes. time_to_target_ratio: scheduler / fixed, seed by seed,
 then the mean (a fixed run that never gets there counts as its budget: an upper bound).
 
-    .venv/bin/python scripts/heterogeneity_experiment.py --seeds 0 1 --minutes 8
-    .venv/bin/python scripts/heterogeneity_experiment.py --resume      # go on after a stop
-    .venv/bin/python scripts/heterogeneity_experiment.py --summarise --target 0.25
+    .venv/bin/python scripts/experiments/heterogeneity_experiment.py --seeds 0 1 --minutes 8
+    .venv/bin/python scripts/experiments/heterogeneity_experiment.py --resume      # go on after a stop
+    .venv/bin/python scripts/experiments/heterogeneity_experiment.py --summarise --target 0.25
 
 Writes <out>/<name>.json and <out>/<name>.png (held-out accuracy against wall time, a panel
 per arm) and prints the tables; raw runs go to <root>/runs.json as each one ends.
@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from heterogeneity_results import WINDOW, summarise  # noqa: E402
 from summary_experiment import apply_overrides, fresh_home, parse_overrides  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ARMS = ("scheduler", "fixed")
 SEED_STRIDE, NODE_STRIDE = 100_000, 1000
 POLL_S = 2.0
@@ -434,7 +434,7 @@ def main(argv: list[str]) -> int:
                                   "target_gain": args.target_gain, "window": WINDOW,
                                   "overrides": parse_overrides(args.set),
                                   "arm_configs": {arm: arm_switches(arm_config(base, arm, args)) for arm in args.arms}},
-                        command="scripts/heterogeneity_experiment.py " + " ".join(argv))
+                        command="scripts/experiments/heterogeneity_experiment.py " + " ".join(argv))
     args.out.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
     plot(summary, png_path)

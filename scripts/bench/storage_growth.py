@@ -10,8 +10,8 @@ WAL checkpoint and incremental vacuum), which excludes the WAL's saw-tooth:
     bytes per hour = least-squares slope of bytes_after over the passes' times x 3600
     rows per second = (rows at the end - rows at the start) / seconds between the two counts
 
-    .venv/bin/python scripts/storage_growth.py                   # 2 nodes, 120 s
-    .venv/bin/python scripts/storage_growth.py --nodes 1 --seconds 300 --json
+    .venv/bin/python scripts/bench/storage_growth.py                   # 2 nodes, 120 s
+    .venv/bin/python scripts/bench/storage_growth.py --nodes 1 --seconds 300 --json
 """
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ node0 counted during it (by reason), node0's RSS (daemon + p2pd) before and afte
 throughput before and during it (groups accepted from node1 per second, node0's training steps
 per second). A crashed or failed node0 is counted and restarted.
 
-    .venv/bin/python scripts/hostile_harness.py                       # all attacks, ~6 minutes
-    .venv/bin/python scripts/hostile_harness.py --attacks replay,garbage --seconds 6
-    .venv/bin/python scripts/hostile_harness.py --reward-curve --steps 600 --seeds 0 1   # ~7 minutes
+    .venv/bin/python scripts/experiments/hostile_harness.py                       # all attacks, ~6 minutes
+    .venv/bin/python scripts/experiments/hostile_harness.py --attacks replay,garbage --seconds 6
+    .venv/bin/python scripts/experiments/hostile_harness.py --reward-curve --steps 600 --seeds 0 1   # ~7 minutes
 
 --reward-curve trains the honest swarm for --steps steps, clean and again under a mixed attack
 (tests/hostile/attacks.py MIXED, repeated until training ends), for each seed, and compares the
@@ -41,7 +41,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # tests.hostile lives in the repository, not in the package
 
 from swarmnode.node.local_swarm import LocalSwarm  # noqa: E402
@@ -278,7 +278,7 @@ def table_mode(args: argparse.Namespace, console: Console) -> int:
                 live.update(render(rows))
             final = monitor.samples[-1] if monitor.samples else None
     summary = {
-        "command": "scripts/hostile_harness.py " + " ".join(sys.argv[1:]),
+        "command": "scripts/experiments/hostile_harness.py " + " ".join(sys.argv[1:]),
         "seconds": round(time.time() - started, 1),
         "attack_seconds": args.seconds, "identities": args.identities,
         "victim_limits": {"max_peers": 64, "max_tracked_senders": 64, "max_values_per_key": 64,
@@ -355,7 +355,7 @@ def reward_run(args: argparse.Namespace, console: Console, seed: int, attacked: 
 
 def reward_mode(args: argparse.Namespace, console: Console) -> int:
     runs = [reward_run(args, console, seed, attacked) for seed in args.seeds for attacked in (False, True)]
-    summary: dict[str, Any] = {"command": "scripts/hostile_harness.py " + " ".join(sys.argv[1:]), "steps": args.steps,
+    summary: dict[str, Any] = {"command": "scripts/experiments/hostile_harness.py " + " ".join(sys.argv[1:]), "steps": args.steps,
                                "seeds": args.seeds, "attack": list(MIXED), "runs": runs, "conditions": {}}
     for cond in ("clean", "attacked"):
         mine = [r for r in runs if r["attacked"] == (cond == "attacked")]

@@ -7,10 +7,10 @@ pseudo-gradient with error feedback, merge up to P peers' decoded summaries (tho
 its last outer step: staleness 0 or 1 outer steps), step the anchor. Held-out greedy accuracy
 (256 items per task, seed 0) every --eval-every steps. Every arm gets the same local steps.
 
-    .venv/bin/python scripts/summary_sim.py --nodes 4 --steps 600 --outer-lr 1.0 --momentum 0.5
-    .venv/bin/python scripts/summary_sim.py --nodes 1 --steps 600          # the lone baseline
+    .venv/bin/python scripts/experiments/summary_sim.py --nodes 4 --steps 600 --outer-lr 1.0 --momentum 0.5
+    .venv/bin/python scripts/experiments/summary_sim.py --nodes 1 --steps 600          # the lone baseline
 
-The daemons' experiment is scripts/summary_experiment.py.
+The daemons' experiment is scripts/experiments/summary_experiment.py.
 """
 from __future__ import annotations
 

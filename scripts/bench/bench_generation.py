@@ -8,8 +8,8 @@ warm-up round, the paths interleaved) and each path's ratio to model.generate. W
 attention allowed, generate without it). With --gap it
 measures the generator-vs-trainer log-prob gap on this model (float32 logits on and off).
 
-    .venv/bin/python scripts/bench_generation.py                 # bundled tiny policy, CPU
-    .venv/bin/python scripts/bench_generation.py --model-shape 0.5b --device cuda --dtype bfloat16 \\
+    .venv/bin/python scripts/bench/bench_generation.py                 # bundled tiny policy, CPU
+    .venv/bin/python scripts/bench/bench_generation.py --model-shape 0.5b --device cuda --dtype bfloat16 \\
         --prompts 64 --samples 8 --max-new-tokens 128 --json /tmp/generation.json
 """
 from __future__ import annotations
@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
     results = {"model": policy.name, "device": str(device), "dtype": args.dtype, "prompts": args.prompts,
                "samples": args.samples, "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
                "tokens_per_s": {n: round(v, 1) for n, v in medians.items()},
-               "command": "python scripts/bench_generation.py " + " ".join(argv)}
+               "command": "python scripts/bench/bench_generation.py " + " ".join(argv)}
     if "auto" in generators:
         results["auto"] = {"chose": generators["auto"].decode,
                            "trial_tokens_per_s": {p: [round(r, 1) for r in v] for p, v in generators["auto"].decode_rates.items()}}

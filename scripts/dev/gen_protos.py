@@ -6,19 +6,21 @@ fails when the generated modules are stale. Needs grpcio-tools (the `dev` extra)
 """
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROTO_ROOT = ROOT / "protocols"
 PROTO_DIR = PROTO_ROOT / "swarmnode" / "v1"
 OUT_DIR = ROOT / "swarmnode" / "protocol" / "generated"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     protos = sorted(PROTO_DIR.glob("*.proto"))
     with tempfile.TemporaryDirectory() as tmp:
         # -I protocols keeps the registered file names unique ("swarmnode/v1/x.proto") in the

@@ -8,8 +8,8 @@ and peak GPU memory. The baseline is one plain padded forward + backward + AdamW
 largest leading part of each batch that fits the same budget in one pass: its tokens/s is what
 the goal "within 1.2x of a plain padded pass per token" compares against.
 
-    .venv/bin/python scripts/bench_trainer.py                  # bundled policy, 32 prompts x 8, CPU
-    .venv/bin/python scripts/bench_trainer.py --model-shape 0.5b --device cuda --dtype bfloat16 \\
+    .venv/bin/python scripts/bench/bench_trainer.py                  # bundled policy, 32 prompts x 8, CPU
+    .venv/bin/python scripts/bench/bench_trainer.py --model-shape 0.5b --device cuda --dtype bfloat16 \\
         --prompts 64 --samples 8 --max-new-tokens 128 --steps 3 --json /tmp/trainer.json
 """
 from __future__ import annotations
@@ -161,7 +161,7 @@ def main(argv: list[str]) -> int:
     results = {"model": policy.name, "device": str(device), "dtype": args.dtype, "prompts": args.prompts,
                "samples": args.samples, "max_new_tokens": args.max_new_tokens, "steps": args.steps,
                "micro_batch_tokens": budget, "chunkings": {},
-               "command": "python scripts/bench_trainer.py " + " ".join(argv)}
+               "command": "python scripts/bench/bench_trainer.py " + " ".join(argv)}
     runs = [(c, False) for c in args.chunkings.split(",")]
     runs += [(c, True) for c in args.chunkings.split(",")] if args.cudnn_variants else []
     for chunking, cudnn in runs:

@@ -6,10 +6,10 @@ staleness bound) on the bundled tiny policy for --minutes, evaluates greedy held
 (seed 0, never trained on) every --eval-every versions, prints it, and writes
 docs/results/learning_curve.json and docs/results/learning_curve.png.
 
-    .venv/bin/python scripts/learning_curve.py            # the README's figures (20 minutes)
-    .venv/bin/python scripts/learning_curve.py --minutes 2 --out /tmp/lc   # a quick look
-    .venv/bin/python scripts/learning_curve.py --device cuda --minutes 3     # learning_curve_cuda.json / .png
-    .venv/bin/python scripts/learning_curve.py --replot docs/results/learning_curve_cuda.json   # PNG from a JSON
+    .venv/bin/python scripts/experiments/learning_curve.py            # the README's figures (20 minutes)
+    .venv/bin/python scripts/experiments/learning_curve.py --minutes 2 --out /tmp/lc   # a quick look
+    .venv/bin/python scripts/experiments/learning_curve.py --device cuda --minutes 3     # learning_curve_cuda.json / .png
+    .venv/bin/python scripts/experiments/learning_curve.py --replot docs/results/learning_curve_cuda.json   # PNG from a JSON
 
 Without matplotlib (a bare GPU machine) the JSON is written and the PNG left for --replot.
 """
@@ -31,7 +31,7 @@ from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions
 from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -113,7 +113,7 @@ def summarize(args, argv, policy, trainer, runner, points: list[dict], minutes: 
         "dropped_stale": runner.buffer.stats.dropped_stale,
         "staleness_histogram": {str(k): v for k, v in sorted(runner.buffer.stats.staleness.items())},
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "command": "python scripts/learning_curve.py " + " ".join(argv),
+        "command": "python scripts/experiments/learning_curve.py " + " ".join(argv),
         "points": points,
     }
 

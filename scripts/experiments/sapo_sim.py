@@ -7,16 +7,16 @@ generator and Trainer), then takes J of the groups its peers generated in the la
 entered the way the daemon's intake enters them: rewards from this node's verifier, version
 stamped on this node's clock, behaviour log-probs kept only for a peer of the same start model
 (another model's text is re-scored here). Node i starts from --models[i % len] and asks its own
-questions; by default the mixed swarm of scripts/sapo_experiment.py (the bundled sums policy and
+questions; by default the mixed swarm of scripts/experiments/sapo_experiment.py (the bundled sums policy and
 tiny-sum3, on sum2 and sum3). Held-out greedy accuracy (--eval-size items per task, seed 0)
 every --eval-every rounds. Every arm gets the same rounds, i.e. the same local steps.
 
-    .venv/bin/python scripts/sapo_sim.py --split 32/0 --rounds 300
-    .venv/bin/python scripts/sapo_sim.py --split 16/16 --positive-only --rounds 300
-    .venv/bin/python scripts/sapo_sim.py --summarise docs/results/sapo-sim.jsonl
+    .venv/bin/python scripts/experiments/sapo_sim.py --split 32/0 --rounds 300
+    .venv/bin/python scripts/experiments/sapo_sim.py --split 16/16 --positive-only --rounds 300
+    .venv/bin/python scripts/experiments/sapo_sim.py --summarise docs/results/sapo-sim.jsonl
 
 Prints one line per evaluation and appends one JSON line per run to --out; --summarise prints
-each run's figures by start model. The daemons' experiment is scripts/sapo_experiment.py.
+each run's figures by start model. The daemons' experiment is scripts/experiments/sapo_experiment.py.
 """
 from __future__ import annotations
 

@@ -17,9 +17,9 @@ arm. Arms:
   <attack> 1/3     the victim, 2 honest partners and 1 dishonest
   <attack> 2/4     the victim, 2 honest partners and 2 dishonest
 
-    .venv/bin/python scripts/byzantine_experiment.py --seeds 0 1
-    .venv/bin/python scripts/byzantine_experiment.py --attacks sign_flip:8 --shares 1/3 --seeds 0 --name byz-quick
-    .venv/bin/python scripts/byzantine_experiment.py --set summaries.robust_merge=false --attacks sign_flip:8 \
+    .venv/bin/python scripts/experiments/byzantine_experiment.py --seeds 0 1
+    .venv/bin/python scripts/experiments/byzantine_experiment.py --attacks sign_flip:8 --shares 1/3 --seeds 0 --name byz-quick
+    .venv/bin/python scripts/experiments/byzantine_experiment.py --set summaries.robust_merge=false --attacks sign_flip:8 \
         --shares 1/3 --baselines clean --name byzantine-plain      # the same attack on the plain mean
 
 Writes <out>/<name>.json and <out>/<name>.png and prints the table: attack, dishonest share,
@@ -55,7 +55,7 @@ from summary_experiment import (
 from swarmnode.config import load_config
 from swarmnode.node.local_swarm import LocalSwarm
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tests.hostile.dishonest import parse_bend  # noqa: E402
 
@@ -214,7 +214,7 @@ def summarise(runs: list[dict], args) -> dict:
             "runs": rs,
         }
     return {
-        "command": "scripts/byzantine_experiment.py " + " ".join(sys.argv[1:]),
+        "command": "scripts/experiments/byzantine_experiment.py " + " ".join(sys.argv[1:]),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "seeds": args.seeds, "steps": args.steps,
         "final_accuracy_definition": "the victim's (node 0's) mean of its last 3 evaluations",

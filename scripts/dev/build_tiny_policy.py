@@ -7,21 +7,21 @@ Qwen2 from scratch on the default tasks (or --tasks) and keeps the checkpoint wh
 greedy accuracy is closest to --target-accuracy (inside [5%, 40%]); accuracy climbs fast, so it
 evaluates often.
 
-Run from the repository root:  .venv/bin/python scripts/build_tiny_policy.py
+Run from the repository root:  .venv/bin/python scripts/dev/build_tiny_policy.py
 (options: --out DIR, --tasks T1,T2, --minutes M, --seed S, --eval-size N, --target-accuracy A,
 --loss all|answer)
 
 The diverse swarm's second start model, a letter-counting specialist that has never seen a sum:
-    .venv/bin/python scripts/build_tiny_policy.py --tasks rg:letter_counting \
+    .venv/bin/python scripts/dev/build_tiny_policy.py --tasks rg:letter_counting \
         --out swarmnode/assets/tiny-letters --minutes 6
 
 and a sums specialist that is weak at sum2 but not at zero (16.8% on sum3, 0.4% on sum2), the
-mixed swarm's second start model in scripts/sapo_sim.py (built to /tmp/tiny-sum3, then copied):
-    .venv/bin/python scripts/build_tiny_policy.py --tasks sum3 --out swarmnode/assets/tiny-sum3 \
+mixed swarm's second start model in scripts/experiments/sapo_sim.py (built to /tmp/tiny-sum3, then copied):
+    .venv/bin/python scripts/dev/build_tiny_policy.py --tasks sum3 --out swarmnode/assets/tiny-sum3 \
         --minutes 3 --eval-size 128
 
 --init continues from an existing model, e.g. a sum3 specialist that has seen a little sum2:
-    .venv/bin/python scripts/build_tiny_policy.py --init bundled:tiny-sum3 --tasks sum2,sum3 \
+    .venv/bin/python scripts/dev/build_tiny_policy.py --init bundled:tiny-sum3 --tasks sum2,sum3 \
         --lr 1e-4 --target-accuracy 0.12 --minutes 2 --eval-size 128 --out /tmp/tiny-sum3-some-sum2
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ import itertools
 import torch
 from transformers import AutoTokenizer, GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a plain script from a checkout
 
 from swarmnode.policy import load_policy  # noqa: E402

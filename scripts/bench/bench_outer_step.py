@@ -9,8 +9,8 @@ move the anchor). Prints the median thread CPU ms per step of each arm and their
 what judging alone costs (both arms judge: the plain one scores peers for status): the own
 direction's update and one cosine per partner, timed on their own.
 
-    .venv/bin/python scripts/bench_outer_step.py
-    .venv/bin/python scripts/bench_outer_step.py --partners 4 --steps 40
+    .venv/bin/python scripts/bench/bench_outer_step.py
+    .venv/bin/python scripts/bench/bench_outer_step.py --partners 4 --steps 40
 """
 from __future__ import annotations
 

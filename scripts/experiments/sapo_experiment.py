@@ -19,7 +19,7 @@ groups per step. Then it reads each node's metrics.sqlite:
 - held-out greedy accuracy per task at the start and the end (--eval-size items per task,
   the node's own evaluator, the same items for every node).
 
-    .venv/bin/python scripts/sapo_experiment.py --rounds 1300 --seeds 0 1 --splits 8/0,4/4,2/6,6/2
+    .venv/bin/python scripts/experiments/sapo_experiment.py --rounds 1300 --seeds 0 1 --splits 8/0,4/4,2/6,6/2
 
 (the defaults; about 90 minutes on 2 cores: at 1,000 rounds 8/0 gained 8.9 and 10.2 held-out
 points, short of the 10 a conclusive run asks for). Splits run in --splits order, so a run cut
@@ -46,9 +46,9 @@ from swarmnode.node.local_swarm import LocalSwarm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from summary_experiment import apply_overrides, fresh_home, wait_until_trained  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAPER_SELECTION = "nonzero_advantage"  # drop zero-advantage groups, then draw uniformly
-ALONE = "alone"  # the selection label of 8/0: no peers' groups (as in scripts/sapo_results.py)
+ALONE = "alone"  # the selection label of 8/0: no peers' groups (as in scripts/experiments/sapo_results.py)
 SEED_STRIDE, NODE_STRIDE = 100_000, 1000
 
 
@@ -110,7 +110,7 @@ def run_config(base: dict, args, local: int, external: int, selection: str) -> d
     cfg = json.loads(json.dumps(base))
     t = cfg.setdefault("training", {})
     # --group-scale K keeps the paper's ratio at K times the groups: at 8 groups a step the
-    # bundled 1M-parameter policy barely learns (scripts/sapo_sim.py: +1.3 held-out points in
+    # bundled 1M-parameter policy barely learns (scripts/experiments/sapo_sim.py: +1.3 held-out points in
     # 400 rounds at 8/0, +7.8 in 200 rounds at 32 groups), so no split can show a gain.
     local, external = local * args.group_scale, external * args.group_scale
     selection, variant_settings = parse_selection(selection)
@@ -245,7 +245,7 @@ def main(argv: list[str]) -> int:
         per_node = ", ".join(f"{n['cumulative_reward']:.1f}" for n in runs[-1]["nodes"])
         console.print(f"  cumulative own reward per node: {per_node} ({runs[-1]['seconds']} s)")
         runs_path.write_text(json.dumps({"settings": settings(args), "runs": runs}), encoding="utf-8")
-    command = "scripts/sapo_experiment.py " + " ".join(argv)
+    command = "scripts/experiments/sapo_experiment.py " + " ".join(argv)
     summary = summarise(runs, args, command)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")

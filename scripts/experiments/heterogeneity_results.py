@@ -1,4 +1,4 @@
-"""scripts/heterogeneity_experiment.py's results: recorded runs -> docs/results/heterogeneity.json.
+"""scripts/experiments/heterogeneity_experiment.py's results: recorded runs -> docs/results/heterogeneity.json.
 
 Pure functions over the runs the experiment recorded (no daemons, no files here), so the JSON
 can be rebuilt from <root>/runs.json. A run is {"arm", "seed", "budget_s", "nodes": [node

@@ -1,4 +1,4 @@
-"""scripts/sapo_experiment.py's results: runs -> docs/results/sapo.json, its table and its PNG.
+"""scripts/experiments/sapo_experiment.py's results: runs -> docs/results/sapo.json, its table and its PNG.
 
 Pure functions over the runs the experiment recorded (no daemons here), so the JSON can be
 rebuilt from <root>/<name>/runs.json and the plot from the JSON.

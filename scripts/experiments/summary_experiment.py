@@ -13,8 +13,8 @@ end included, the same --eval-size items per task on every node). Arms:
   summaries            N nodes with gradient summaries, no rollout sharing
   summaries+rollouts   N nodes with summaries and SAPO rollout sharing (half local, half external)
 
-    .venv/bin/python scripts/summary_experiment.py --steps 600 --seeds 0 1
-    .venv/bin/python scripts/summary_experiment.py --set summaries.outer_lr=1.5 --name summaries-lr1.5
+    .venv/bin/python scripts/experiments/summary_experiment.py --steps 600 --seeds 0 1
+    .venv/bin/python scripts/experiments/summary_experiment.py --set summaries.outer_lr=1.5 --name summaries-lr1.5
 
 Writes <out>/<name>.json and <out>/<name>.png (held-out accuracy against local steps) and prints
 the table. Target: the lone node's final accuracy (mean of its last 3 evaluations); steps to
@@ -42,7 +42,7 @@ from swarmnode.cli.render import swarm_table
 from swarmnode.config import load_config
 from swarmnode.node.local_swarm import LocalSwarm
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ARMS = ("lone", "independent", "summaries", "summaries+rollouts")
 WINDOW = 3  # evaluations averaged for the target and for steps to target
 SEED_STRIDE, NODE_STRIDE = 100_000, 1000
@@ -292,7 +292,7 @@ def summarise(runs: list[dict], args) -> dict:
     c = arms.get("summaries", {})
     dense, sent = c.get("dense_bytes"), c.get("bytes_per_summary")
     return {
-        "command": "scripts/summary_experiment.py " + " ".join(sys.argv[1:]),
+        "command": "scripts/experiments/summary_experiment.py " + " ".join(sys.argv[1:]),
         "config": {**{k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                    "overrides": parse_overrides(args.set)},
         "seeds": args.seeds, "steps": args.steps, "nodes": args.nodes,
