@@ -4,7 +4,7 @@
 For every seed and arm it starts real `swarmnode run` daemons on 127.0.0.1 (configs/
 local-train.yaml as the base, no rollout sharing, gradient summaries on): node 0 is the
 victim, whose held-out accuracy is the figure; honest partners run `swarmnode run`; dishonest
-partners run the same daemon with its published summaries bent (tests/hostile/dishonest.py:
+partners run the same daemon with its published summaries bent (swarmnode/testing/hostile/dishonest.py:
 sign flip at k x its honest norm, a random direction at k x, an ALIE-style bias, a turncoat,
 colluders pushing one fixed direction, a replayer). Every node takes --steps local steps (the
 dishonest ones train on until the victim is done); node i draws the same questions in every
@@ -54,10 +54,9 @@ from summary_experiment import (
 )
 from swarmnode.config import load_config
 from swarmnode.node.local_swarm import LocalSwarm
+from swarmnode.testing.hostile.dishonest import parse_bend
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from tests.hostile.dishonest import parse_bend  # noqa: E402
 
 ATTACKS = ("sign_flip:1", "sign_flip:8", "random:4", "alie:1", "turncoat:8", "collude:4", "replay")
 SHARES = {"1/3": (2, 1), "2/4": (2, 2)}  # honest, dishonest partners
@@ -146,7 +145,7 @@ def run_one(args, cfg: dict, arm: str, attack: str | None, share: str | None, se
         return out
 
     swarm = LocalSwarm(root, len(bends), config_path, node_env=env,
-                       node_module=lambda i: "tests.hostile.dishonest" if bends[i] else "swarmnode")
+                       node_module=lambda i: "swarmnode.testing.hostile.dishonest" if bends[i] else "swarmnode")
     started = time.monotonic()
     with swarm:
         swarm.start(on_progress=lambda msg: console.print(f"[dim]  {msg}[/dim]"))

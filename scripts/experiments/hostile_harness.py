@@ -2,8 +2,8 @@
 """Hostile-peer harness: every attack class in turn against a node of a 2-node honest swarm.
 
 Two real `swarmnode run` daemons on 127.0.0.1 train the bundled policy and share rollouts (SAPO
-4/4, small per-peer bounds: tests/hostile/victim.py). For each attack a hostile peer process
-(`python -m tests.hostile.peer`: real identities, real p2pd, the real protocol) joins through
+4/4, small per-peer bounds: swarmnode/testing/hostile/victim.py). For each attack a hostile peer process
+(`python -m swarmnode.testing.hostile.peer`: real identities, real p2pd, the real protocol) joins through
 node0, the victim, and runs that one attack; the harness samples node0's status twice a second
 and reports, per attack: messages the hostile peer sent, node crashes (goal 0), the rejections
 node0 counted during it (by reason), node0's RSS (daemon + p2pd) before and after, and honest
@@ -15,7 +15,7 @@ per second). A crashed or failed node0 is counted and restarted.
     .venv/bin/python scripts/experiments/hostile_harness.py --reward-curve --steps 600 --seeds 0 1   # ~7 minutes
 
 --reward-curve trains the honest swarm for --steps steps, clean and again under a mixed attack
-(tests/hostile/attacks.py MIXED, repeated until training ends), for each seed, and compares the
+(swarmnode/testing/hostile/attacks.py MIXED, repeated until training ends), for each seed, and compares the
 honest nodes' own reward (metrics.sqlite 'local_reward_mean' per step): mean and spread of both,
 and a PNG of the curves.
 
@@ -41,12 +41,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # tests.hostile lives in the repository, not in the package
-
-from swarmnode.node.local_swarm import LocalSwarm  # noqa: E402
-from tests.hostile.attacks import ALL, EXPECTED, MIXED, expand  # noqa: E402
-from tests.hostile.victim import (  # noqa: E402
+from swarmnode.node.local_swarm import LocalSwarm
+from swarmnode.testing.hostile.attacks import ALL, EXPECTED, MIXED, expand
+from swarmnode.testing.hostile.victim import (
     Monitor,
     counter_delta,
     hostile_command,
@@ -57,6 +54,8 @@ from tests.hostile.victim import (  # noqa: E402
     status,
     write_honest_config,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # `stall` (fetch answers that never come) before the floods: the identity flood's values live on
 # for 100 s and would muddle the next attack's throughput.

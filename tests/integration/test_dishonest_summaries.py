@@ -3,7 +3,7 @@ the right base, names and shapes, under the norm bound, and still a lie.
 
 node0 (the victim) and node1 (honest) train the bundled policy and exchange summaries every 4
 steps. Beside them run the project's own daemon with one thing bent, its published summaries
-(tests/hostile/dishonest.py, `python -m tests.hostile.dishonest run ...`): a real identity, real
+(swarmnode/testing/hostile/dishonest.py, `python -m swarmnode.testing.hostile.dishonest run ...`): a real identity, real
 p2pd, real training, the real protocol. All attacks run at once against node0 (one swarm, so
 the suite pays for one): sign flip at 1x and at 8x, a random direction at 4x, an ALIE-style bias, a
 turncoat that flips at 8x after earning trust, two colluders pushing one fixed direction at 4x,
@@ -87,7 +87,7 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
         return out
 
     swarm = LocalSwarm(tmp_path / "swarm", size, victim_config, node_env=env,
-                       node_module=lambda i: "tests.hostile.dishonest" if i in DISHONEST else "swarmnode")
+                       node_module=lambda i: "swarmnode.testing.hostile.dishonest" if i in DISHONEST else "swarmnode")
     with swarm:
         swarm.start()
         homes = [n.home for n in swarm.nodes]

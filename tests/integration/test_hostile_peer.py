@@ -2,8 +2,8 @@
 stays within its bounds, names every rejection, and keeps hearing its honest peer.
 
 node0 (the victim) and node1 (honest) train the bundled policy and share rollouts (SAPO 4/4);
-`python -m tests.hostile.peer` joins through node0 with real identities and real p2pd and runs
-every attack class of tests/hostile/attacks.py against it: first the payload attacks and the
+`python -m swarmnode.testing.hostile.peer` joins through node0 with real identities and real p2pd and runs
+every attack class of swarmnode/testing/hostile/attacks.py against it: first the payload attacks and the
 cheap floods, one fresh identity each, then a flood of 2000 fresh identities. Throughout:
 
 - node0 stays alive, its training phase stays "training" and its steps grow during every attack;
@@ -34,8 +34,8 @@ import time
 import pytest
 
 from swarmnode.node.local_swarm import LocalSwarm
-from tests.hostile.attacks import ALL, EXPECTED
-from tests.hostile.victim import Monitor, hostile_command, rates, run_hostile, sample, write_honest_config
+from swarmnode.testing.hostile.attacks import ALL, EXPECTED
+from swarmnode.testing.hostile.victim import Monitor, hostile_command, rates, run_hostile, sample, write_honest_config
 from tests.integration.conftest import status_json, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]

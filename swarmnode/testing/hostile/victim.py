@@ -22,7 +22,9 @@ from swarmnode.config import bundled_config_path
 from swarmnode.home import NodeHome, read_runtime
 from swarmnode.status.client import NoDaemon, fetch
 
-ROOT = Path(__file__).resolve().parents[2]
+# The folder that holds the swarmnode package (the repository in a checkout): the hostile peer
+# child runs with it first on PYTHONPATH, so it imports the same swarmnode as its parent.
+ROOT = Path(__file__).resolve().parents[3]
 
 # The honest nodes: the bundled policy, small SAPO steps (4 local + 4 external groups of 4), one
 # thread each, quick gossip, and small bounds so that floods reach them within seconds.
@@ -171,13 +173,14 @@ def counter_delta(after: dict[str, int], before: dict[str, int]) -> dict[str, in
 def hostile_command(maddr: str, attacks: str, out: Path, *, swarm: str = "swarmnode-local", window_s: float = 10.0,
                     seconds: float = 5.0, identities: int = 2000, total_seconds: float = 0.0,
                     extra: list[str] | None = None) -> list[str]:
-    return [sys.executable, "-m", "tests.hostile.peer", "--initial-peer", maddr, "--swarm", swarm,
+    return [sys.executable, "-m", "swarmnode.testing.hostile.peer", "--initial-peer", maddr, "--swarm", swarm,
             "--window-s", str(window_s), "--attack", attacks, "--seconds", str(seconds), "--identities",
             str(identities), "--total-seconds", str(total_seconds), "--out", str(out), *(extra or [])]
 
 
 def start_hostile(command: list[str], log_path: Path) -> subprocess.Popen:
-    """The hostile peer as a child process (cwd: the repository, so `tests.hostile` imports)."""
+    """The hostile peer as a child process (PYTHONPATH: this swarmnode's folder first, so the child
+    runs the same `swarmnode.testing.hostile`)."""
     log = open(log_path, "ab")
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     try:

@@ -1,6 +1,6 @@
 """The hostile peer process: real identities, real p2pd, the real wire protocol, crafted payloads.
 
-    python -m tests.hostile.peer --initial-peer MADDR --swarm swarmnode-local --window-s 10 \\
+    python -m swarmnode.testing.hostile.peer --initial-peer MADDR --swarm swarmnode-local --window-s 10 \\
         --attack int_overflow,replay --seconds 5 --out result.json
 
 MADDR is the victim's full multiaddr (its peer id is the /p2p/ part). The process starts a main
@@ -14,7 +14,7 @@ A persona serves crafted batches on ROLLOUT_PROTOCOL the way a node's outbox doe
 fetches them: RolloutGossip._fetch_from) and announces them in the DHT under the swarm's keys.
 It serves gradient summaries on SUMMARY_PROTOCOL the same way (SummaryGossip._fetch_from), and
 announces them under the summaries key; its PeerRecord names the victim's base fingerprint when
-summary attacks run (tests/hostile/summary_attacks.py), so the victim sees a same-base peer.
+summary attacks run (swarmnode/testing/hostile/summary_attacks.py), so the victim sees a same-base peer.
 The bundled policy is loaded so that same-model batches carry the victim's model fingerprint,
 real token ids and true per-token log-probs; prompts are real task items.
 
@@ -477,7 +477,7 @@ class HostilePeer:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from tests.hostile.attacks import ATTACKS, expand
+    from swarmnode.testing.hostile.attacks import ATTACKS, expand
 
     names = expand(args.attack)
     say(f"loading the bundled policy; attacks: {', '.join(names)}")

@@ -10,8 +10,8 @@ from typing import Any
 from swarmnode.swarm.rollouts import ROLLOUT_PROTOCOL, fetch_request, parse_fetch_response
 from swarmnode.swarm.transport import RequestFailed
 from swarmnode.swarm.windows import peer_records_key, rollouts_key
-from tests.hostile.peer import HostilePeer, say, throwaway_identity
-from tests.hostile.crafting import (
+from swarmnode.testing.hostile.peer import HostilePeer, say, throwaway_identity
+from swarmnode.testing.hostile.crafting import (
     FIRST_BATCH_ID,
     FLOOD_RECORD_TTL_S,
     Expectation,

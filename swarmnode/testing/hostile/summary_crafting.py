@@ -6,7 +6,7 @@ corruption then changes as little as possible so that the message still passes t
 structural checks (protocol.limits: lengths, offsets, code widths) and is refused only by the
 receiver's model checks (summaries.checks.check_summary), for the reason named in CORRUPTIONS.
 
-Shared by tests/hostile/summary_attacks.py (served by a real peer process) and
+Shared by swarmnode/testing/hostile/summary_attacks.py (served by a real peer process) and
 tests/unit/test_summary_checks.py.
 """
 from __future__ import annotations

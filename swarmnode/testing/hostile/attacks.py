@@ -24,10 +24,10 @@ from swarmnode.protocol.codec import PROTOCOL_VERSION, MessageKind
 from swarmnode.protocol.generated import envelope_pb2, rollout_batch_pb2
 from swarmnode.swarm.rollouts import MAX_BATCHES_PER_FETCH
 from swarmnode.swarm.windows import peer_records_key, rollouts_key
-from tests.hostile.peer import ITEM_SEED, HostilePeer, throwaway_identity
-from tests.hostile import floods  # noqa: F401 - registers the flood attacks
-from tests.hostile import summary_attacks  # noqa: F401 - registers the summary attacks
-from tests.hostile.crafting import (  # noqa: F401 - ATTACKS and EXPECTED are this module's API
+from swarmnode.testing.hostile.peer import ITEM_SEED, HostilePeer, throwaway_identity
+from swarmnode.testing.hostile import floods  # noqa: F401 - registers the flood attacks
+from swarmnode.testing.hostile import summary_attacks  # noqa: F401 - registers the summary attacks
+from swarmnode.testing.hostile.crafting import (  # noqa: F401 - ATTACKS and EXPECTED are this module's API
     ATTACKS,
     EXPECTED,
     FIRST_BATCH_ID,
@@ -305,7 +305,7 @@ async def garbage(peer: HostilePeer, args: argparse.Namespace) -> dict[str, Any]
 # (identity_flood evicts per-sender state by design, so whatever should be attributed comes first).
 ALL = ("int_overflow", "long_completion", "future", "long_lifetime", "replay", "wrong_key", "lying_logprobs",
        "bad_floats", "garbage", "announce_flood", "request_flood", "identity_flood")
-# `--attack summaries`: the gradient-summary attacks (tests/hostile/summary_attacks.py), not in
+# `--attack summaries`: the gradient-summary attacks (swarmnode/testing/hostile/summary_attacks.py), not in
 # ALL: they need a victim that trains the bundled policy's base and publishes summaries.
 # A background mix for reward-curve runs: the payload attacks and the two cheap floods.
 MIXED = ("lying_logprobs", "bad_floats", "replay", "wrong_key", "garbage", "int_overflow", "request_flood",

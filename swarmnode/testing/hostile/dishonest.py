@@ -1,6 +1,6 @@
 """A dishonest same-base peer: the project's own daemon with one thing bent, its gradient summaries.
 
-    SWARMNODE_BEND=sign_flip:8 python -m tests.hostile.dishonest run --home H --config C ...
+    SWARMNODE_BEND=sign_flip:8 python -m swarmnode.testing.hostile.dishonest run --home H --config C ...
 
 runs `swarmnode run` unchanged (real identity, real p2pd, real training, the real protocol, every
 message well-formed and signed) except that each summary it publishes is made from a bent

@@ -1,14 +1,14 @@
 """Hostile gradient summaries, served by a real peer process (issue 11, item 4).
 
 Every persona of a run with summary attacks names the victim's base fingerprint in its
-PeerRecord (tests/hostile/peer.py), so the victim sees a same-base peer: it publishes its own
+PeerRecord (swarmnode/testing/hostile/peer.py), so the victim sees a same-base peer: it publishes its own
 summaries, and from then on (it needs its own norm to judge a peer's) fetches the summaries
 that same-base peers announce. Each attack here runs on a fresh persona, announces its crafted
 summaries one at a time under the swarm's summaries key (a new summary id each: the victim
 fetches an id once) and serves them on SUMMARY_PROTOCOL when the victim asks.
 
 The summaries are made with the real compressor over the bundled policy's parameter shapes and
-then corrupted (tests/hostile/summary_crafting.py), sealed with the persona's real identity;
+then corrupted (swarmnode/testing/hostile/summary_crafting.py), sealed with the persona's real identity;
 each passes the wire's structural checks and is refused by the victim's model checks:
 
 - summary_non_finite: a chunk scale of NaN, of +Inf, of -Inf            -> non_finite
@@ -39,9 +39,9 @@ from swarmnode.protocol.generated import envelope_pb2
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.summaries import build_summary_announcement, check_summary_announcement, seal_summary
 from swarmnode.swarm.windows import summaries_key, windows_to_read
-from tests.hostile.crafting import Expectation, attack, finish, result
-from tests.hostile.peer import ANNOUNCE_TTL_S, HostilePeer, Persona, say
-from tests.hostile.summary_crafting import CORRUPTIONS, corrupted, make_summary
+from swarmnode.testing.hostile.crafting import Expectation, attack, finish, result
+from swarmnode.testing.hostile.peer import ANNOUNCE_TTL_S, HostilePeer, Persona, say
+from swarmnode.testing.hostile.summary_crafting import CORRUPTIONS, corrupted, make_summary
 
 FIRST_SUMMARY_ID = 5001
 VICTIM_SUMMARY_WAIT_S = 180.0  # the victim publishes once it has trained every_steps steps with us around
