@@ -24,6 +24,6 @@ STAMP="$VENV/.swarmnode-install-stamp"
 WANT="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! "$PY" -c "import swarmnode, hivemind" 2>/dev/null; then
   echo "[setup] installing swarmnode and its dependencies into $VENV"
-  quiet_pip install --quiet -e "$ROOT[dev]"
+  quiet_pip install --quiet -e "$ROOT[dev,experiments]"  # experiments: the plotting scripts' matplotlib
   echo "$WANT" > "$STAMP"
 fi

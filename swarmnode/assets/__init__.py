@@ -1,4 +1,4 @@
-"""Files shipped with the package: the bundled tiny policies (built by scripts/build_tiny_policy.py).
+"""Files shipped with the package: the bundled tiny policies (built by scripts/dev/build_tiny_policy.py).
 
 Each folder is a HF model folder that `load_policy("bundled:<name>")` loads:
 

@@ -80,7 +80,7 @@ class ModelConfig(_Section):
     )
     cudnn_attention: bool = Field(
         False, description="let attention use cuDNN's kernel on a GPU (it re-plans for every new shape: measured slower "
-                           "for decoding and training, README 'GPU nodes')"
+                           "for decoding and training, docs/training.md, 'GPU nodes')"
     )
 
 

@@ -15,7 +15,7 @@ def attention_backends(device: torch.device, cudnn: bool):
 
     cuDNN's attention builds a plan per new shape: ~1.5 ms of CPU per call instead of ~0.06 ms
     when shapes change (decode steps, micro-batches and chunks of new widths). Without it
-    SDPA takes flash or memory-efficient attention (README, "GPU nodes", has the figures).
+    SDPA takes flash or memory-efficient attention (docs/experiments/gpu.md has the figures).
     """
     if cudnn or device.type != "cuda":
         return contextlib.nullcontext()

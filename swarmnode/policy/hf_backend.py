@@ -18,8 +18,8 @@ the loop ran 0.34-0.39x model.generate with cuDNN and 0.97-1.14x without (four s
 
 `auto` (the default) measures: on a GPU the loop and generate take turns on the first batches
 and the faster stays (AUTO_DECODE, AUTO_TRIALS); on a CPU it is the loop, measured there at
-1.8-3x generate on the bundled policy. README "GPU nodes" has the figures
-(`scripts/bench_generation.py`).
+1.8-3x generate on the bundled policy. docs/experiments/gpu.md has the figures
+(`scripts/bench/bench_generation.py`).
 """
 from __future__ import annotations
 

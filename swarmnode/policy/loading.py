@@ -25,7 +25,7 @@ def resolve_model_path(name_or_path: str) -> str:
         name = name_or_path[len(BUNDLED_PREFIX):]
         path = Path(str(resources.files("swarmnode.assets").joinpath(name)))
         if not (path / "config.json").is_file():
-            raise PolicyLoadError(f"bundled model {name!r} is not in {path.parent}; rebuild it with scripts/build_tiny_policy.py")
+            raise PolicyLoadError(f"bundled model {name!r} is not in {path.parent}; rebuild it with scripts/dev/build_tiny_policy.py")
         return str(path)
     return name_or_path
 

@@ -22,7 +22,7 @@ def use_fp32_logits(model) -> bool:
     The logits of a bf16 head carry ~3 significant digits, so a log-prob read from them is off
     by up to ~|logit| / 256; the generator and the trainer must agree on log-probs (the
     behaviour / proximal weights are their ratios). Off by default (config model.fp32_logits):
-    on the models measured (README "GPU nodes") the gap comes from the bf16 hidden states and
+    on the models measured (docs/experiments/gpu.md) the gap comes from the bf16 hidden states and
     this left it unchanged, while its float32 matmul costs most with a large vocabulary.
     Patches the head of this instance only (a deepcopy keeps it); returns whether it did (not
     for float32 models or non-Linear heads).

@@ -11,7 +11,7 @@
   check_rollout_announcement -> CheckedRolloutAnnouncement, seal_rollout_batch, open_rollout_batch
 - summary_messages.py: summary announcements and gradient summaries: build_summary_announcement,
   check_summary_announcement -> CheckedSummaryAnnouncement, seal_summary, open_summary
-- generated/: the *_pb2 modules generated from protocols/ (scripts/gen_protos.py)
+- generated/: the *_pb2 modules generated from protocols/ (scripts/dev/gen_protos.py)
 """
 from swarmnode.protocol.codec import (
     MAX_BODY_BYTES,

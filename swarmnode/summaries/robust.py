@@ -23,7 +23,7 @@ tenth or more, at 2 |own| they pass whole.
 Why not CenteredClip around the own delta, g = own + sum_j w_j t_j clip(d_j - own, tau) / (1 + sum w)?
 It has the stronger bound (|g - own| < |own|: no coalition turns the step around), but a
 down-weighted peer there counts as agreeing with own, so g -> own as trust falls, and the outer
-optimizer's Nesterov momentum (lr 1, mu 0.5) then steps 2x own: measured in scripts/summary_sim.py
+optimizer's Nesterov momentum (lr 1, mu 0.5) then steps 2x own: measured in scripts/experiments/summary_sim.py
 (4 nodes, 600 steps, sum2+sum3) it ended at 13.5% held-out against 20.5% for the plain mean, below
 where it started. A coalition that would turn the step around here must first be trusted, and a
 summary that disagrees with this node's direction loses its sender's trust before it is merged

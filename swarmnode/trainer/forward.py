@@ -13,7 +13,7 @@ result (tests/unit/test_trainer_forward.py):
   and shapes of the chunked pass cost more than the padding saves.
 
 `auto` takes the one measured fastest on the device type (AUTO_CHUNKING): `length` on a CPU;
-`plain` on a GPU. Measured with `scripts/bench_trainer.py` on an H100 (README, "GPU nodes"):
+`plain` on a GPU. Measured with `scripts/bench/bench_trainer.py` on an H100 (docs/experiments/gpu.md):
 a Qwen2 of Qwen2.5-0.5B's shape in bf16, 64 prompts x 8 samples x 128 tokens, 67.4k
 completion tokens/s plain, 53.6k single, 34.2k length; the bundled policy in fp32 12.9k plain,
 8.0k single, 7.9k length.

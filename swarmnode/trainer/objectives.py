@@ -232,7 +232,7 @@ def external_sample_mask(advantages: Tensor, external: Tensor) -> Tensor:
 
     Pushing down the probability of text the policy did not sample itself moves mass to
     arbitrary places; on a weak policy most of a peer's samples are failures, so that push
-    dominates. Measured on the bundled policy (scripts/sapo_experiment.py): with every
+    dominates. Measured on the bundled policy (scripts/experiments/sapo_experiment.py): with every
     external sample kept, sharing lowered the nodes' own reward; keeping only peers'
     above-baseline samples is the fix it motivates.
     """

@@ -86,7 +86,7 @@ def test_generation_on_cuda_runs_and_greedy_matches_cpu(decode):
 
 
 def test_bf16_generator_and_trainer_log_probs_agree_on_the_bundled_policy():
-    """In bf16 (default settings) the gap stays under the bound README states."""
+    """In bf16 (default settings) the gap stays under the bound docs/experiments/gpu.md states."""
     from swarmnode.trainer.bench import logprob_gap
 
     policy = load_policy(BUNDLED_TINY, device="cuda", dtype="bfloat16")
@@ -94,4 +94,4 @@ def test_bf16_generator_and_trainer_log_probs_agree_on_the_bundled_policy():
     assert gap["max"] < BF16_LOGPROB_GAP_BOUND
 
 
-BF16_LOGPROB_GAP_BOUND = 0.01  # measured max 4.5e-4 on an H100 (README, "GPU nodes")
+BF16_LOGPROB_GAP_BOUND = 0.01  # measured max 4.5e-4 on an H100 (docs/experiments/gpu.md)

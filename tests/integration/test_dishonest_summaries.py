@@ -3,7 +3,7 @@ the right base, names and shapes, under the norm bound, and still a lie.
 
 node0 (the victim) and node1 (honest) train the bundled policy and exchange summaries every 4
 steps. Beside them run the project's own daemon with one thing bent, its published summaries
-(tests/hostile/dishonest.py, `python -m tests.hostile.dishonest run ...`): a real identity, real
+(swarmnode/testing/hostile/dishonest.py, `python -m swarmnode.testing.hostile.dishonest run ...`): a real identity, real
 p2pd, real training, the real protocol. All attacks run at once against node0 (one swarm, so
 the suite pays for one): sign flip at 1x and at 8x, a random direction at 4x, an ALIE-style bias, a
 turncoat that flips at 8x after earning trust, two colluders pushing one fixed direction at 4x,
@@ -21,7 +21,7 @@ the replayer never struck, while node0's accuracy only stalled (7.8% -> 8.9%) in
 Not compared with a lone node: at 240 steps of 4 x 4 samples, run-to-run RL variance swamps the
 effect (the mean of the last 3 evaluations: a lone node ended at 12.0%, 14.6% and 19.5% in three
 runs, an honest pair's node0 at 13.0%, node0 here at 11.5% and 11.7%). What each attack costs an honest node against a
-learning baseline is measured by scripts/byzantine_experiment.py (500 steps, 2 seeds).
+learning baseline is measured by scripts/experiments/byzantine_experiment.py (500 steps, 2 seeds).
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
         return out
 
     swarm = LocalSwarm(tmp_path / "swarm", size, victim_config, node_env=env,
-                       node_module=lambda i: "tests.hostile.dishonest" if i in DISHONEST else "swarmnode")
+                       node_module=lambda i: "swarmnode.testing.hostile.dishonest" if i in DISHONEST else "swarmnode")
     with swarm:
         swarm.start()
         homes = [n.home for n in swarm.nodes]
@@ -140,7 +140,7 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
         # Not asserted: a flipper's harmful_summary strike. With 4 groups x 4 samples and H = 4
         # honest deltas share little direction, so a flipped one disagrees only weakly: one run
         # struck both flippers, another merged them at partial trust (clipped) and struck
-        # neither. The strikes are measured at H = 20 (scripts/byzantine_experiment.py).
+        # neither. The strikes are measured at H = 20 (scripts/experiments/byzantine_experiment.py).
         if kind == "replay" and not struck.get("repeated_summary"):
             problems.append(f"{name}: not struck as repeated_summary: {struck}, {t}")
         # Not asserted: a turncoat merged before it turns. It turns after its own 6th summary, and

@@ -2,8 +2,8 @@
 stays within its bounds, names every rejection, and keeps hearing its honest peer.
 
 node0 (the victim) and node1 (honest) train the bundled policy and share rollouts (SAPO 4/4);
-`python -m tests.hostile.peer` joins through node0 with real identities and real p2pd and runs
-every attack class of tests/hostile/attacks.py against it: first the payload attacks and the
+`python -m swarmnode.testing.hostile.peer` joins through node0 with real identities and real p2pd and runs
+every attack class of swarmnode/testing/hostile/attacks.py against it: first the payload attacks and the
 cheap floods, one fresh identity each, then a flood of 2000 fresh identities. Throughout:
 
 - node0 stays alive, its training phase stays "training" and its steps grow during every attack;
@@ -18,7 +18,7 @@ cheap floods, one fresh identity each, then a flood of 2000 fresh identities. Th
 RSS_GROWTH_BOUND_MIB: measured on this 2-core machine, node0 (daemon + p2pd) sits at ~550 MiB once
 it trains, and grows by itself: +19 MiB over 145 s of a clean run (allocator warm-up, SQLite
 caches, the experience buffer filling). Under this test's attacks it grew by 28-35 MiB over its
-~100 s; under scripts/hostile_harness.py (every attack, 20000 identities) by 26 MiB over 6 min
+~100 s; under scripts/experiments/hostile_harness.py (every attack, 20000 identities) by 26 MiB over 6 min
 (peak +40). Everything a hostile peer can make it hold is capped by config: 64 peers, 64 sender
 standings, 64 values per DHT key over the 8 keys in reach, 8192 cached verdicts (a digest and a
 checked record, < 2 KiB each: < 16 MiB), fetch responses of at most 2 MiB (8 at once: 16 MiB).
@@ -34,8 +34,8 @@ import time
 import pytest
 
 from swarmnode.node.local_swarm import LocalSwarm
-from tests.hostile.attacks import ALL, EXPECTED
-from tests.hostile.victim import Monitor, hostile_command, rates, run_hostile, sample, write_honest_config
+from swarmnode.testing.hostile.attacks import ALL, EXPECTED
+from swarmnode.testing.hostile.victim import Monitor, hostile_command, rates, run_hostile, sample, write_honest_config
 from tests.integration.conftest import status_json, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
@@ -53,7 +53,7 @@ HOSTILE_TIMEOUT_S = 240
 # Honest throughput during any attack: at least this share of what it was before the attacks.
 # The hostile process itself takes CPU on the test machine (the request flood alone costs node0
 # ~25% of its steps on 2 cores), so this asks for "still heard and still training", not for
-# "unaffected": that comparison is scripts/hostile_harness.py's (table and --reward-curve).
+# "unaffected": that comparison is scripts/experiments/hostile_harness.py's (table and --reward-curve).
 MIN_THROUGHPUT_SHARE = 0.25
 
 

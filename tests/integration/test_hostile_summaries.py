@@ -4,9 +4,9 @@ ignores a persistent offender, keeps training, keeps merging its honest peer's s
 its checkpoints hold only finite values.
 
 node0 (the victim) and node1 (honest) train the bundled policy (one base, no rollout sharing)
-and exchange summaries every 4 steps. `python -m tests.hostile.peer --attack summaries` joins
+and exchange summaries every 4 steps. `python -m swarmnode.testing.hostile.peer --attack summaries` joins
 through node0 with real identities and real p2pd; its PeerRecords name the same base
-fingerprint, so node0 fetches the hostile peer's summaries as it fetches node1's. Each attack of tests/hostile/summary_attacks.py runs on a fresh
+fingerprint, so node0 fetches the hostile peer's summaries as it fetches node1's. Each attack of swarmnode/testing/hostile/summary_attacks.py runs on a fresh
 identity and offers summaries made with the real compressor, then corrupted: NaN / +-Inf
 scales, wrong shapes, a missing and an unknown tensor, norms far over the bound, another base,
 undecodable responses, random envelopes, broken signatures, an oversized announcement; the last
@@ -22,10 +22,10 @@ import pytest
 from safetensors.torch import load_file
 
 from swarmnode.node.local_swarm import LocalSwarm
-from tests.hostile.attacks import EXPECTED
-from tests.hostile.summary_attacks import SUMMARIES
-from tests.hostile.summary_crafting import CORRUPTIONS
-from tests.hostile.victim import hostile_command, run_hostile, write_honest_config
+from swarmnode.testing.hostile.attacks import EXPECTED
+from swarmnode.testing.hostile.summary_attacks import SUMMARIES
+from swarmnode.testing.hostile.summary_crafting import CORRUPTIONS
+from swarmnode.testing.hostile.victim import hostile_command, run_hostile, write_honest_config
 from tests.integration.conftest import status_json, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 STRIKE_LIMIT = 3
 ATTACK_SECONDS = 6.0
 HOSTILE_TIMEOUT_S = 200
-# What node0 must count for each kind of offer (tests/hostile/summary_attacks.py SummaryServer.offer).
+# What node0 must count for each kind of offer (swarmnode/testing/hostile/summary_attacks.py SummaryServer.offer).
 REASON_OF = {**{name: reason for name, (_, reason) in CORRUPTIONS.items()},
              "undecodable": "malformed", "junk_envelope": "malformed", "bad_signature": "bad_signature",
              "oversized": "oversized"}

@@ -1,4 +1,4 @@
-"""The dishonest daemon's bends (tests/hostile/dishonest.py): each attack sends what it says."""
+"""The dishonest daemon's bends (swarmnode/testing/hostile/dishonest.py): each attack sends what it says."""
 import pytest
 import torch
 
@@ -6,7 +6,7 @@ from swarmnode.summaries import CompressionConfig
 from swarmnode.summaries.compress import compress
 from swarmnode.summaries.outer import global_norm
 from swarmnode.summaries.robust import cosine
-from tests.hostile.dishonest import ALIE_SHARE, REPLAY_FROM, TURN_AFTER, Bender, parse_bend
+from swarmnode.testing.hostile.dishonest import ALIE_SHARE, REPLAY_FROM, TURN_AFTER, Bender, parse_bend
 
 
 def own_delta(seed=0):

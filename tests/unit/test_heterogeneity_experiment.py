@@ -1,4 +1,4 @@
-"""scripts/heterogeneity_experiment.py and heterogeneity_results.py: the arms' configs, the
+"""scripts/experiments/heterogeneity_experiment.py and heterogeneity_results.py: the arms' configs, the
 node records of older statuses, and the results arithmetic on hand-made curves."""
 import importlib.util
 import io
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts" / "experiments"
 
 
 def load(name):

@@ -1,4 +1,4 @@
-"""The generated Python must match protocols/ (the source of truth); regenerate with scripts/gen_protos.py."""
+"""The generated Python must match protocols/ (the source of truth); regenerate with scripts/dev/gen_protos.py."""
 import subprocess
 import sys
 from pathlib import Path
@@ -43,4 +43,4 @@ def test_generated_modules_are_not_stale(tmp_path):
     for name, module in MODULES.items():
         _drop_json_names(by_name[f"swarmnode/v1/{name}"].message_type)
         shipped = descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
-        assert shipped == by_name[f"swarmnode/v1/{name}"], f"{name} changed: run scripts/gen_protos.py"
+        assert shipped == by_name[f"swarmnode/v1/{name}"], f"{name} changed: run scripts/dev/gen_protos.py"

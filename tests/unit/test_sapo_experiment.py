@@ -1,4 +1,4 @@
-"""scripts/sapo_experiment.py and sapo_results.py: the runs' configs and plan, and the summary
+"""scripts/experiments/sapo_experiment.py and sapo_results.py: the runs' configs and plan, and the summary
 arithmetic on hand-made runs."""
 import importlib.util
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts" / "experiments"
 
 
 def load(name):

@@ -3,7 +3,7 @@ the node's fetch path around it (node/summary_gossip.py): every rejection reason
 made with the real compressor and then corrupted, a valid one decoding to finite tensors of the
 model's shapes, and, whatever a peer sends, no NaN or Inf ever reaching the outer loop's weights.
 
-The corruptions are the hostile peer's (tests/hostile/summary_crafting.py): each still passes
+The corruptions are the hostile peer's (swarmnode/testing/hostile/summary_crafting.py): each still passes
 the wire's structural checks, so only check_summary stands between it and the weights.
 """
 import asyncio
@@ -26,7 +26,7 @@ from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, seal
 from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, check_summary, compress, norm_bound
 from swarmnode.summaries.outer import global_norm
 from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL
-from tests.hostile.summary_crafting import CORRUPTIONS, corrupted, honest_delta, make_summary
+from swarmnode.testing.hostile.summary_crafting import CORRUPTIONS, corrupted, honest_delta, make_summary
 
 BASE = "base0123456789ab"
 CFG = CompressionConfig(density=0.25, bits=2, chunk_size=32)  # several chunks per weight, one per bias

@@ -1,10 +1,10 @@
-"""scripts/summary_experiment.py: the arms' configs and the steps-to-target arithmetic."""
+"""scripts/experiments/summary_experiment.py: the arms' configs and the steps-to-target arithmetic."""
 import importlib.util
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "summary_experiment.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "experiments" / "summary_experiment.py"
 
 
 @pytest.fixture(scope="module")

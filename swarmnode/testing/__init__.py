@@ -1,0 +1,8 @@
+"""Test support that ships with the package, for the test suite and the experiment scripts alike.
+
+Nothing in the node imports it at run time. scripts/ and tests/ both import from here (scripts/
+never import from tests/).
+
+- `hostile/`: adversarial peers that speak the real protocol, for tests/integration and
+  scripts/experiments (see its own map).
+"""

@@ -1,0 +1,30 @@
+"""Hostile peers for swarmnode: real processes with valid, signed identities that speak the real
+protocol (hivemind DHT + p2pd on 127.0.0.1, the rollout and summary request streams) and attack
+one node.
+
+Two kinds of attacker live here:
+
+- the hostile peer process, `python -m swarmnode.testing.hostile.peer --help` (malformed,
+  forged, replayed and flooding messages);
+- the dishonest daemon, `python -m swarmnode.testing.hostile.dishonest run ...`: the real
+  `swarmnode run` with only its published gradient summaries bent (SWARMNODE_BEND).
+
+Which file holds what:
+
+- `peer.py`: the peer process (`HostilePeer`, `main`), its personas (`Persona`: one identity +
+  p2pd each), the batch crafter (`Crafter`) and the served `Outbox`;
+- `crafting.py`: what the attacks share: the attack registry (`attack`, `Expectation`), crafted
+  batches, raw envelopes/records/announcements that the builders would refuse to make;
+- `attacks.py`: one small coroutine per payload attack class (`ATTACKS`), what each should cost
+  the victim (`EXPECTED`: the rejection reasons its status must count), the sets `ALL` and
+  `MIXED`, and `expand` for `--attack` specs;
+- `floods.py`: the flood attacks (many messages, many identities) and the stalling peer;
+- `summary_attacks.py`: the gradient-summary attacks (`--attack summaries`, `SummaryServer`);
+- `summary_crafting.py`: honest summaries from the real compressor, then corrupted
+  (`CORRUPTIONS`, `corrupted`; pure, no I/O);
+- `dishonest.py`: the dishonest daemon (`Bender`, `parse_bend`, the bends sign_flip, random,
+  alie, turncoat, collude, replay);
+- `victim.py`: the honest side (config, status sampling, RSS, running the hostile peer as a child
+  process), shared by tests/integration/test_hostile_peer.py and
+  scripts/experiments/hostile_harness.py.
+"""

@@ -1,0 +1,559 @@
+"""The hostile peer process: real identities, real p2pd, the real wire protocol, crafted payloads.
+
+    python -m swarmnode.testing.hostile.peer --initial-peer MADDR --swarm swarmnode-local --window-s 10 \\
+        --attack int_overflow,replay --seconds 5 --out result.json
+
+MADDR is the victim's full multiaddr (its peer id is the /p2p/ part). The process starts a main
+persona (a fresh NodeIdentity: node key + libp2p key, its own p2pd on 127.0.0.1, a DHT node that
+joins through MADDR and keeps a valid signed PeerRecord in the swarm's DHT), then gives every
+attack a persona of its own (a fresh identity and p2pd), so the victim's standing of one attack
+(cursor, strikes, ignore) does not hide the next and each rejection names its attack. Some
+attacks also mint throw-away identities with no p2pd behind them (records, announcements).
+
+A persona serves crafted batches on ROLLOUT_PROTOCOL the way a node's outbox does (the victim
+fetches them: RolloutGossip._fetch_from) and announces them in the DHT under the swarm's keys.
+It serves gradient summaries on SUMMARY_PROTOCOL the same way (SummaryGossip._fetch_from), and
+announces them under the summaries key; its PeerRecord names the victim's base fingerprint when
+summary attacks run (swarmnode/testing/hostile/summary_attacks.py), so the victim sees a same-base peer.
+The bundled policy is loaded so that same-model batches carry the victim's model fingerprint,
+real token ids and true per-token log-probs; prompts are real task items.
+
+The JSON written to --out: {"peer_id", "victim", "attacks": {name: {"peer_ids", "sent",
+"messages", "seconds", "details"}}, "errors": {...}}.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+from swarmnode.identity import NodeIdentity, SigningKey, create_p2p_identity
+from swarmnode.identity.keys import load_p2p_identity
+from swarmnode.protocol import PeerRecordFields, build_peer_record
+from swarmnode.protocol.codec import MessageKind, open_envelope
+from swarmnode.protocol.generated import peer_record_pb2, rollout_batch_pb2
+from swarmnode.protocol.rollout_messages import build_rollout_announcement, check_rollout_announcement
+from swarmnode.swarm.rollout_bookkeeping import (
+    MAX_BATCHES_PER_FETCH,
+    MAX_ROLLOUT_FETCH_RESPONSE_BYTES,
+    ROLLOUT_PROTOCOL,
+    parse_rollout_fetch_response,
+    rollout_fetch_request,
+)
+from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL
+from swarmnode.swarm.transport import RequestFailed
+from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index, windows_to_read
+
+log = logging.getLogger("hostile")
+
+RECORD_TTL_S = 8.0  # like configs/local.yaml's records.ttl_s
+ANNOUNCE_TTL_S = 8.0
+RECORD_INTERVAL_S = 2.0
+ANNOUNCE_INTERVAL_S = 1.0
+TASKS = ("sum2", "sum3")
+ITEM_SEED = 424_242  # not a training seed of the victim (1000 + 1000 * node) nor held-out (0)
+SAMPLES = 4  # completions per group (the tests' samples_per_prompt)
+# What "messages sent" adds up: values stored into DHT nodes, requests made, fetch responses
+# served and batch envelopes inside them.
+MESSAGE_KINDS = ("dht_stores", "requests", "fetch_responses", "batch_envelopes")
+
+
+def say(message: str) -> None:
+    print(f"[hostile {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# -- identities ----------------------------------------------------------------------------------
+
+
+def throwaway_identity() -> NodeIdentity:
+    """A valid identity with no p2pd behind it (node key + libp2p key, binding signable)."""
+    return NodeIdentity(SigningKey.generate(), SigningKey.generate(), p2p_identity_path=Path("/nonexistent"))
+
+
+def record_fields(swarm: str, multiaddrs: tuple[str, ...], model_fingerprint: str,
+                  base_fingerprint: str = "") -> PeerRecordFields:
+    return PeerRecordFields(
+        software_version="0.1.0", swarm=swarm, multiaddrs=multiaddrs, model_fingerprint=model_fingerprint,
+        device=peer_record_pb2.DeviceInfo(kind="cpu", cpu_cores=2), capability=peer_record_pb2.Capability(),
+        state=peer_record_pb2.NODE_STATE_RUNNING, client_mode=False, base_fingerprint=base_fingerprint,
+    )
+
+
+# -- crafting ------------------------------------------------------------------------------------
+
+
+class Crafter:
+    """Real task items, real token ids and the bundled policy's true log-probs, as wire messages."""
+
+    def __init__(self, n_items: int = 48):
+        import torch
+
+        from swarmnode.policy import load_policy
+        from swarmnode.policy.loading import base_fingerprint, tokenizer_fingerprint
+
+        torch.set_num_threads(1)
+        policy = load_policy("bundled:tiny-policy")
+        self.torch = torch
+        self.model = policy.model.eval()
+        self.tokenizer = policy.tokenizer
+        self.model_fingerprint = policy.fingerprint
+        self.tokenizer_fingerprint = tokenizer_fingerprint(policy.tokenizer)
+        # The victim's initial weights are these: same-model batches claim its base, so their
+        # log-probs are taken as behaviour log-probs.
+        self.base_fingerprint = base_fingerprint(policy.model)
+        self.vocab_size = len(policy.tokenizer)
+        eos = policy.tokenizer.eos_token_id
+        self.eos = eos if isinstance(eos, int) else min(eos)
+        self.n_items = n_items
+        self._items: dict[int, Any] = {}  # index -> (item, completions), made when first used
+        self._next = 0
+
+    def item(self, index: int) -> tuple[Any, list[tuple[str, list[int], list[float], float]]]:
+        from swarmnode.tasks import get_task
+
+        index %= self.n_items
+        if index not in self._items:
+            self._items[index] = self._completions(get_task(TASKS[index % len(TASKS)]).item(ITEM_SEED, index))
+        return self._items[index]
+
+    def _completions(self, item) -> tuple[Any, list[tuple[str, list[int], list[float], float]]]:
+        """The true answer and three wrong ones as (text, token ids + EOS, true log-probs, reward)."""
+        from swarmnode.policy.prompts import format_prompt
+
+        prompt_ids = self.tokenizer(format_prompt(self.tokenizer, item.question), add_special_tokens=False)["input_ids"]
+        answer = int(item.answer)
+        completions = []
+        for j, text in enumerate([item.answer, str(answer + 1), str(answer + 10), str(answer + 100)][:SAMPLES]):
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.eos]
+            completions.append((text, ids, self.logprobs(prompt_ids, ids), 1.0 if j == 0 else 0.0))
+        return item, completions
+
+    def logprobs(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
+        """log p(token) of each completion token under the bundled policy at temperature 1."""
+        torch = self.torch
+        with torch.no_grad():
+            logits = self.model(input_ids=torch.tensor([prompt_ids + completion_ids])).logits[0, len(prompt_ids) - 1: -1].float()
+            lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(completion_ids)[:, None]).squeeze(-1)
+        return [float(x) for x in lp]
+
+    @staticmethod
+    def _wire(item, completions, logprob_shift: float = 0.0) -> rollout_batch_pb2.RolloutGroup:
+        wire = rollout_batch_pb2.RolloutGroup(prompt=item.question)
+        wire.task.task, wire.task.seed, wire.task.index = item.ref.task, item.ref.seed, item.ref.index
+        for text, ids, lps, reward in completions:
+            wire.completions.add(text=text, token_ids=ids, logprobs=[x + logprob_shift for x in lps],
+                                 reported_reward=reward, finish_reason="stop")
+        return wire
+
+    def group(self, *, logprob_shift: float = 0.0, index: int | None = None) -> rollout_batch_pb2.RolloutGroup:
+        """An honest-looking group: the true answer once and three wrong ones (rewards differ), true
+        log-probs (shifted by `logprob_shift` nats per token when lying)."""
+        if index is None:
+            index, self._next = self._next, self._next + 1
+        return self._wire(*self.item(index), logprob_shift=logprob_shift)
+
+    def task_group(self, task: str, seed: int, index: int) -> rollout_batch_pb2.RolloutGroup:
+        """The same for any (task, seed, index): the prompt is the one that ref regenerates."""
+        from swarmnode.tasks import get_task
+
+        return self._wire(*self._completions(get_task(task).item(seed, index)))
+
+    def batch(self, groups: list[rollout_batch_pb2.RolloutGroup], *, batch_id: int, window: int, policy_version: int,
+              created_at: float, model_fingerprint: str | None = None, temperature: float = 1.0,
+              top_p: float = 1.0) -> rollout_batch_pb2.RolloutBatch:
+        batch = rollout_batch_pb2.RolloutBatch(
+            window=window, policy_version=policy_version,
+            model_fingerprint=self.model_fingerprint if model_fingerprint is None else model_fingerprint,
+            tokenizer_fingerprint=self.tokenizer_fingerprint, created_at=created_at, batch_id=batch_id,
+            temperature=temperature, top_p=top_p, base_fingerprint=self.base_fingerprint,
+        )
+        batch.groups.extend(groups)
+        return batch
+
+
+# -- personas ------------------------------------------------------------------------------------
+
+
+ServeFn = Callable[[int, int, str], Any]  # (after_batch_id, max_batches, remote peer id) -> response bytes
+SummaryFn = Callable[[bytes, str], Any]  # (request bytes, remote peer id) -> response bytes
+
+
+class Persona:
+    """One identity with its own p2pd and DHT node: publishes a PeerRecord, announces a batch-id
+    range, and answers ROLLOUT_PROTOCOL requests with whatever `serve_fn` returns."""
+
+    def __init__(self, name: str, workdir: Path, swarm: str, window_s: float, model_fingerprint: str,
+                 base_fingerprint: str = ""):
+        from swarmnode.swarm.hivemind_transport import HivemindTransport
+
+        self.name = name
+        key_path = workdir / f"{name}.p2p.key"
+        create_p2p_identity(key_path)
+        self.identity = NodeIdentity(SigningKey.generate(), load_p2p_identity(key_path), key_path)
+        self.swarm = swarm
+        self.window_s = window_s
+        self.model_fingerprint = model_fingerprint
+        self.base_fingerprint = base_fingerprint  # in its PeerRecord: "" unless summary attacks run
+        self.transport = HivemindTransport(
+            identity_path=key_path, host_maddrs=["/ip4/127.0.0.1/tcp/0"], announce_maddrs=[], client_mode=False,
+            startup_timeout_s=30.0, use_relay=False, auto_nat=False, wait_timeout_s=2.0, policy=None,
+        )
+        self.serve_fn: ServeFn | None = None
+        self.announce_range: tuple[int, int] | None = None
+        self.summary_fn: SummaryFn | None = None  # answers SUMMARY_PROTOCOL requests (None: "not held")
+        self.summary_announcement: Callable[[float, int], bytes] | None = None  # (now, window) -> DHT value
+        self.publish_record = True
+        self.sent: Counter = Counter()  # what this persona sent, by kind
+        self.requests_by_peer: Counter = Counter()
+        self.multiaddrs: list[str] = []
+        self._tasks: list[asyncio.Task] = []
+
+    @property
+    def peer_id(self) -> str:
+        return self.identity.peer_id
+
+    def now(self) -> float:
+        return self.transport.dht_time()
+
+    def window(self) -> int:
+        return window_index(self.now(), self.window_s)
+
+    async def start(self, join_maddr: str) -> None:
+        await self.transport.start()
+        await self.transport.serve(ROLLOUT_PROTOCOL, self._answer)
+        await self.transport.serve(SUMMARY_PROTOCOL, self._answer_summary)
+        await self.transport.join(join_maddr, 10.0)
+        self.multiaddrs = await self.transport.multiaddrs()
+        self._tasks = [asyncio.create_task(self._record_loop()), asyncio.create_task(self._announce_loop()),
+                       asyncio.create_task(self._summary_announce_loop())]
+
+    async def stop(self) -> None:
+        """Stop its loops and p2pd (again: a no-op)."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        await self.transport.stop()
+
+    # -- serving -----------------------------------------------------------------------------------
+
+    def respond(self, envelopes: list[bytes]) -> bytes:
+        self.sent["batch_envelopes"] += len(envelopes)
+        self.sent["fetch_responses"] += 1
+        return rollout_batch_pb2.RolloutFetchResponse(envelopes=envelopes).SerializeToString()
+
+    async def _answer(self, request: bytes, remote: str) -> bytes:
+        self.requests_by_peer[remote] += 1
+        try:
+            parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(request)
+            after, max_batches = parsed.after_batch_id, parsed.max_batches
+        except Exception:  # noqa: BLE001 - whatever it asked, answer something
+            after, max_batches = 0, MAX_BATCHES_PER_FETCH
+        fn = self.serve_fn
+        if fn is None:
+            return self.respond([])
+        out = fn(after, max_batches, remote)
+        if inspect.isawaitable(out):
+            out = await out
+        return out
+
+    async def _answer_summary(self, request: bytes, remote: str) -> bytes:
+        self.requests_by_peer[remote] += 1
+        fn = self.summary_fn
+        if fn is None:
+            return b""  # an empty SummaryFetchResponse: "not held"
+        out = fn(request, remote)
+        if inspect.isawaitable(out):
+            out = await out
+        self.sent["fetch_responses"] += 1
+        return out
+
+    # -- DHT -----------------------------------------------------------------------------------------
+
+    async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
+        """A store through the DHT (the k nearest nodes, this persona's own included)."""
+        self.sent["dht_stores"] += 1
+        try:
+            return await self.transport.store(key, subkey, value, expiration)
+        except Exception as e:  # noqa: BLE001 - a refused or failed store is an outcome, not an error
+            log.debug("store failed: %r", e)
+            return False
+
+    async def store_direct(self, peer_id: str, items: list[tuple[str, str, bytes, float]]) -> list[bool] | None:
+        """One DHT store RPC straight to `peer_id` carrying many (key, subkey, value, expiration)
+        items; returns the remote's verdict per item (None: no answer)."""
+        from hivemind.dht.routing import DHTID
+        from hivemind.p2p import PeerID
+
+        node = self.transport._node  # noqa: SLF001 - the attacker speaks the DHT RPC directly
+        protocol = node.protocol
+        self.sent["dht_stores"] += len(items)
+        self.sent["dht_store_rpcs"] += 1
+        try:
+            return await protocol.call_store(
+                PeerID.from_base58(peer_id),
+                keys=[DHTID.generate(source=k) for k, _, _, _ in items],
+                values=[protocol.serializer.dumps(v) for _, _, v, _ in items],
+                expiration_time=[e for _, _, _, e in items],
+                subkeys=[s for _, s, _, _ in items],
+            )
+        except Exception as e:  # noqa: BLE001
+            log.debug("direct store failed: %r", e)
+            return None
+
+    def peer_record(self, identity: NodeIdentity | None = None, ttl_s: float = RECORD_TTL_S, now: float | None = None) -> bytes:
+        identity = identity or self.identity
+        now = self.now() if now is None else now
+        return build_peer_record(identity, record_fields(self.swarm, tuple(self.multiaddrs) or ("/ip4/127.0.0.1/tcp/1",),
+                                                         self.model_fingerprint, self.base_fingerprint), now, ttl_s)
+
+    def announcement(self, first: int, last: int, identity: NodeIdentity | None = None, ttl_s: float = ANNOUNCE_TTL_S,
+                     now: float | None = None, window: int | None = None) -> bytes:
+        now = self.now() if now is None else now
+        return build_rollout_announcement(identity or self.identity, window=window_index(now, self.window_s) if window is None else window,
+                                          first_batch_id=first, last_batch_id=last, model_fingerprint=self.model_fingerprint,
+                                  now=now, ttl_s=ttl_s)
+
+    async def _record_loop(self) -> None:
+        while True:
+            if self.publish_record:
+                now = self.now()
+                await self.store(peer_records_key(self.swarm, window_index(now, self.window_s)), self.peer_id,
+                                 self.peer_record(now=now), now + RECORD_TTL_S)
+            await asyncio.sleep(RECORD_INTERVAL_S)
+
+    async def _announce_loop(self) -> None:
+        while True:
+            if self.announce_range is not None:
+                now = self.now()
+                first, last = self.announce_range
+                await self.store(rollouts_key(self.swarm, window_index(now, self.window_s)), self.peer_id,
+                                 self.announcement(first, last, now=now), now + ANNOUNCE_TTL_S)
+            await asyncio.sleep(ANNOUNCE_INTERVAL_S)
+
+    async def announce_summary(self) -> None:
+        """Store the current summary announcement (if any) under this window's summaries key."""
+        make = self.summary_announcement
+        if make is not None:
+            now = self.now()
+            window = window_index(now, self.window_s)
+            await self.store(summaries_key(self.swarm, window), self.peer_id, make(now, window), now + ANNOUNCE_TTL_S)
+
+    async def _summary_announce_loop(self) -> None:
+        while True:
+            await self.announce_summary()
+            await asyncio.sleep(ANNOUNCE_INTERVAL_S)
+
+    # -- reading the swarm -----------------------------------------------------------------------------
+
+    async def announcements(self) -> dict[str, Any]:
+        """peer id -> the newest valid announcement (CheckedRolloutAnnouncement) in the current and previous windows."""
+        newest: dict[str, Any] = {}
+        for window in windows_to_read(self.window()):
+            try:
+                values = await self.transport.get(rollouts_key(self.swarm, window))
+            except Exception:  # noqa: BLE001
+                continue
+            for v in values:
+                try:
+                    a = check_rollout_announcement(v.value, subkey=v.subkey, now=self.now())
+                except Exception:  # noqa: BLE001 - not ours to judge
+                    continue
+                held = newest.get(a.peer_id)
+                if held is None or a.announcement.last_batch_id > held.announcement.last_batch_id:
+                    newest[a.peer_id] = a
+        return newest
+
+    async def fetch_latest(self, peer_id: str, count: int = 1) -> list[bytes]:
+        """The `count` newest batch envelopes `peer_id` serves (read from its announcement), or []."""
+        a = (await self.announcements()).get(peer_id)
+        after = max(0, a.announcement.last_batch_id - count) if a is not None else 0
+        self.sent["requests"] += 1
+        try:
+            response = await self.transport.request(peer_id, ROLLOUT_PROTOCOL, rollout_fetch_request(after, count), 5.0)
+        except RequestFailed:
+            return []
+        return parse_rollout_fetch_response(response) or []
+
+
+class Outbox:
+    """Crafted (batch id, envelope) pairs served like an honest outbox: ids above the request's
+    cursor (not yet delivered first), oldest first, within the fetch caps. `replay` serves
+    everything whatever is asked."""
+
+    def __init__(self, persona: Persona, items: list[tuple[int, bytes]], replay: bool = False):
+        self.persona = persona
+        self.items = sorted(items, key=lambda x: x[0])
+        self.replay = replay
+        self.delivered: set[int] = set()
+        self.responses = 0
+
+    def add(self, batch_id: int, envelope: bytes) -> None:
+        self.items.append((batch_id, envelope))
+        self.items.sort(key=lambda x: x[0])
+
+    def __call__(self, after: int, max_batches: int, remote: str) -> bytes:
+        cap = min(max_batches or MAX_BATCHES_PER_FETCH, MAX_BATCHES_PER_FETCH)
+        if self.replay:
+            candidates = self.items
+        else:
+            # What the victim has not seen yet goes first: a batch it rejects before reading its
+            # id leaves its cursor where it was, and would otherwise be all it ever gets.
+            newer = [(i, e) for i, e in self.items if i > after]
+            candidates = [(i, e) for i, e in newer if i not in self.delivered] or newer
+        out, size = [], 0
+        for batch_id, envelope in candidates:
+            if len(out) >= cap or size + len(envelope) > MAX_ROLLOUT_FETCH_RESPONSE_BYTES:
+                break
+            out.append(envelope)
+            size += len(envelope)
+            self.delivered.add(batch_id)
+        self.responses += 1
+        return self.persona.respond(out)
+
+    @property
+    def all_delivered(self) -> bool:
+        return all(batch_id in self.delivered for batch_id, _ in self.items)
+
+
+# -- the peer ------------------------------------------------------------------------------------
+
+
+class HostilePeer:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.victim_maddr = args.initial_peer
+        self.victim_id = args.initial_peer.rsplit("/p2p/", 1)[-1]
+        self.swarm = args.swarm
+        self.window_s = args.window_s
+        self.workdir = Path(tempfile.mkdtemp(prefix="hostile-"))
+        self.crafter = Crafter()
+        self.base_fingerprint = ""  # what personas' PeerRecords name (set when summary attacks run)
+        self.main: Persona | None = None
+        self.personas: list[Persona] = []  # every persona started, stopped at the end whatever happened
+        self._count = 0
+
+    def persona(self, name: str) -> Persona:
+        self._count += 1
+        return Persona(f"{self._count:02d}-{name}", self.workdir, self.swarm, self.window_s, self.crafter.model_fingerprint,
+                       self.base_fingerprint)
+
+    async def new_persona(self, name: str) -> Persona:
+        p = self.persona(name)
+        self.personas.append(p)
+        try:
+            await p.start(self.victim_maddr)
+        except BaseException:
+            await p.stop()
+            raise
+        return p
+
+    async def start(self) -> None:
+        self.main = await self.new_persona("main")
+
+    async def stop(self) -> None:
+        for p in self.personas:
+            await p.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    async def victim_version(self, persona: Persona) -> int | None:
+        """The victim's current policy version, read from its newest served batch."""
+        for envelope in await persona.fetch_latest(self.victim_id, 1):
+            try:
+                return int(open_envelope(envelope, MessageKind.ROLLOUT_BATCH).message.policy_version)
+            except Exception:  # noqa: BLE001
+                continue
+        return None
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    from swarmnode.testing.hostile.attacks import ATTACKS, expand
+
+    names = expand(args.attack)
+    say(f"loading the bundled policy; attacks: {', '.join(names)}")
+    peer = HostilePeer(args)
+    result: dict[str, Any] = {"victim": peer.victim_id, "attacks": {}, "errors": {}}
+    if args.base_fingerprint or any(ATTACKS[n].__module__.endswith("summary_attacks") for n in names):
+        # A same-base peer to the victim: it publishes summaries, and fetches this peer's.
+        peer.base_fingerprint = args.base_fingerprint or peer.crafter.base_fingerprint
+        result["base_fingerprint"] = peer.base_fingerprint
+    try:
+        await peer.start()
+        result["peer_id"] = peer.main.peer_id
+        say(f"main persona {peer.main.peer_id} joined the victim {peer.victim_id}")
+        deadline = time.monotonic() + args.total_seconds if args.total_seconds else None
+        rounds = 0
+        while True:
+            rounds += 1
+            for name in names:
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                key = name if rounds == 1 else f"{name}#{rounds}"
+                say(f"attack {key}: start")
+                started = time.monotonic()
+                wall_start = time.time()
+                try:
+                    out = await ATTACKS[name](peer, args)
+                except Exception as e:  # noqa: BLE001 - report it, go on with the next attack
+                    result["errors"][key] = f"{type(e).__name__}: {e}"
+                    say(f"attack {key}: error {type(e).__name__}: {e}")
+                    traceback.print_exc()
+                    continue
+                out["seconds"] = round(time.monotonic() - started, 2)
+                out["started_at"] = wall_start
+                out["ended_at"] = time.time()
+                out["messages"] = sum(out["sent"].get(k, 0) for k in MESSAGE_KINDS)
+                result["attacks"][key] = out
+                say(f"attack {key}: done in {out['seconds']}s, {out['messages']} messages "
+                    f"({', '.join(f'{k} {v}' for k, v in sorted(out['sent'].items()))})")
+                if args.out:
+                    Path(args.out).write_text(json.dumps(result, indent=1, default=str))
+            if deadline is None or time.monotonic() >= deadline:
+                break
+    finally:
+        await peer.stop()
+    return result
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--initial-peer", required=True, help="the victim's full multiaddr (/ip4/.../tcp/.../p2p/<id>)")
+    p.add_argument("--swarm", default="swarmnode-local", help="swarm name (the victim's swarm.name)")
+    p.add_argument("--window-s", type=float, default=10.0, help="the victim's swarm.window_s")
+    p.add_argument("--attack", default="all", help="comma-separated attack names, 'all', 'mixed' or 'summaries' (see attacks.py)")
+    p.add_argument("--seconds", type=float, default=6.0, help="most time one attack takes (floods take all of it)")
+    p.add_argument("--total-seconds", type=float, default=0.0,
+                   help="repeat the attack list until this many seconds have passed (0: run it once)")
+    p.add_argument("--identities", type=int, default=20_000, help="identity_flood: fresh identities to store")
+    p.add_argument("--identity-seconds", type=float, default=300.0, help="identity_flood: most time it takes")
+    p.add_argument("--concurrency", type=int, default=32, help="request_flood: requests in flight")
+    p.add_argument("--base-fingerprint", default="",
+                   help="the victim's base fingerprint for personas' PeerRecords (default: the bundled policy's, "
+                        "when summary attacks run; none otherwise)")
+    p.add_argument("--out", help="result JSON (rewritten after each attack)")
+    p.add_argument("--log-level", default="WARNING")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    result = asyncio.run(run(args))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1, default=str))
+    say(f"done: {len(result['attacks'])} attacks, {len(result['errors'])} errors")
+    return 0 if not result["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
