@@ -143,23 +143,7 @@ class Node:
                 self.training.start()
             self.state = peer_record_pb2.NODE_STATE_JOINING if not self.join.joined else peer_record_pb2.NODE_STATE_RUNNING
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._measure_capability())
-                tasks.create_task(self._publish_loop())
-                tasks.create_task(self._poll_loop())
-                if self.config.swarm.initial_peers:
-                    tasks.create_task(self._join_loop())
-                if self.gossip is not None:
-                    tasks.create_task(self.gossip.share_loop())
-                    tasks.create_task(self.gossip.announce_loop())
-                    tasks.create_task(self.gossip.fetch_loop())
-                if self.summaries is not None:
-                    tasks.create_task(self.summaries.publish_loop())
-                    tasks.create_task(self.summaries.announce_loop())
-                    tasks.create_task(self.summaries.fetch_loop())
-                if self.gossip is not None and self.training is not None:
-                    tasks.create_task(self._maintain_storage())
-                if self.training is not None:
-                    tasks.create_task(plan_loop(self.config, self.training, self.table.entries, self.transport.dht_time))
+                self._create_loops(tasks)
                 await self._stop.wait()
                 raise _Stopping
         except* _Stopping:
@@ -176,6 +160,26 @@ class Node:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
             log.info("stopped")
+
+    def _create_loops(self, tasks: asyncio.TaskGroup) -> None:
+        """Every loop of the running node, owned by `tasks` (cancelled with it on shutdown)."""
+        tasks.create_task(self._measure_capability())
+        tasks.create_task(self._publish_loop())
+        tasks.create_task(self._poll_loop())
+        if self.config.swarm.initial_peers:
+            tasks.create_task(self._join_loop())
+        if self.gossip is not None:
+            tasks.create_task(self.gossip.share_loop())
+            tasks.create_task(self.gossip.announce_loop())
+            tasks.create_task(self.gossip.fetch_loop())
+        if self.summaries is not None:
+            tasks.create_task(self.summaries.publish_loop())
+            tasks.create_task(self.summaries.announce_loop())
+            tasks.create_task(self.summaries.fetch_loop())
+        if self.gossip is not None and self.training is not None:
+            tasks.create_task(self._maintain_storage())
+        if self.training is not None:
+            tasks.create_task(plan_loop(self.config, self.training, self.table.entries, self.transport.dht_time))
 
     def _announce(self, status_url: str) -> None:
         lines = [f"swarmnode {__version__} node {self.identity.peer_id} in swarm '{self.config.swarm.name}'"]
