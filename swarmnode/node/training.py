@@ -128,7 +128,7 @@ class TrainingService:
         # outer loop when it is built (summary gossip sets it before `start`).
         self.saved_trust: list[tuple[str, float, int]] = []
         # Built by the trainer thread.
-        self.identity: PolicyIdentity | None = None
+        self.model_identity: PolicyIdentity | None = None
         self.base_fingerprint = ""
         self.outer: OuterLoop | None = None
         self.intake: RolloutIntake | None = None
@@ -139,15 +139,15 @@ class TrainingService:
 
     @property
     def fingerprint(self) -> str:
-        return self.identity.fingerprint if self.identity is not None else ""
+        return self.model_identity.fingerprint if self.model_identity is not None else ""
 
     @property
     def tokenizer_fingerprint(self) -> str:
-        return self.identity.tokenizer_fingerprint if self.identity is not None else ""
+        return self.model_identity.tokenizer_fingerprint if self.model_identity is not None else ""
 
     @property
     def eos_ids(self) -> set[int]:
-        return self.identity.eos_ids if self.identity is not None else set()
+        return self.model_identity.eos_ids if self.model_identity is not None else set()
 
     @property
     def error(self) -> str | None:
@@ -225,7 +225,7 @@ class TrainingService:
         train until training.max_steps or a stop."""
         config = self.config
         policy = load_node_policy(config)
-        self.identity = policy_identity(policy)
+        self.model_identity = policy_identity(policy)
         # Hashed before any checkpoint is loaded: the weights every node of this base started from.
         self.base_fingerprint = node_base_fingerprint(config, self.home_root, policy)
         trainer, state, resumed = resume_trainer(config, policy, self.checkpoints.root)
@@ -247,6 +247,7 @@ class TrainingService:
 
     def _make_recorder(self, trainer: Trainer, policy, buffer: ExperienceBuffer, items: list, rollout: RolloutConfig,
                        state: TrainingState, start_index: int) -> StepRecorder:
+        """The recorder of this run's steps, its evaluation and (with summaries on) its outer steps."""
         t = self.config.training
         evaluator = make_evaluator(self.config, trainer, policy)
         evaluation = HeldoutEvaluation(partial(greedy_accuracy, evaluator, items, rollout.sampling.max_new_tokens),
