@@ -1,4 +1,32 @@
-"""The node daemon and what it needs around it."""
+"""The node daemon and its I/O loops: each loop or thread has one job and one owner.
+
+The daemon and its loops:
+
+- daemon.py: `Node`, the event loop that owns the transport, the peer-record loops, the status
+  server and every other loop below (started in `run`, cancelled on shutdown); `make_transport`.
+- runner.py: `run_daemon`, `swarmnode run`'s logging, identity and event loop around a Node.
+- scheduling.py: `plan_loop`, once per swarm window a new plan for the runner's quotas
+  (`current_plan`, `plan_limits`, `peer_supplies`; the math is in swarmnode/scheduler).
+- gossip.py, rollout_fetch.py: `RolloutGossip`, sharing this node's rollout batches and
+  fetching and checking peers'; sharing.py: `groups_to_batch`, `RolloutIntake` (pure).
+- summary_gossip.py: `SummaryGossip`, publishing, fetching and checking gradient summaries.
+- storage.py: `maintain_stores` (retention pass) and `storage_status` (status.storage).
+- capability.py: `detect_device`, `matmul_gflops`; leftovers.py: cleaning up after a killed daemon.
+- local_swarm.py: `LocalSwarm`, N real nodes on 127.0.0.1 (tests, experiments).
+
+The node's training, on its own thread:
+
+- training.py: `TrainingService`, the trainer thread (start, stop, errors) and what the node
+  uses of training (peers' batches in, groups and summaries out, plan, meters, snapshot);
+  `TrainingListeners`, what the trainer thread tells the node (given to the constructor).
+- training_setup.py: building the policy, trainer, outer loop, runner and intake from the config
+  (`load_node_policy`, `resume_trainer`, `build_outer_loop`, `build_runner`, `build_intake`, and
+  the config -> dataclass helpers `rollout_config`, `trainer_config`, `outer_config`, ...).
+- step_recorder.py: `StepRecorder`, what is done with each step (metrics, status, evaluation,
+  checkpoints, outer step); `HeldoutEvaluation`, when the held-out evaluation is due;
+  `OuterSteps`, the outer step every summaries.every_steps steps and its `OutgoingSummary`.
+- training_status.py: `TrainingStatus`, the lock-protected state behind status.training.
+"""
 from swarmnode.node.daemon import Node, make_transport
 
 __all__ = ["Node", "make_transport"]

@@ -18,12 +18,13 @@ from swarmnode.node.leftovers import describe_children, kill_leftover_children
 from swarmnode.node.scheduling import plan_loop
 from swarmnode.node.storage import maintain_stores, storage_status
 from swarmnode.node.summary_gossip import SummaryGossip
-from swarmnode.node.training import TrainingService
+from swarmnode.node.training import TrainingListeners, TrainingService
 from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, build_peer_record
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.limits import CAPABILITY_CAPS
 from swarmnode.status.server import StatusServer
 from swarmnode.status.snapshot import JoinState, build_status
+from swarmnode.summaries import OuterResult
 from swarmnode.swarm.backoff import backoff_delay
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.transport import JoinError, RecordPolicy, Transport
@@ -55,13 +56,14 @@ class Node:
         self.training: TrainingService | None = None
         self.gossip: RolloutGossip | None = None
         self.summaries: SummaryGossip | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the event loop `run` runs on
         if config.model.name_or_path:
-            self.training = TrainingService(config, home.root, quality=self._sender_quality)
+            listeners = TrainingListeners(on_implausible=self._blame_implausible, on_outer_step=self._take_verdicts,
+                                          on_fatal=self._training_failed)
+            self.training = TrainingService(config, home.root, quality=self._sender_quality, listeners=listeners)
             self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.stats, home.root)
-            self.training.on_implausible = self.gossip.blame_implausible
             if config.summaries.enabled:
                 self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.intake, self.gossip)
-                self.training.on_outer_step = self.summaries.take_verdicts
         self.state = peer_record_pb2.NODE_STATE_STARTING
         self.started_at = time.time()
         self.multiaddrs: list[str] = []
@@ -81,6 +83,21 @@ class Node:
             log.error("stopping: %s", fatal)
         self._stop.set()
 
+    # -- what the trainer thread tells the node (TrainingListeners) ------------------------------
+
+    def _blame_implausible(self, senders: dict[str, int]) -> None:
+        if self.gossip is not None:
+            self.gossip.blame_implausible(senders)
+
+    def _take_verdicts(self, result: OuterResult) -> None:
+        if self.summaries is not None:
+            self.summaries.take_verdicts(result)
+
+    def _training_failed(self, reason: str) -> None:
+        """Training cannot go on (a fatal error on the trainer thread): stop the node."""
+        assert self._loop is not None  # training starts only inside `run`
+        self._loop.call_soon_threadsafe(self.request_stop, reason)
+
     async def run(self) -> None:
         lock = DaemonLock(self.home)
         lock.acquire()
@@ -96,7 +113,7 @@ class Node:
             lock.release()
 
     async def _run_locked(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.request_stop)
         status = StatusServer(self.snapshot, self.config.status.host, self.config.status.port, self.config.status.prometheus)
@@ -123,27 +140,10 @@ class Node:
             if self.summaries is not None:
                 await self.summaries.start()
             if self.training is not None:
-                self.training.on_fatal = lambda reason: loop.call_soon_threadsafe(self.request_stop, reason)
                 self.training.start()
             self.state = peer_record_pb2.NODE_STATE_JOINING if not self.join.joined else peer_record_pb2.NODE_STATE_RUNNING
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._measure_capability())
-                tasks.create_task(self._publish_loop())
-                tasks.create_task(self._poll_loop())
-                if self.config.swarm.initial_peers:
-                    tasks.create_task(self._join_loop())
-                if self.gossip is not None:
-                    tasks.create_task(self.gossip.share_loop())
-                    tasks.create_task(self.gossip.announce_loop())
-                    tasks.create_task(self.gossip.fetch_loop())
-                if self.summaries is not None:
-                    tasks.create_task(self.summaries.publish_loop())
-                    tasks.create_task(self.summaries.announce_loop())
-                    tasks.create_task(self.summaries.fetch_loop())
-                if self.gossip is not None and self.training is not None:
-                    tasks.create_task(self._maintain_storage())
-                if self.training is not None:
-                    tasks.create_task(plan_loop(self.config, self.training, self.table.entries, self.transport.dht_time))
+                self._create_loops(tasks)
                 await self._stop.wait()
                 raise _Stopping
         except* _Stopping:
@@ -160,6 +160,26 @@ class Node:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
             log.info("stopped")
+
+    def _create_loops(self, tasks: asyncio.TaskGroup) -> None:
+        """Every loop of the running node, owned by `tasks` (cancelled with it on shutdown)."""
+        tasks.create_task(self._measure_capability())
+        tasks.create_task(self._publish_loop())
+        tasks.create_task(self._poll_loop())
+        if self.config.swarm.initial_peers:
+            tasks.create_task(self._join_loop())
+        if self.gossip is not None:
+            tasks.create_task(self.gossip.share_loop())
+            tasks.create_task(self.gossip.announce_loop())
+            tasks.create_task(self.gossip.fetch_loop())
+        if self.summaries is not None:
+            tasks.create_task(self.summaries.publish_loop())
+            tasks.create_task(self.summaries.announce_loop())
+            tasks.create_task(self.summaries.fetch_loop())
+        if self.gossip is not None and self.training is not None:
+            tasks.create_task(self._maintain_storage())
+        if self.training is not None:
+            tasks.create_task(plan_loop(self.config, self.training, self.table.entries, self.transport.dht_time))
 
     def _announce(self, status_url: str) -> None:
         lines = [f"swarmnode {__version__} node {self.identity.peer_id} in swarm '{self.config.swarm.name}'"]

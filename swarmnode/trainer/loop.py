@@ -172,7 +172,8 @@ class AsyncRunner:
 
     def __init__(self, generator: Generator, trainer: Trainer, stream: Iterator[TaskItem], config: RolloutConfig,
                  *, buffer: ExperienceBuffer | None = None, on_generated: GroupsCallback | None = None,
-                 slowdown: float = 1.0):
+                 slowdown: float = 1.0, after_step: Callable[[StepResult], None] | None = None,
+                 on_generate_timing: TimingCallback | None = None):
         self.generator = generator
         self.trainer = trainer
         self.stream = stream
@@ -181,9 +182,9 @@ class AsyncRunner:
         self.on_generated = on_generated  # e.g. share the groups with the swarm (called on the generator thread)
         # Called on the trainer thread after each step, before the weights go to the generator
         # (e.g. the outer step of gradient summaries, so the generator gets the merged weights).
-        self.after_step: Callable[[StepResult], None] | None = None
+        self.after_step = after_step
         # Called on the generator thread with each batch's tokens and wall seconds (e.g. to measure speed).
-        self.on_generate_timing: TimingCallback | None = None
+        self.on_generate_timing = on_generate_timing
         # training.slowdown: after each batch and each step, pause (slowdown - 1) x its compute time.
         self.slowdown = slowdown
         self._cond = threading.Condition()

@@ -84,16 +84,17 @@ class ProcessAsyncRunner:
 
     def __init__(self, model_name: str, trainer: Trainer, config: RolloutConfig, *, stream_start: int = 0,
                  exclude: frozenset = frozenset(), threads: int = 1, buffer: ExperienceBuffer | None = None,
-                 on_generated: GroupsCallback | None = None, dtype: str = "float32", slowdown: float = 1.0):
+                 on_generated: GroupsCallback | None = None, dtype: str = "float32", slowdown: float = 1.0,
+                 after_step: Callable[[StepResult], None] | None = None, on_generate_timing: TimingCallback | None = None):
         self.trainer = trainer
         self.config = config
         self.buffer = buffer if buffer is not None else make_buffer(config)
         self.on_generated = on_generated  # e.g. share the groups with the swarm (called on the feeder thread)
         # Called on the trainer thread after each step, before the weights go to the generator
         # (e.g. the outer step of gradient summaries, so the generator gets the merged weights).
-        self.after_step: Callable[[StepResult], None] | None = None
+        self.after_step = after_step
         # Called on the feeder thread with each batch's tokens and wall seconds (the child's pause included).
-        self.on_generate_timing: TimingCallback | None = None
+        self.on_generate_timing = on_generate_timing
         self.slowdown = slowdown  # training.slowdown: the child pauses after each batch, run() after each step
         self.generated_tokens = 0
         self.generate_seconds = 0.0

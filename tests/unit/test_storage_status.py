@@ -5,7 +5,8 @@ from rich.console import Console
 from swarmnode.cli.render import status_view
 from swarmnode.config import NodeConfig
 from swarmnode.node.storage import storage_status
-from swarmnode.node.training import CheckpointFailures, TrainingService
+from swarmnode.node.step_recorder import CheckpointFailures, check_checkpoint_failures
+from swarmnode.node.training import TrainingListeners, TrainingService
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.status.snapshot import STORAGE_NONE, JoinState, build_status
 from swarmnode.store.checkpoints import BackgroundCheckpointer
@@ -64,24 +65,24 @@ def test_status_view_shows_storage_in_80_columns():
 
 def test_checkpoint_failures_stop_training_through_on_fatal(tmp_path):
     config = NodeConfig.model_validate({"storage": {"max_checkpoint_failures": 2}})
-    service = TrainingService(config, tmp_path)
+    reasons = []
+    service = TrainingService(config, tmp_path, listeners=TrainingListeners(on_fatal=reasons.append))
+    max_failures = config.storage.max_checkpoint_failures
     service.checkpoints.consecutive_failures, service.checkpoints.last_error = 1, "FileExistsError: x"
-    service._check_checkpoints()  # one failure: training goes on
+    check_checkpoint_failures(service.checkpoints, max_failures)  # one failure: training goes on
     service.checkpoints.consecutive_failures = 2
 
     def train():
-        service._check_checkpoints()
+        check_checkpoint_failures(service.checkpoints, max_failures)
 
     service._train = train
-    reasons = []
-    service.on_fatal = reasons.append
     service._main()
     expected = (f"checkpoint writes failed 2 times in a row (last: FileExistsError: x); "
                 f"make {tmp_path / 'checkpoints'} a writable folder with free space, then restart")
     assert reasons == [expected] and service.error == expected
     assert service.snapshot()["phase"] == f"failed: {expected}" and not service.snapshot()["running"]
     with pytest.raises(CheckpointFailures):
-        service._check_checkpoints()
+        check_checkpoint_failures(service.checkpoints, max_failures)
     service.metrics.close()
 
 

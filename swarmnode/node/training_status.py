@@ -1,0 +1,158 @@
+"""What the training service reports: the trainer thread writes it, status readers take copies.
+
+`TrainingStatus` holds the lock-protected state behind status.training (phase, counters, recent
+rewards, held-out accuracy) and the outer-loop counters behind status.summaries; the trainer
+thread updates it through one method per event, and `snapshot()` / `outer_snapshot()` copy it
+for the event loop.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from swarmnode.scheduler import Plan, SpeedMeter
+from swarmnode.status.snapshot import speed_figures
+from swarmnode.summaries import OuterResult
+from swarmnode.trainer.buffer import ExperienceBuffer
+from swarmnode.trainer.loop import idle_shares
+from swarmnode.trainer.trainer import StepResult
+
+RECENT_STEPS = 20  # reward_mean over the last this many steps
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    """The plan as status shows it (training.plan)."""
+    return {"local_rollouts": plan.local_rollouts, "external_rollouts": plan.external_rollouts,
+            "external_wait_s": plan.external_wait_s, "steps_per_window": plan.steps_per_window, "reason": plan.reason}
+
+
+def staleness_histograms(stats) -> dict[str, dict[str, int]]:
+    """Groups trained per staleness tau (trained version - behaviour version, on this node's
+    clock): all, this node's own, and peers' (tau counted from this node's version at receipt)."""
+    def histogram(counter) -> dict[str, int]:
+        return {str(k): v for k, v in sorted(counter.items())}
+    return {"staleness_histogram": histogram(stats.staleness), "staleness_local": histogram(stats.staleness_local),
+            "staleness_external": histogram(stats.staleness_external)}
+
+
+def buffer_figures(buffer: ExperienceBuffer) -> dict[str, Any]:
+    """What status shows of the experience buffer: peers' groups trained (in all, per task, per
+    sender), own success per task, the pool of peers' groups, staleness and drops."""
+    stats = buffer.stats
+    return {
+        "external_trained": stats.external_taken,
+        "external_trained_by_task": dict(stats.external_taken_by_task),
+        "own_success": {task: round(s, 4) for task, s in sorted(buffer.own_success_snapshot().items())},
+        "external_pool": buffer.external_available(),
+        **staleness_histograms(stats),
+        "dropped_stale": stats.dropped_stale,
+        "external_trained_by_sender": dict(stats.external_taken_by_sender),
+    }
+
+
+class TrainingStatus:
+    """The training service's state as status shows it (any thread reads, the trainer thread writes).
+
+    `version` is the trainer's current policy version: one int, written by the trainer thread
+    and read without the lock (peers' batches are checked against it)."""
+
+    def __init__(self, model: str, slowdown: float, speed: SpeedMeter):
+        self.model = model
+        self.slowdown = slowdown
+        self.speed = speed
+        self.version = 0
+        self.error: str | None = None
+        self._lock = threading.Lock()
+        self._state: dict[str, Any] = {"running": False, "phase": "loading model"}
+        self._rewards: deque[float] = deque(maxlen=RECENT_STEPS)
+        self._local_rewards: deque[float] = deque(maxlen=RECENT_STEPS)
+        self._outer = {"outer_steps": 0, "merged": 0, "partners_last": 0, "merge_seconds": 0.0,
+                       "merge_cpu_seconds": 0.0, "last_merge_at": None}
+
+    # -- written by the trainer thread -----------------------------------------------------------
+
+    def training(self, version: int, steps: int) -> None:
+        """The model is loaded and training begins at `version`, `steps` steps done."""
+        with self._lock:
+            self._state.update(running=True, phase="training", policy_version=version, steps=steps)
+
+    def stepped(self, result: StepResult, steps: int, buffer: ExperienceBuffer, groups_generated: int) -> None:
+        """A step is done: its rewards join the recent means, the counters are refreshed."""
+        if result.local_reward_mean is not None:
+            self._local_rewards.append(result.local_reward_mean)
+        self._rewards.append(result.reward_mean)
+        with self._lock:
+            self._state.update(
+                running=True, phase="training", policy_version=result.version, steps=steps,
+                reward_mean=round(sum(self._rewards) / len(self._rewards), 4),
+                local_reward_mean=round(sum(self._local_rewards) / len(self._local_rewards), 4)
+                if self._local_rewards else None,
+                **buffer_figures(buffer),
+                groups_generated=groups_generated,
+            )
+
+    def evaluated(self, accuracy_mean: float) -> None:
+        with self._lock:
+            self._state["heldout_accuracy"] = round(accuracy_mean, 4)
+
+    def outer_stepped(self, outer_steps: int, result: OuterResult) -> None:
+        """An outer step is done (`outer_steps` in all): its merge time and partners."""
+        with self._lock:
+            c = self._outer
+            c["outer_steps"] = outer_steps
+            c["merge_seconds"] += result.seconds
+            c["merge_cpu_seconds"] += result.cpu_seconds
+            c["partners_last"] = len(result.partners)
+            if result.partners:
+                c["merged"] += len(result.partners)
+                c["last_merge_at"] = time.monotonic()
+
+    def ended(self, done: bool) -> None:
+        """Training returned: "done" (max_steps reached) or "stopped" (asked to stop)."""
+        with self._lock:
+            self._state.update(running=False, phase="done" if done else "stopped")
+
+    def failed(self, error: str) -> None:
+        """Training stopped on an error (shown as the phase and as `error`)."""
+        self.error = error
+        with self._lock:
+            self._state.update(running=False, phase=f"failed: {error}")
+
+    # -- read by anyone --------------------------------------------------------------------------
+
+    def outer_snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._outer)
+
+    def snapshot(self, plan: Plan, runner) -> dict[str, Any]:
+        """status.training: the state, this node's speeds, the plan and (once a runner exists,
+        else None) how much of the time each thread waited."""
+        with self._lock:
+            state = dict(self._state)
+        return {
+            "running": state.get("running", False),
+            "phase": state.get("phase"),
+            "model": self.model,
+            "policy_version": state.get("policy_version"),
+            "steps": state.get("steps"),
+            "reward_mean": state.get("reward_mean"),
+            "local_reward_mean": state.get("local_reward_mean"),
+            "external_trained": state.get("external_trained"),
+            "external_trained_by_task": state.get("external_trained_by_task"),
+            "own_success": state.get("own_success"),
+            "external_pool": state.get("external_pool"),
+            "heldout_accuracy": state.get("heldout_accuracy"),
+            **speed_figures(self.speed.snapshot()),
+            "slowdown": self.slowdown,
+            "staleness_histogram": state.get("staleness_histogram"),
+            "staleness_local": state.get("staleness_local"),
+            "staleness_external": state.get("staleness_external"),
+            "dropped_stale": state.get("dropped_stale"),
+            "groups_generated": state.get("groups_generated"),
+            "external_trained_by_sender": state.get("external_trained_by_sender"),
+            "plan": plan_to_dict(plan),
+            **(idle_shares(runner) if runner is not None else {"generator_idle_share": None, "trainer_idle_share": None}),
+            "error": self.error,
+        }
