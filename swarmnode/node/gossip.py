@@ -28,7 +28,6 @@ from typing import Any, Callable, Iterable, TypeVar
 from swarmnode.config import NodeConfig
 from swarmnode.identity import NodeIdentity
 from swarmnode.node.rollout_fetch import RolloutFetching
-from swarmnode.node.sharing import groups_to_batch
 from swarmnode.node.training import TrainingService
 from swarmnode.protocol.codec import RejectReason
 from swarmnode.protocol.rollouts import CheckedAnnouncement, build_announcement, seal_rollout_batch
@@ -40,6 +39,7 @@ from swarmnode.swarm.ratelimit import PeerRateLimiter
 from swarmnode.swarm.rollouts import ROLLOUT_PROTOCOL, HeldRequests, RolloutOutbox, SenderLedger, parse_fetch_request
 from swarmnode.swarm.transport import Transport
 from swarmnode.swarm.windows import rollouts_key, window_index, windows_to_read
+from swarmnode.trainer.wire import groups_to_batch
 
 log = logging.getLogger("swarmnode.gossip")
 LATENCY_SAMPLES = 2048

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from swarmnode.config import NodeConfig
-from swarmnode.node.sharing import IntakeResult, RolloutIntake
 from swarmnode.policy import Generator, SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.policy.loading import (
@@ -43,6 +42,7 @@ from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Outer
 from swarmnode.store.metrics import MetricsStore
 from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
 from swarmnode.trainer.experience import ScoredGroup
+from swarmnode.trainer.intake import IntakeResult, RolloutIntake
 from swarmnode.trainer.loop import AsyncRunner, Quotas, RolloutConfig, idle_shares, make_buffer, prompt_stream
 from swarmnode.trainer.process_loop import ProcessAsyncRunner
 from swarmnode.trainer.trainer import StepResult, Trainer, TrainerConfig

@@ -5,7 +5,7 @@ import asyncio
 
 from swarmnode.config import NodeConfig
 from swarmnode.node.gossip import RolloutGossip
-from swarmnode.node.sharing import IntakeResult
+from swarmnode.trainer.intake import IntakeResult
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.protocol.rollouts import CheckedAnnouncement, seal_rollout_batch
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
