@@ -32,7 +32,7 @@ from rich.table import Table
 
 from swarmnode.config import load_config
 from swarmnode.home import read_runtime
-from swarmnode.node.gossip import _process_cpu_s
+from swarmnode.node.gossip.rollouts import process_cpu_s
 from swarmnode.node.local_swarm import LocalSwarm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def cpu_sample(swarm: LocalSwarm, rows: list[dict]) -> list[tuple[float, float]]
             return None
         runtime = read_runtime(node.home)
         pids = [runtime.get("pid")] + [c.get("pid") for c in runtime.get("children", [])]
-        sample.append((gossip["swarm_cpu_s"], sum(_process_cpu_s(pid) for pid in pids if pid)))
+        sample.append((gossip["swarm_cpu_s"], sum(process_cpu_s(pid) for pid in pids if pid)))
     return sample
 
 

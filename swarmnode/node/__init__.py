@@ -7,9 +7,10 @@ The daemon and its loops:
 - runner.py: `run_daemon`, `swarmnode run`'s logging, identity and event loop around a Node.
 - scheduling.py: `plan_loop`, once per swarm window a new plan for the runner's quotas
   (`current_plan`, `plan_limits`, `peer_supplies`; the math is in swarmnode/scheduler).
-- gossip.py, rollout_fetch.py: `RolloutGossip`, sharing this node's rollout batches and
-  fetching and checking peers'; sharing.py: `groups_to_batch`, `RolloutIntake` (pure).
-- summary_gossip.py: `SummaryGossip`, publishing, fetching and checking gradient summaries.
+- gossip/ (its own map): `RolloutGossip` (this node's rollout batches out, peers' in) and
+  `SummaryGossip` (gradient summaries out and in), two payload kinds on one per-peer scaffold
+  (`PeerFetcher`, `PeerServer`, `Announcer`) with one injected `PeerStandings`. Peers' batches
+  become groups in swarmnode/trainer/intake.py, not here.
 - storage.py: `maintain_stores` (retention pass) and `storage_status` (status.storage).
 - capability.py: `detect_device`, `matmul_gflops`; leftovers.py: cleaning up after a killed daemon.
 - local_swarm.py: `LocalSwarm`, N real nodes on 127.0.0.1 (tests, experiments).

@@ -13,11 +13,10 @@ from swarmnode.config import NodeConfig
 from swarmnode.home import DaemonLock, NodeHome, read_runtime, remove_runtime, write_runtime
 from swarmnode.identity import NodeIdentity
 from swarmnode.node.capability import detect_device, matmul_gflops
-from swarmnode.node.gossip import RolloutGossip
+from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
 from swarmnode.node.leftovers import describe_children, kill_leftover_children
 from swarmnode.node.scheduling import plan_loop
 from swarmnode.node.storage import maintain_stores, storage_status
-from swarmnode.node.summary_gossip import SummaryGossip
 from swarmnode.node.training import TrainingListeners, TrainingService
 from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, build_peer_record
 from swarmnode.protocol.generated import peer_record_pb2
@@ -54,6 +53,7 @@ class Node:
                                    max_ttl_s=limits.max_record_ttl_s, max_values_per_key=limits.max_values_per_key)
         self.transport = make_transport(self.intake)
         self.training: TrainingService | None = None
+        self.standings: PeerStandings | None = None
         self.gossip: RolloutGossip | None = None
         self.summaries: SummaryGossip | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the event loop `run` runs on
@@ -61,9 +61,11 @@ class Node:
             listeners = TrainingListeners(on_implausible=self._blame_implausible, on_outer_step=self._take_verdicts,
                                           on_fatal=self._training_failed)
             self.training = TrainingService(config, home.root, quality=self._sender_quality, listeners=listeners)
-            self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.stats, home.root)
+            self.standings = PeerStandings.open(config, self.stats, home.root, self.transport.dht_time)
+            self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.standings)
             if config.summaries.enabled:
-                self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.intake, self.gossip)
+                self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.intake,
+                                               self.standings)
         self.state = peer_record_pb2.NODE_STATE_STARTING
         self.started_at = time.time()
         self.multiaddrs: list[str] = []
@@ -86,8 +88,8 @@ class Node:
     # -- what the trainer thread tells the node (TrainingListeners) ------------------------------
 
     def _blame_implausible(self, senders: dict[str, int]) -> None:
-        if self.gossip is not None:
-            self.gossip.blame_implausible(senders)
+        if self.standings is not None:
+            self.standings.blame_implausible(senders)
 
     def _take_verdicts(self, result: OuterResult) -> None:
         if self.summaries is not None:
@@ -155,6 +157,8 @@ class Node:
                 await asyncio.to_thread(self.training.stop)
             if self.gossip is not None:
                 self.gossip.close()
+            if self.standings is not None:
+                self.standings.close()
             await status.stop()
             await self.transport.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -338,9 +342,9 @@ class Node:
         return counts
 
     def _sender_quality(self) -> dict[str, float]:
-        if self.gossip is None:
+        if self.standings is None:
             return {}
-        return {peer: info["quality"] for peer, info in self.gossip.ledger.snapshot(self.transport.dht_time()).items()}
+        return {peer: info["quality"] for peer, info in self.standings.ledger.snapshot(self.transport.dht_time()).items()}
 
     @property
     def model_fingerprint(self) -> str:

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from swarmnode.config import NodeConfig
-from swarmnode.node.sharing import IntakeResult, RolloutIntake
 from swarmnode.node.step_recorder import (
     CheckpointFailures,
     HeldoutEvaluation,
@@ -57,6 +56,7 @@ from swarmnode.swarm.rollout_bookkeeping import fetch_wanted
 from swarmnode.trainer.buffer import ExperienceBuffer
 from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
 from swarmnode.trainer.experience import ScoredGroup
+from swarmnode.trainer.intake import IntakeResult, RolloutIntake
 from swarmnode.trainer.loop import AsyncRunner, Quotas, RolloutConfig, make_buffer
 from swarmnode.trainer.process_loop import ProcessAsyncRunner
 from swarmnode.trainer.trainer import Trainer

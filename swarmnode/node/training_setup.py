@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from swarmnode.config import NodeConfig
-from swarmnode.node.sharing import RolloutIntake
+from swarmnode.trainer.intake import RolloutIntake
 from swarmnode.policy import Generator, SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.policy.loading import (

@@ -1,6 +1,6 @@
 """Gradient summaries: compress a pseudo-gradient with error feedback, check a peer's, judge it,
 merge them robustly with an outer optimizer (DiLoCo / NoLoCo without a barrier). Pure math and
-state; the node's loops (node/summary_gossip.py) move the bytes.
+state; the node's loops (node/gossip/summaries.py) move the bytes.
 
 - compress.py: CompressionConfig, compress (chunked top-k with error feedback), decode_tensor, dense_bytes
 - checks.py: check_summary (base, names, shapes, finite values, norm bound), norm_bound

@@ -1,4 +1,7 @@
-"""Scored rollout groups and how a batch of them becomes training tensors (pure)."""
+"""Scored rollout groups and how a batch of them becomes training tensors (pure).
+
+Every ScoredGroup, this node's own and peers' (trainer/intake.py), is made by `scored_group`:
+one verifier scores them all."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,7 +10,7 @@ import torch
 
 from swarmnode.policy.generation import PromptGeneration
 from swarmnode.policy.prompts import left_pad
-from swarmnode.tasks import TaskItem, extract_answer, get_task
+from swarmnode.tasks import Task, TaskItem, extract_answer, get_task
 from swarmnode.tasks.base import TaskRef
 
 LOCAL = "local"
@@ -47,19 +50,33 @@ class ScoredGroup:
         return max(self.rewards) - min(self.rewards) if self.rewards else 0.0
 
 
-def score_generation(item: TaskItem, generation: PromptGeneration, source: str = LOCAL) -> ScoredGroup:
-    """Score every completion of `generation` with the task's verifier (never a reported reward)."""
-    task = get_task(item.ref.task)
+def scored_group(task: Task, item: TaskItem, *, prompt_token_ids: list[int], completion_token_ids: list[list[int]],
+                 behavior_logprobs: list[list[float]] | None, texts: list[str], policy_version: int,
+                 source: str) -> ScoredGroup:
+    """`item`'s completions with the rewards `task`'s verifier gives their texts (never a reported reward)."""
     return ScoredGroup(
         ref=item.ref,
+        prompt_token_ids=prompt_token_ids,
+        completion_token_ids=completion_token_ids,
+        behavior_logprobs=behavior_logprobs,
+        rewards=[task.score(item, extract_answer(text)) for text in texts],
+        policy_version=policy_version,
+        source=source,
+        texts=texts,
+        prompt=item.question,
+    )
+
+
+def score_generation(item: TaskItem, generation: PromptGeneration, source: str = LOCAL) -> ScoredGroup:
+    """This node's generation for `item` as a ScoredGroup."""
+    return scored_group(
+        get_task(item.ref.task), item,
         prompt_token_ids=list(generation.prompt_token_ids),
         completion_token_ids=[list(c.token_ids) for c in generation.completions],
         behavior_logprobs=[list(c.logprobs) for c in generation.completions],
-        rewards=[task.score(item, extract_answer(c.text)) for c in generation.completions],
+        texts=[c.text for c in generation.completions],
         policy_version=generation.policy_version,
         source=source,
-        texts=[c.text for c in generation.completions],
-        prompt=item.question,
     )
 
 

@@ -4,8 +4,8 @@ tests/integration/test_hostile_peer.py drive the same code with real peers)."""
 import asyncio
 
 from swarmnode.config import NodeConfig
-from swarmnode.node.gossip import RolloutGossip
-from swarmnode.node.sharing import IntakeResult
+from swarmnode.node.gossip import PeerStandings, RolloutGossip
+from swarmnode.trainer.intake import IntakeResult
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, seal_rollout_batch
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
@@ -62,7 +62,9 @@ def make_gossip(tmp_path, make_identity, **limits):
     me, peer = make_identity(), make_identity()
     stats = MessageStats()
     records = RecordIntake(PeerTable(me.peer_id), stats, "s", 10.0)
-    gossip = RolloutGossip(config, me, Transport(), Training(), records, stats, tmp_path)
+    transport = Transport()
+    standings = PeerStandings.open(config, stats, tmp_path, transport.dht_time)
+    gossip = RolloutGossip(config, me, transport, Training(), records, standings)
     announcement = rollout_batch_pb2.RolloutAnnouncement(peer_id=peer.peer_id, first_batch_id=1, last_batch_id=9)
     return gossip, peer, CheckedRolloutAnnouncement(announcement, peer.public_key)
 
@@ -74,34 +76,34 @@ def test_failing_storage_neither_replays_nor_uncounts_a_batch(tmp_path, make_ide
         raise OSError(28, "No space left on device")
 
     gossip.store.accepted = disk_full
-    gossip.ledger.advance(peer.peer_id, 4)
+    gossip.standings.ledger.advance(peer.peer_id, 4)
     gossip.transport.response = response(sealed(peer, 5))
     asyncio.run(gossip._fetch_from(announced))
     assert gossip.training.received == [5] and gossip.counters["groups_accepted"] == 1
-    assert gossip.counters["store_errors"] == 1 and gossip.ledger.standing(peer.peer_id).cursor == 5
+    assert gossip.counters["store_errors"] == 1 and gossip.standings.ledger.standing(peer.peer_id).cursor == 5
     # The peer serves batch 5 again: a replay, counted against it, never trained twice.
     asyncio.run(gossip._fetch_from(announced))
     assert gossip.training.received == [5] and gossip.counters["groups_accepted"] == 1
-    assert gossip.stats.rejected_by_sender[peer.peer_id] == {"replayed": 1}
+    assert gossip.standings.stats.rejected_by_sender[peer.peer_id] == {"replayed": 1}
     gossip.close()
 
 
 def test_batches_over_the_accept_rate_wait_for_the_next_fetch(tmp_path, make_identity):
     gossip, peer, announced = make_gossip(tmp_path, make_identity, accept_batches_per_s=0.001, accept_burst=2)
-    gossip.ledger.advance(peer.peer_id, 0)
+    gossip.standings.ledger.advance(peer.peer_id, 0)
     gossip.transport.response = response(*(sealed(peer, i) for i in range(1, 6)))
     asyncio.run(gossip._fetch_from(announced))
-    assert gossip.training.received == [1, 2] and gossip.ledger.standing(peer.peer_id).cursor == 2
-    assert gossip.limits_snapshot()["accept_deferred"] == 1 and not gossip.stats.rejected
+    assert gossip.training.received == [1, 2] and gossip.standings.ledger.standing(peer.peer_id).cursor == 2
+    assert gossip.limits_snapshot()["accept_deferred"] == 1 and not gossip.standings.stats.rejected
     gossip.close()
 
 
 def test_requests_over_a_peers_serve_rate_get_an_empty_answer(tmp_path, make_identity):
     gossip, peer, _ = make_gossip(tmp_path, make_identity, serve_requests_per_s=0.001, serve_burst=2)
     gossip.outbox.add(gossip.outbox.next_batch_id(), b"envelope")
-    answers = [asyncio.run(gossip._answer(rollout_fetch_request(0), "flooder")) for _ in range(3)]
+    answers = [asyncio.run(gossip.server.answer(rollout_fetch_request(0), "flooder")) for _ in range(3)]
     assert [len(rollout_batch_pb2.RolloutFetchResponse.FromString(a).envelopes) for a in answers] == [1, 1, 0]
-    assert asyncio.run(gossip._answer(rollout_fetch_request(0), "honest")) == answers[0]  # others are still served
+    assert asyncio.run(gossip.server.answer(rollout_fetch_request(0), "honest")) == answers[0]  # others are still served
     assert gossip.limits_snapshot()["serve_refused"] == 1
     assert tuple(gossip.limits_snapshot()) == RolloutGossip.LIMIT_KEYS  # what a model-less node reports as zeros
     gossip.close()
@@ -110,14 +112,14 @@ def test_requests_over_a_peers_serve_rate_get_an_empty_answer(tmp_path, make_ide
 def test_strikes_and_ignores_survive_a_restart(tmp_path, make_identity):
     gossip, peer, announced = make_gossip(tmp_path, make_identity)
     gossip.transport.response = b"\xff not a response"
-    gossip.ledger.advance(peer.peer_id, 0)
+    gossip.standings.ledger.advance(peer.peer_id, 0)
     for _ in range(gossip.config.rollouts.strike_limit + 1):
         asyncio.run(gossip._fetch_from(announced))
-    assert gossip.ledger.ignored(peer.peer_id, NOW)
+    assert gossip.standings.ledger.ignored(peer.peer_id, NOW)
     gossip.close()
     restarted, _, _ = make_gossip(tmp_path, make_identity)
-    assert restarted.ledger.ignored(peer.peer_id, NOW + 1)
-    assert restarted.ledger.standing(peer.peer_id).rejected == gossip.config.rollouts.strike_limit + 1
+    assert restarted.standings.ledger.ignored(peer.peer_id, NOW + 1)
+    assert restarted.standings.ledger.standing(peer.peer_id).rejected == gossip.config.rollouts.strike_limit + 1
     restarted.close()
 
 
@@ -126,12 +128,12 @@ def test_honest_differences_are_counted_but_not_strikes(tmp_path, make_identity)
 
     gossip, peer, _ = make_gossip(tmp_path, make_identity)
     limit = gossip.config.rollouts.strike_limit
-    gossip.blame(peer.peer_id, 1, [(RejectReason.TOO_LONG, "x")] * (limit + 5))
-    gossip.blame(peer.peer_id, None, [(RejectReason.IMPLAUSIBLE_LOGPROBS, "x")] * (limit + 5))
-    assert not gossip.ledger.ignored(peer.peer_id, NOW)
-    assert gossip.stats.rejected_by_sender[peer.peer_id] == {"too_long": limit + 5, "implausible_logprobs": limit + 5}
-    gossip.blame(peer.peer_id, 1, [(RejectReason.PROMPT_MISMATCH, "x")] * (limit + 1))
-    assert gossip.ledger.ignored(peer.peer_id, NOW)
+    gossip.standings.blame(peer.peer_id, 1, [(RejectReason.TOO_LONG, "x")] * (limit + 5))
+    gossip.standings.blame(peer.peer_id, None, [(RejectReason.IMPLAUSIBLE_LOGPROBS, "x")] * (limit + 5))
+    assert not gossip.standings.ledger.ignored(peer.peer_id, NOW)
+    assert gossip.standings.stats.rejected_by_sender[peer.peer_id] == {"too_long": limit + 5, "implausible_logprobs": limit + 5}
+    gossip.standings.blame(peer.peer_id, 1, [(RejectReason.PROMPT_MISMATCH, "x")] * (limit + 1))
+    assert gossip.standings.ledger.ignored(peer.peer_id, NOW)
     gossip.close()
 
 
@@ -179,7 +181,7 @@ def test_a_stalling_peer_slows_only_itself_and_failing_peers_are_backed_off(tmp_
 def test_a_batch_too_old_moves_the_cursor_and_is_not_a_strike(tmp_path, make_identity):
     """A slow peer's old batches (or ones kept across our restart) are counted once, not struck."""
     gossip, peer, announced = make_gossip(tmp_path, make_identity)
-    gossip.ledger.advance(peer.peer_id, 0)
+    gossip.standings.ledger.advance(peer.peer_id, 0)
     stale = []
     for batch_id in range(1, 2 + gossip.config.rollouts.strike_limit):  # more old batches than strikes allowed
         batch = rollout_batch_pb2.RolloutBatch(window=1, policy_version=1, model_fingerprint="fp", batch_id=batch_id,
@@ -196,9 +198,9 @@ def test_a_batch_too_old_moves_the_cursor_and_is_not_a_strike(tmp_path, make_ide
     gossip.transport.request = honest_server
     for _ in range(3):
         asyncio.run(gossip._fetch_from(announced))
-    assert gossip.training.received == [] and gossip.ledger.standing(peer.peer_id).cursor == len(stale)
-    assert gossip.stats.rejected_by_sender[peer.peer_id] == {"expired": len(stale)}
-    assert not gossip.ledger.ignored(peer.peer_id, NOW)
+    assert gossip.training.received == [] and gossip.standings.ledger.standing(peer.peer_id).cursor == len(stale)
+    assert gossip.standings.stats.rejected_by_sender[peer.peer_id] == {"expired": len(stale)}
+    assert not gossip.standings.ledger.ignored(peer.peer_id, NOW)
     gossip.close()
 
 

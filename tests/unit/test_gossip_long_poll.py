@@ -90,7 +90,7 @@ def test_a_long_poll_is_answered_when_a_batch_is_added(tmp_path, make_identity):
     gossip, _, _ = make_gossip(tmp_path, make_identity)
 
     async def scenario():
-        held = asyncio.create_task(gossip._answer(rollout_fetch_request(0, wait_ms=5000), "peer"))
+        held = asyncio.create_task(gossip.server.answer(rollout_fetch_request(0, wait_ms=5000), "peer"))
         await asyncio.sleep(0.05)
         assert not held.done() and len(gossip.holds) == 1
         start = time.monotonic()
@@ -102,7 +102,7 @@ def test_a_long_poll_is_answered_when_a_batch_is_added(tmp_path, make_identity):
     assert envelopes(answer) == [b"envelope"] and waited < 0.5
     assert len(gossip.holds) == 0 and gossip.counters["requests_held"] == 1
     # Something newer than `after` already there: answered at once, nothing held.
-    assert envelopes(asyncio.run(gossip._answer(rollout_fetch_request(0, wait_ms=5000), "peer"))) == [b"envelope"]
+    assert envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0, wait_ms=5000), "peer"))) == [b"envelope"]
     assert gossip.counters["requests_held"] == 1
     gossip.close()
 
@@ -113,7 +113,7 @@ def test_a_hold_ends_at_the_shorter_of_the_asked_and_own_wait(tmp_path, make_ide
 
     def timed(wait_ms):
         start = time.monotonic()
-        answer = asyncio.run(gossip._answer(rollout_fetch_request(0, wait_ms=wait_ms), "peer"))
+        answer = asyncio.run(gossip.server.answer(rollout_fetch_request(0, wait_ms=wait_ms), "peer"))
         return envelopes(answer), time.monotonic() - start
 
     assert timed(60_000)[0] == [] and 0.15 < timed(60_000)[1] < 1.0  # capped by this node's 0.2 s
@@ -128,13 +128,13 @@ def test_held_requests_are_bounded_per_peer_and_in_all(tmp_path, make_identity):
     gossip.holds.capacity = 2
 
     async def scenario():
-        first = asyncio.create_task(gossip._answer(rollout_fetch_request(0, wait_ms=5000), "a"))
+        first = asyncio.create_task(gossip.server.answer(rollout_fetch_request(0, wait_ms=5000), "a"))
         await asyncio.sleep(0.02)
         start = time.monotonic()
-        again = await gossip._answer(rollout_fetch_request(0, wait_ms=5000), "a")  # a's second: at once
-        other = asyncio.create_task(gossip._answer(rollout_fetch_request(0, wait_ms=5000), "b"))
+        again = await gossip.server.answer(rollout_fetch_request(0, wait_ms=5000), "a")  # a's second: at once
+        other = asyncio.create_task(gossip.server.answer(rollout_fetch_request(0, wait_ms=5000), "b"))
         await asyncio.sleep(0.02)
-        third = await gossip._answer(rollout_fetch_request(0, wait_ms=5000), "c")  # full: at once
+        third = await gossip.server.answer(rollout_fetch_request(0, wait_ms=5000), "c")  # full: at once
         quick = time.monotonic() - start
         assert not first.done() and not other.done() and len(gossip.holds) == 2
         other.cancel()  # the asker gave up: hivemind cancels the handler, which frees its slot
@@ -153,12 +153,12 @@ def test_close_answers_every_held_request_at_once(tmp_path, make_identity):
     gossip, _, _ = make_gossip(tmp_path, make_identity)
 
     async def scenario():
-        held = [asyncio.create_task(gossip._answer(rollout_fetch_request(0, wait_ms=30_000), f"p{i}")) for i in range(3)]
+        held = [asyncio.create_task(gossip.server.answer(rollout_fetch_request(0, wait_ms=30_000), f"p{i}")) for i in range(3)]
         await asyncio.sleep(0.05)
         start = time.monotonic()
         gossip.close()
         answers = await asyncio.gather(*held)
-        late = await gossip._answer(rollout_fetch_request(0, wait_ms=30_000), "late")  # nothing is held after close
+        late = await gossip.server.answer(rollout_fetch_request(0, wait_ms=30_000), "late")  # nothing is held after close
         return answers, late, time.monotonic() - start
 
     answers, late, took = asyncio.run(scenario())
@@ -191,7 +191,7 @@ def test_fetches_long_poll_and_back_off_peers_that_answer_nothing_at_once(tmp_pa
     gossip._read_announcements = announcements
     for announced in (holder_announced, old_announced):
         announced.announcement.expires_at = NOW + 60
-        gossip.ledger.advance(announced.peer_id, 0)
+        gossip.standings.ledger.advance(announced.peer_id, 0)
 
     async def run_for(seconds):
         loop = asyncio.create_task(gossip.fetch_loop())
@@ -240,7 +240,7 @@ def test_announcements_are_read_when_due_not_every_round(tmp_path, make_identity
         loop = asyncio.create_task(gossip.fetch_loop())
         await asyncio.sleep(0.3)  # ~15 rounds; DHT time stands still here, so nothing lapses
         first = len(reads)
-        gossip._reread_announcements = True  # a batch signed with another key than announced
+        gossip.receiver.reread_announcements = True  # a batch signed with another key than announced
         await asyncio.sleep(0.1)
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
@@ -258,7 +258,7 @@ def test_a_full_pool_defers_fetches_and_then_asks_for_the_newest_batches(tmp_pat
     gossip.config.training.external_rollouts = 4
     gossip.training.ready = True
     announced.announcement.expires_at = NOW + 60
-    gossip.ledger.advance(peer.peer_id, 0)
+    gossip.standings.ledger.advance(peer.peer_id, 0)
     asked = []
 
     async def request(peer_id, protocol, payload, timeout):

@@ -3,7 +3,6 @@ that turns a peer's batch into external groups (all pure, no network)."""
 import pytest
 
 from swarmnode.identity import NodeIdentity, SigningKey
-from swarmnode.node.sharing import RolloutIntake, groups_to_batch
 from swarmnode.protocol import build_peer_record
 from swarmnode.protocol.codec import MessageKind, Rejected, RejectReason, seal
 from swarmnode.protocol.generated import rollout_batch_pb2
@@ -28,6 +27,8 @@ from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key
 from swarmnode.tasks import TaskRef, get_task
 from swarmnode.trainer.experience import ScoredGroup
+from swarmnode.trainer.intake import RolloutIntake
+from swarmnode.trainer.wire import groups_to_batch
 from tests.helpers import record_fields
 
 NOW = 1000.0
@@ -310,7 +311,7 @@ def test_ledger_quality_is_laplace_smoothed():
     assert ledger.quality("good") == pytest.approx(9 / 10)
 
 
-# -- node/sharing.py ------------------------------------------------------------------------------
+# -- trainer/intake.py, trainer/wire.py ----------------------------------------------------------
 
 EOS = 256  # the bundled byte tokenizer: ids 0..255 are bytes, 256 EOS, 257 PAD
 

@@ -1,5 +1,5 @@
 """A peer's gradient summary against this node's model (summaries/checks.py check_summary), and
-the node's fetch path around it (node/summary_gossip.py): every rejection reason from summaries
+the node's fetch path around it (node/gossip/summaries.py): every rejection reason from summaries
 made with the real compressor and then corrupted, a valid one decoding to finite tensors of the
 model's shapes, and, whatever a peer sends, no NaN or Inf ever reaching the outer loop's weights.
 
@@ -187,19 +187,29 @@ class FakeTransport:
         return self.response
 
 
-class FakeRollouts:
-    """RolloutGossip's part the summary gossip uses: the ledger, `blame`, the message stats."""
+class FakeStandings:
+    """PeerStandings' part the summary gossip uses: the ledger, `blame`, the message stats, the
+    saved trust (in `saved`, a StandingStore, when given)."""
 
-    def __init__(self, standings=None):
+    def __init__(self, saved=None):
         self.blamed = []
         self.accepted = []
         self.ledger = SimpleNamespace(ignored=lambda peer, now: False)
         self.stats = SimpleNamespace(accept=self.accepted.append)
-        self.standings = standings or SimpleNamespace(load=lambda limit: [], save_trust=lambda rows: None)
+        self.saved = saved
 
     def blame(self, peer, batch_id, reasons, weight=1):
         self.blamed.append((peer, [r.value for r, _ in reasons]))
         self.weights = getattr(self, "weights", []) + [weight]
+
+    def load_trust(self):
+        from swarmnode.node.gossip.standings import saved_trust
+
+        return saved_trust(self.saved.load(NodeConfig().limits.max_tracked_senders)) if self.saved is not None else []
+
+    def save_trust(self, rows):
+        if self.saved is not None:
+            self.saved.save_trust(rows)
 
 
 class AlwaysAllow:
@@ -207,15 +217,15 @@ class AlwaysAllow:
         return True
 
 
-def gossip_with(loop: OuterLoop, standings=None):
-    from swarmnode.node.summary_gossip import SummaryGossip
+def gossip_with(loop: OuterLoop, saved=None):
+    from swarmnode.node.gossip.summaries import SummaryGossip
 
     training = SimpleNamespace(outer=loop, base_fingerprint=BASE, fingerprint="m" * 16, same_base_peers=1)
-    transport, rollouts = FakeTransport(), FakeRollouts(standings)
+    transport, standings = FakeTransport(), FakeStandings(saved)
     gossip = SummaryGossip(NodeConfig(), identity=None, transport=transport, training=training, records=None,
-                           rollouts=rollouts)
-    gossip.accept_limiter = AlwaysAllow()  # a summary per case, all from one peer
-    return gossip, transport, rollouts
+                           standings=standings)
+    gossip.fetcher.accept_limiter = AlwaysAllow()  # a summary per case, all from one peer
+    return gossip, transport, standings
 
 
 def loop_with_own_summary(**config) -> OuterLoop:
@@ -233,7 +243,7 @@ def loop_with_own_summary(**config) -> OuterLoop:
 def test_fetched_summaries_enter_the_inbox_only_when_every_check_passes(make_identity):
     peer = make_identity()
     loop = loop_with_own_summary()
-    gossip, transport, rollouts = gossip_with(loop)
+    gossip, transport, standings = gossip_with(loop)
     next_id = iter(range(1, 1000))
 
     async def fetch(s: pb.GradientSummary | None, raw: bytes | None = None, size: int | None = None) -> None:
@@ -256,16 +266,16 @@ def test_fetched_summaries_enter_the_inbox_only_when_every_check_passes(make_ide
     asyncio.run(fetch(summary(), size=NodeConfig().limits.max_summary_bytes + 1))  # announced too large: not fetched
     expected.update(malformed=2, oversized=1)
     assert dict(gossip.rejected) == expected
-    assert len(loop.inbox) == 0 and rollouts.accepted == [] and gossip.counters["accepted"] == 0
+    assert len(loop.inbox) == 0 and standings.accepted == [] and gossip.counters["accepted"] == 0
     # Every rejection struck the peer that served it, and only it.
-    assert {p for p, _ in rollouts.blamed} == {peer.peer_id}
-    assert sorted(r for _, rs in rollouts.blamed for r in rs) == sorted(r for r, n in expected.items() for _ in range(n))
+    assert {p for p, _ in standings.blamed} == {peer.peer_id}
+    assert sorted(r for _, rs in standings.blamed for r in rs) == sorted(r for r, n in expected.items() for _ in range(n))
     assert all(protocol == SUMMARY_PROTOCOL for _, protocol, _ in transport.requests)
     assert len(transport.requests) == len(CORRUPTIONS) + 2  # the oversized one was never asked for
 
     # A valid summary goes in, finite and of the model's shapes.
     asyncio.run(fetch(summary()))
-    assert len(loop.inbox) == 1 and gossip.counters["accepted"] == 1 and rollouts.accepted == ["gradient_summary"]
+    assert len(loop.inbox) == 1 and gossip.counters["accepted"] == 1 and standings.accepted == ["gradient_summary"]
     [item] = loop.inbox.take(5, loop.clock(), 4, __import__("random").Random(0))
     assert item.peer == peer.peer_id
     assert {n: tuple(t.shape) for n, t in item.tensors.items()} == SHAPES
@@ -278,7 +288,7 @@ def test_a_stalling_peer_does_not_hold_up_summaries_from_others(make_identity):
     loop cancels the stalled fetch."""
     staller, honest = make_identity(), make_identity()
     loop = loop_with_own_summary()
-    gossip, transport, rollouts = gossip_with(loop)
+    gossip, transport, standings = gossip_with(loop)
     gossip.config.summaries.fetch_interval_s = 0.02
     announced = {staller.peer_id: 1, honest.peer_id: 1}
     stalled = []
@@ -317,7 +327,7 @@ def test_a_stalling_peer_does_not_hold_up_summaries_from_others(make_identity):
         return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
 
     assert asyncio.run(run()) == []  # the stalled fetch was cancelled with the loop
-    assert len(stalled) == 1 and gossip.rejected == {} and rollouts.blamed == []
+    assert len(stalled) == 1 and gossip.rejected == {} and standings.blamed == []
 
 
 def test_each_outer_step_fetches_only_what_it_will_merge(make_identity):
@@ -325,7 +335,7 @@ def test_each_outer_step_fetches_only_what_it_will_merge(make_identity):
     partners_per_step (2) of them per outer step of its own, not all five."""
     peers = [make_identity() for _ in range(5)]
     loop = loop_with_own_summary(partners_per_step=2)
-    gossip, transport, rollouts = gossip_with(loop)
+    gossip, transport, standings = gossip_with(loop)
     gossip.config.summaries.fetch_interval_s = 0.02
     by_id = {ident.peer_id: ident for ident in peers}
     asked: list[str] = []
@@ -384,7 +394,7 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
     store = StandingStore(tmp_path / "rollouts.sqlite", max_rows=100)
     model = tiny_model()
     loop = OuterLoop(model, OuterConfig(every_steps=1, compression=CFG, partners_per_step=4))
-    gossip, _, rollouts = gossip_with(loop, store)
+    gossip, _, standings = gossip_with(loop, store)
     direction = {n: torch.randn(shape) for n, shape in SHAPES.items()}
     for step in range(7):
         with torch.no_grad():
@@ -401,9 +411,9 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
     assert trust["honest"]["merged"] == 7 and trust["honest"]["trust"] == 1.0
     assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"low_trust": 7, "repeated_summary": 6}
     # flipper: r = -1 each time: struck from its 6th summary on (mean r of 6 or more under -0.5)
-    assert sorted(rollouts.blamed) == [("flipper", ["harmful_summary"])] * 2 + [("replayer", ["repeated_summary"])] * 6
+    assert sorted(standings.blamed) == [("flipper", ["harmful_summary"])] * 2 + [("replayer", ["repeated_summary"])] * 6
     assert gossip.judged["harmful"] == 8
-    assert set(rollouts.weights) == {6}  # ceil((strike_limit 20 + 1) / 4): four such summaries ignore a peer
+    assert set(standings.weights) == {6}  # ceil((strike_limit 20 + 1) / 4): four such summaries ignore a peer
     rows = {r.peer: r for r in store.load(10)}
     assert rows["flipper"].trust_score < -0.25 and rows["flipper"].trust_judged == 7
     assert rows["honest"].trust_score > 0.3
@@ -419,7 +429,7 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
 def test_untrusted_peers_are_fetched_last_but_not_never():
     import random
 
-    from swarmnode.node.summary_gossip import EXPLORE_SHARE, fetch_order
+    from swarmnode.node.gossip.summaries import EXPLORE_SHARE, fetch_order
 
     candidates = [CheckedSummaryAnnouncement(pb.SummaryAnnouncement(peer_id=p), b"") for p in ("a", "b", "low")]
     rng = random.Random(0)

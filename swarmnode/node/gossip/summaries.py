@@ -15,11 +15,16 @@ Trust: the outer step judges every summary it takes (summaries/trust.py); here i
 are counted for status, a harmful or repeated summary strikes its sender, and each judged
 peer's trust is saved with its standing (so a restart pardons no one). Peers trusted too little
 to be merged are fetched last.
+
+The per-peer machinery (fetch tasks, slots, rates, standings) is rollouts' as well
+(node/gossip/fetcher.py, server.py, announcements.py, standings.py); this file says what
+differs: which peers to ask, what to ask, how to check a summary and where it goes.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import math
@@ -31,7 +36,10 @@ from typing import Any, Callable
 
 from swarmnode.config import NodeConfig
 from swarmnode.identity import NodeIdentity
-from swarmnode.node.gossip import RolloutGossip, read_newest_per_peer
+from swarmnode.node.gossip.announcements import Announcer, read_newest_per_peer
+from swarmnode.node.gossip.fetcher import PeerFetcher
+from swarmnode.node.gossip.server import PeerServer
+from swarmnode.node.gossip.standings import PeerStandings
 from swarmnode.node.training import OutgoingSummary, TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
@@ -42,9 +50,7 @@ from swarmnode.summaries.trust import REPEATED
 from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.peers import RecordIntake
 from swarmnode.swarm.ratelimit import PeerRateLimiter
-from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL, SummaryOutbox
-from swarmnode.swarm.summary_outbox import parse_summary_fetch_response as parse_fetch_response
-from swarmnode.swarm.summary_outbox import summary_fetch_request as fetch_request
+from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL, SummaryOutbox, parse_summary_fetch_response, summary_fetch_request
 from swarmnode.swarm.transport import RequestFailed, Transport
 from swarmnode.swarm.windows import summaries_key, window_index
 
@@ -60,42 +66,44 @@ EXPLORE_SHARE = 0.25
 
 
 class SummaryGossip:
+    """Gradient summaries: this node's served, same-base peers' fetched into the outer loop."""
+
     def __init__(self, config: NodeConfig, identity: NodeIdentity, transport: Transport, training: TrainingService,
-                 records: RecordIntake, rollouts: RolloutGossip):
+                 records: RecordIntake, standings: PeerStandings):
         self.config = config
         self.identity = identity
         self.transport = transport
         self.training = training
         self.records = records
-        self.rollouts = rollouts  # its ledger and `blame`: one standing per peer
+        self.standings = standings  # one standing per peer, shared with rollouts
         limits = config.limits
         self.outbox = SummaryOutbox(config.summaries.keep_summaries)
-        self.serve_limiter = PeerRateLimiter(limits.serve_requests_per_s, limits.serve_burst, limits.max_tracked_senders)
-        self.accept_limiter = PeerRateLimiter(ACCEPT_SUMMARIES_PER_S, ACCEPT_BURST, limits.max_tracked_senders)
-        self._fetch_slots = asyncio.Semaphore(limits.max_concurrent_fetches)
+        self.server = PeerServer(SUMMARY_PROTOCOL, limits, self._answer)
+        self.announcer = Announcer(transport, identity, functools.partial(summaries_key, config.swarm.name),
+                                   config.swarm.window_s, what="a summary", logger=log)
+        self.fetcher = PeerFetcher(limits, accept_per_s=ACCEPT_SUMMARIES_PER_S, accept_burst=ACCEPT_BURST,
+                                   what="a summary", logger=log)
         self._last_fetched: LRUMap[str, int] = LRUMap(limits.max_tracked_senders)  # peer -> newest summary id taken
         self._other_base: LRUMap[str, int] = LRUMap(limits.max_tracked_senders)  # peer -> summary id counted
         self._next_id = int(time.time() * 1000)  # grows across restarts, like rollout batch ids
         self._new_summary = asyncio.Event()
+        self._budget_clock, self._started = -1, 0  # fetches started during this node's outer step _budget_clock
         self.rejected: Counter[str] = Counter()
         self.counters = dict(sent=0, bytes_sent=0, fetched=0, accepted=0, skipped_other_base=0, fetch_failures=0)
         # The outer step's verdicts (trainer thread), for status.
         self.skipped: Counter[str] = Counter()
         self.judged = dict(down_weighted=0, clipped=0, harmful=0)
         self._verdict_lock = threading.Lock()
-        training.saved_trust = [(row.peer, row.trust_score, row.trust_judged)
-                                for row in rollouts.standings.load(config.limits.max_tracked_senders)
-                                if row.trust_score is not None]
+        training.saved_trust = standings.load_trust()
         self.check_seconds = 0.0  # sealing and checking summaries, wall
         self.check_cpu_seconds = 0.0  # the same, CPU time of the worker threads doing it
         self._rng = random.Random()
 
     async def start(self) -> None:
-        await self.transport.serve(SUMMARY_PROTOCOL, self._answer)
+        await self.server.start(self.transport)
 
     async def _answer(self, request: bytes, remote: str) -> bytes:
-        if not self.serve_limiter.allow(remote, time.monotonic()):
-            return b""
+        """A peer's fetch, within its rate (self.server)."""
         return self.outbox.answer(request)
 
     # -- publish -------------------------------------------------------------------------------
@@ -140,60 +148,43 @@ class SummaryGossip:
                 self._new_summary.clear()
                 await self._new_summary.wait()
                 continue
-            summary_id, size = newest
-            now = self.transport.dht_time()
-            window = window_index(now, self.config.swarm.window_s)
-            value = build_summary_announcement(self.identity, window=window, summary_id=summary_id,
-                                               base_fingerprint=self.training.base_fingerprint, size_bytes=size,
-                                               now=now, ttl_s=cfg.announce_ttl_s)
-            try:
-                await self.transport.store(summaries_key(self.config.swarm.name, window), self.identity.peer_id,
-                                           value, now + cfg.announce_ttl_s)
-            except Exception as e:  # noqa: BLE001 - retried next interval
-                log.warning("announcing a summary failed (%s)", e)
+            await self.announcer.announce(functools.partial(self._announcement, *newest), cfg.announce_ttl_s)
             self._new_summary.clear()
             try:
                 await asyncio.wait_for(self._new_summary.wait(), cfg.announce_interval_s)
             except TimeoutError:
                 pass
 
+    def _announcement(self, summary_id: int, size: int, window: int, now: float) -> bytes:
+        return build_summary_announcement(self.identity, window=window, summary_id=summary_id,
+                                          base_fingerprint=self.training.base_fingerprint, size_bytes=size,
+                                          now=now, ttl_s=self.config.summaries.announce_ttl_s)
+
     # -- fetch ---------------------------------------------------------------------------------
 
     async def fetch_loop(self) -> None:
-        """Each peer's summary is fetched by a task of its own, and a peer whose last fetch is
-        still running is skipped (as rollouts' fetch_loop does): a peer that stalls its answer
-        slows only itself, never the fetches from the others. This loop owns those tasks and
-        cancels them when it stops."""
-        cfg = self.config.summaries
-        inflight: dict[str, asyncio.Task] = {}
-        budget_clock, started = -1, 0  # fetches started during this node's outer step budget_clock
-        try:
-            while True:
-                await asyncio.sleep(cfg.fetch_interval_s)
-                outer = self.training.outer
-                if outer is None or not outer.own_norms:
-                    continue  # nothing to merge into yet, and no own norm to judge a peer's by
-                try:
-                    announcements = await self._read_announcements()
-                except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
-                    log.warning("reading summary announcements failed (%s)", e)
-                    continue
-                if outer.clock() != budget_clock:
-                    budget_clock, started = outer.clock(), 0
-                candidates = fetch_order(self._fetchable(announcements, inflight), outer.trust.merges, self._rng)
-                for a in candidates[:fetch_allowance(cfg.partners_per_step, started, len(outer.inbox))]:
-                    started += 1
-                    task = asyncio.create_task(self._fetch_slot(a))
-                    inflight[a.peer_id] = task
-                    task.add_done_callback(lambda _, peer=a.peer_id: inflight.pop(peer, None))
-        finally:
-            tasks = list(inflight.values())
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        """Every fetch interval, start fetches (a task per peer, PeerFetcher) of what the next
+        outer step will merge: at most summaries.partners_per_step per outer step of this node."""
+        self._budget_clock, self._started = -1, 0
+        await self.fetcher.run(lambda: self.config.summaries.fetch_interval_s, self._fetch_round)
 
-    def _fetchable(self, announcements: list[CheckedSummaryAnnouncement], inflight: dict[str, asyncio.Task]
-                   ) -> list[CheckedSummaryAnnouncement]:
+    async def _fetch_round(self, round_no: int) -> None:
+        outer = self.training.outer
+        if outer is None or not outer.own_norms:
+            return  # nothing to merge into yet, and no own norm to judge a peer's by
+        try:
+            announcements = await self._read_announcements()
+        except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
+            log.warning("reading summary announcements failed (%s)", e)
+            return
+        if outer.clock() != self._budget_clock:
+            self._budget_clock, self._started = outer.clock(), 0
+        candidates = fetch_order(self._fetchable(announcements), outer.trust.merges, self._rng)
+        for a in candidates[:fetch_allowance(self.config.summaries.partners_per_step, self._started, len(outer.inbox))]:
+            self._started += 1
+            self.fetcher.start(a.peer_id, functools.partial(self._fetch_from, a))
+
+    def _fetchable(self, announcements: list[CheckedSummaryAnnouncement]) -> list[CheckedSummaryAnnouncement]:
         """Announcements of a same-base peer's summary newer than the last one taken from it,
         from a peer neither ignored nor already being fetched from. Other bases are counted."""
         now = self.transport.dht_time()
@@ -205,8 +196,8 @@ class SummaryGossip:
                     self._other_base[a.peer_id] = m.summary_id
                     self.counters["skipped_other_base"] += 1
                 continue
-            if (a.peer_id in inflight or m.summary_id <= (self._last_fetched.get(a.peer_id) or 0)
-                    or self.rollouts.ledger.ignored(a.peer_id, now)):
+            if (self.fetcher.busy(a.peer_id) or m.summary_id <= (self._last_fetched.get(a.peer_id) or 0)
+                    or self.standings.ledger.ignored(a.peer_id, now)):
                 continue
             out.append(a)
         return out
@@ -214,19 +205,12 @@ class SummaryGossip:
     async def _read_announcements(self) -> list[CheckedSummaryAnnouncement]:
         """The newest valid summary announcement of every other peer in the current and previous windows."""
         swarm = self.config.swarm
-        return await read_newest_per_peer(self.transport, lambda w: summaries_key(swarm.name, w), swarm.window_s,
+        return await read_newest_per_peer(self.transport, functools.partial(summaries_key, swarm.name), swarm.window_s,
                                           self.records.summary_announcements, lambda a: a.announcement.summary_id)
-
-    async def _fetch_slot(self, a: CheckedSummaryAnnouncement) -> None:
-        try:
-            async with self._fetch_slots:
-                await self._fetch_from(a)
-        except Exception as e:  # noqa: BLE001 - one peer's bad summary must not stop the others
-            log.warning("fetching a summary from %s failed (%s: %s)", a.peer_id, type(e).__name__, e)
 
     async def _fetch_from(self, a: CheckedSummaryAnnouncement) -> None:
         peer, m = a.peer_id, a.announcement
-        if not self.accept_limiter.allow(peer, time.monotonic()):
+        if not self.fetcher.accepts(peer):
             return  # announced more often than summaries are made: later
         # The id moves first: whatever fails below, this summary is not fetched again.
         self._last_fetched[peer] = m.summary_id
@@ -234,13 +218,13 @@ class SummaryGossip:
             await self._reject(peer, RejectReason.OVERSIZED, f"announced {m.size_bytes} bytes")
             return
         try:
-            response = await self.transport.request(peer, SUMMARY_PROTOCOL, fetch_request(m.summary_id),
+            response = await self.transport.request(peer, SUMMARY_PROTOCOL, summary_fetch_request(m.summary_id),
                                                     self.config.summaries.fetch_timeout_s)
         except RequestFailed as e:
             self.counters["fetch_failures"] += 1
             log.debug("%s", e)
             return
-        envelope = parse_fetch_response(response)
+        envelope = parse_summary_fetch_response(response)
         if envelope is None:
             await self._reject(peer, RejectReason.MALFORMED, "fetch response does not decode")
             return
@@ -259,7 +243,7 @@ class SummaryGossip:
             return
         outer.inbox.put(received)
         self.counters["accepted"] += 1
-        self.rollouts.stats.accept("gradient_summary")
+        self.standings.stats.accept("gradient_summary")
 
     def _check(self, envelope: bytes, peer: str, public_key: bytes, summary_id: int, max_norm: float) -> Received:
         """Open, check and decode a fetched summary (worker thread). Raises `Rejected`."""
@@ -290,7 +274,7 @@ class SummaryGossip:
 
     async def _reject(self, peer: str, reason: RejectReason, detail: str) -> None:
         self.rejected[reason.value] += 1
-        await asyncio.to_thread(self.rollouts.blame, peer, None, [(reason, f"summary: {detail}")])
+        await asyncio.to_thread(self.standings.blame, peer, None, [(reason, f"summary: {detail}")])
 
     # -- trust ---------------------------------------------------------------------------------
 
@@ -309,10 +293,10 @@ class SummaryGossip:
         for v in result.verdicts:
             if v.harmful:
                 reason = RejectReason.REPEATED_SUMMARY if v.skipped == REPEATED else RejectReason.HARMFUL_SUMMARY
-                self.rollouts.blame(v.peer, None, [(reason, f"summary: agreement {v.agreement:.3g} with this "
-                                                            f"node's own direction, trust {v.trust:.2f}")], weight)
+                self.standings.blame(v.peer, None, [(reason, f"summary: agreement {v.agreement:.3g} with this "
+                                                             f"node's own direction, trust {v.trust:.2f}")], weight)
         try:
-            self.rollouts.standings.save_trust(outer.trust.saved([v.peer for v in result.verdicts]))
+            self.standings.save_trust(outer.trust.saved([v.peer for v in result.verdicts]))
         except Exception as e:  # noqa: BLE001 - memory still holds the trust
             log.warning("saving peers' summary trust failed (%s)", e)
 

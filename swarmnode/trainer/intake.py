@@ -1,5 +1,5 @@
-"""Rollouts across the swarm: this node's groups as a RolloutBatch, and a peer's batch checked,
-re-scored and turned into external groups for the experience buffer (pure: no I/O).
+"""A peer's RolloutBatch checked, re-scored and turned into external ScoredGroups for the
+experience buffer (pure: no I/O), by the same `scored_group` as this node's own groups.
 
 A receiver trusts nothing a peer says about quality: it regenerates every task item from its
 (task, seed, index), requires the prompt to be that item's question, and scores every
@@ -25,31 +25,8 @@ from dataclasses import dataclass, field
 from swarmnode.policy.prompts import format_prompt
 from swarmnode.protocol.codec import RejectReason
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.tasks import Task, TaskRef, extract_answer, get_task
-from swarmnode.trainer.experience import ScoredGroup
-
-
-def groups_to_batch(groups: list[ScoredGroup], *, window: int, batch_id: int, model_fingerprint: str,
-                    tokenizer_fingerprint: str, now: float, temperature: float, top_p: float,
-                    eos_ids: set[int], base_fingerprint: str = "") -> rollout_batch_pb2.RolloutBatch:
-    """This node's local groups as one RolloutBatch (policy version: the oldest group's)."""
-    batch = rollout_batch_pb2.RolloutBatch(
-        window=window, policy_version=min(g.policy_version for g in groups), model_fingerprint=model_fingerprint,
-        tokenizer_fingerprint=tokenizer_fingerprint, created_at=now, batch_id=batch_id, temperature=temperature, top_p=top_p,
-        base_fingerprint=base_fingerprint,
-    )
-    for g in groups:
-        wire = batch.groups.add(prompt=g.prompt)
-        wire.task.task, wire.task.seed, wire.task.index = g.ref.task, g.ref.seed, g.ref.index
-        for i in range(g.size):
-            wire.completions.add(
-                text=g.texts[i] if i < len(g.texts) else "", token_ids=g.completion_token_ids[i],
-                logprobs=g.behavior_logprobs[i] if g.behavior_logprobs is not None else [],
-                reported_reward=g.rewards[i],
-                # finish_completion keeps the EOS it stopped on in token_ids.
-                finish_reason="stop" if g.completion_token_ids[i][-1:] and g.completion_token_ids[i][-1] in eos_ids else "length",
-            )
-    return batch
+from swarmnode.tasks import Task, get_task
+from swarmnode.trainer.experience import ScoredGroup, scored_group
 
 
 @dataclass
@@ -145,16 +122,14 @@ class RolloutIntake:
                     return (RejectReason.INVALID_FIELD, "empty completion")
             completions.append(ids)
             texts.append(text)
-        return ScoredGroup(
-            ref=TaskRef(item.ref.task, item.ref.seed, item.ref.index),
+        return scored_group(
+            task, item,
             prompt_token_ids=self.prompt_ids(item.question),
             completion_token_ids=completions,
             behavior_logprobs=logprobs if same_model else None,
-            rewards=[task.score(item, extract_answer(t)) for t in texts],
+            texts=texts,
             # The receiver's clock: the sender's version counter is not comparable to ours (and a
             # peer could claim a version from the future to look forever fresh).
             policy_version=current_version,
             source=sender,
-            texts=texts,
-            prompt=item.question,
         )

@@ -1,0 +1,96 @@
+"""What becomes of the rollout batches fetched from a peer: each envelope is opened and checked
+in order, the peer's cursor moves past it before anything that can fail (so a failing store
+can neither replay a batch nor un-count it), and its groups are handed to training (checked and
+re-scored by trainer/intake.py) and stored. One worker thread per response, never the event
+loop."""
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter, deque
+from typing import Callable
+
+from swarmnode.config import NodeConfig
+from swarmnode.node.gossip.fetcher import PeerFetcher
+from swarmnode.node.gossip.standings import PeerStandings
+from swarmnode.node.training import TrainingService
+from swarmnode.protocol.codec import Rejected, RejectReason
+from swarmnode.protocol.signed_values import age_problem
+from swarmnode.protocol.rollout_messages import open_rollout_batch
+from swarmnode.trainer.intake import IntakeResult
+
+log = logging.getLogger("swarmnode.gossip")
+LATENCY_SAMPLES = 2048
+
+
+class RolloutReceiver:
+    """Takes a peer's fetched batches (blocking: run it on a worker thread)."""
+
+    def __init__(self, config: NodeConfig, clock: Callable[[], float], training: TrainingService,
+                 standings: PeerStandings, fetcher: PeerFetcher):
+        self.config = config
+        self.clock = clock  # DHT time
+        self.training = training
+        self.standings = standings
+        self.fetcher = fetcher  # its per-peer accept rate
+        self.reread_announcements = False  # set when a peer's batch is signed with another key
+        self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # publish -> accepted here, seconds
+
+    def take(self, peer: str, public_key: bytes, envelopes: list[bytes], after: int) -> Counter:
+        """Check a response's envelopes in order and hand their groups to training; returns
+        counter increments for the event loop to add, and `cpu_s` spent checking and re-scoring."""
+        tally: Counter = Counter()
+        for envelope in envelopes:
+            # Over its rate, the rest waits for the next fetch: the cursor stays where it is.
+            if self.standings.ledger.ignored(peer, self.clock()) or not self.fetcher.accepts(peer):
+                break
+            after = self._take_batch(peer, public_key, envelope, after, tally)
+        if tally["batches_fetched"]:
+            self.standings.save_now(peer)
+        return tally
+
+    def _take_batch(self, peer: str, public_key: bytes, envelope: bytes, after: int, tally: Counter) -> int:
+        """Check one fetched envelope and hand its groups to training; returns the new cursor."""
+        tally["batches_fetched"] += 1
+        tally["bytes_fetched"] += len(envelope)
+        now = self.clock()
+        cpu = time.thread_time()
+        try:
+            batch, _ = open_rollout_batch(envelope, served_by=peer, public_key=public_key)
+        except Rejected as r:
+            if r.reason is RejectReason.KEY_BINDING:
+                self.reread_announcements = True  # it may have a new key: read its announcement next round
+            self.standings.blame(peer, None, [(r.reason, r.detail)])
+            return after
+        finally:
+            tally["cpu_s"] += time.thread_time() - cpu
+        if batch.batch_id <= after:  # a peer may not serve old batches as new
+            self.standings.blame(peer, batch.batch_id, [(RejectReason.REPLAYED, f"batch {batch.batch_id} <= {after}")])
+            return after
+        # The cursor moves first: whatever fails below, this batch is never taken again.
+        self.standings.ledger.advance(peer, batch.batch_id)
+        problem = age_problem(batch.created_at, now=now, max_age_s=self.config.limits.max_batch_age_s)
+        if problem is not None:
+            self.standings.blame(peer, batch.batch_id, [problem])
+            return batch.batch_id
+        cpu = time.thread_time()
+        result = self.training.receive(batch, peer)
+        tally["cpu_s"] += time.thread_time() - cpu
+        self.latencies.append(max(0.0, self.clock() - batch.created_at))
+        if result.groups:
+            self._store(peer, batch.batch_id, result, tally)
+        tally["groups_skipped_other_task"] += result.skipped_other_task
+        self.standings.ledger.record(peer, len(result.groups), 0, now)
+        if result.rejected:
+            self.standings.blame(peer, batch.batch_id, result.rejected)
+        return batch.batch_id
+
+    def _store(self, peer: str, batch_id: int, result: IntakeResult, tally: Counter) -> None:
+        tally["groups_accepted"] += len(result.groups)
+        for _ in result.groups:
+            self.standings.stats.accept("rollout_group")
+        try:
+            self.standings.received.accepted(peer, batch_id, result.groups, result.same_model)
+        except Exception as e:  # noqa: BLE001 - a full disk must not replay or un-count the batch
+            tally["store_errors"] += 1
+            log.warning("storing groups of batch %d from %s failed (%s)", batch_id, peer, e)

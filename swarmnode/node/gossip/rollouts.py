@@ -1,0 +1,374 @@
+"""Rollout gossip on the node's event loop: share this node's batches, fetch and check peers'.
+
+Publish: each generated batch is sealed and kept in a RolloutOutbox; a small signed
+announcement (the batch-id range) goes into the DHT under the current window's rollouts key
+with this node's peer id as subkey. Fetch: the node reads the current and previous windows'
+announcements to find peers, only every rollouts.discover_interval_s or when a known one is
+about to lapse (a DHT read is a multi-hop lookup and a signature check per value; a direct
+request to a known peer costs far less), and asks each peer for the batches it has not seen
+over a direct libp2p request. Each fetch asks the peer to hold it until it has a batch newer
+than our cursor (rollouts.long_poll_s), so an idle peer costs one request per long-poll rather
+than one per fetch interval; a peer that answers nothing at once (an older version, or one out
+of held slots) is backed off the same way. A response's batches are checked, re-scored and
+stored in one worker thread (node/gossip/rollout_batches.py). Every rejection strikes the
+sender's standing (node/gossip/standings.py).
+
+What a peer may cost this node is bounded (config `limits`, docs/security.md): requests it may
+make of this node and batches taken from it per second (token buckets per verified peer id),
+peers fetched from at once, and per-peer state (LRU).
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import time
+from typing import Any
+
+from swarmnode.config import NodeConfig
+from swarmnode.identity import NodeIdentity
+from swarmnode.node.gossip.announcements import Announcer, read_newest_per_peer
+from swarmnode.node.gossip.fetcher import PeerFetcher
+from swarmnode.node.gossip.rollout_batches import RolloutReceiver
+from swarmnode.node.gossip.server import PeerServer, Waiters
+from swarmnode.node.gossip.standings import PeerStandings
+from swarmnode.node.training import TrainingService, fetch_ahead_steps
+from swarmnode.protocol.codec import RejectReason
+from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, build_rollout_announcement, seal_rollout_batch
+from swarmnode.swarm.peers import RecordIntake
+from swarmnode.swarm.rollout_bookkeeping import (
+    ROLLOUT_PROTOCOL,
+    HeldRequests,
+    RolloutOutbox,
+    announcements_due,
+    rollout_fetch_request,
+    idle_exponent_cap,
+    parse_rollout_fetch_request,
+    parse_rollout_fetch_response,
+)
+from swarmnode.swarm.transport import RequestFailed, Transport
+from swarmnode.swarm.windows import rollouts_key, window_index
+from swarmnode.trainer.wire import groups_to_batch
+
+log = logging.getLogger("swarmnode.gossip")
+# The status `rollouts` counters, in their order; this object counts the rest of them, the
+# standings count rejections, ignores and their own store errors, the fetcher its slot waits.
+STATUS_COUNTERS = ("batches_published", "groups_published", "bytes_published", "announcements", "batches_fetched",
+                   "bytes_fetched", "groups_accepted", "groups_rejected", "groups_skipped_other_task",
+                   "fetch_failures", "peers_ignored", "store_errors", "fetch_waits", "fetch_requests",
+                   "fetches_deferred", "empty_fetches", "requests_served", "requests_held", "announcement_reads")
+COUNTED_ELSEWHERE = frozenset({"groups_rejected", "peers_ignored", "fetch_waits"})
+
+
+def process_cpu_s(pid: int) -> float:
+    """utime + stime of process `pid` in seconds (Linux /proc; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class RolloutGossip:
+    """Rollout batches: this node's served (long-polls held), peers' fetched into training."""
+
+    LIMIT_KEYS = ("serve_refused", "accept_deferred", "fetch_waits", "tracked_senders", "senders_evicted", "held_refused")
+
+    def __init__(self, config: NodeConfig, identity: NodeIdentity, transport: Transport, training: TrainingService,
+                 records: RecordIntake, standings: PeerStandings):
+        self.config = config
+        self.identity = identity
+        self.transport = transport
+        self.training = training
+        self.records = records
+        self.standings = standings
+        self.store = standings.received  # accepted groups and rejections: retention and status read it
+        cfg, limits = config.rollouts, config.limits
+        # Batch ids grow across restarts (milliseconds at start), so peers' cursors stay valid.
+        self.outbox = RolloutOutbox(first_batch_id=int(time.time() * 1000), capacity=cfg.keep_batches)
+        self.server = PeerServer(ROLLOUT_PROTOCOL, limits, self._answer)
+        self.announcer = Announcer(transport, identity, functools.partial(rollouts_key, config.swarm.name),
+                                   config.swarm.window_s, what="rollouts", logger=log)
+        self.fetcher = PeerFetcher(limits, accept_per_s=limits.accept_batches_per_s, accept_burst=limits.accept_burst,
+                                   what="rollouts", logger=log)
+        self.receiver = RolloutReceiver(config, transport.dht_time, training, standings, self.fetcher)
+        self.holds = HeldRequests(cfg.max_held_requests)  # peers' long-polls this node holds
+        self._held_wake = Waiters()
+        self._long_polls_out = 0  # this node's long-polls in flight (each holds a fetch slot)
+        self._closing = False
+        self._new_batch = asyncio.Event()
+        self._known: dict[str, CheckedRolloutAnnouncement] = {}  # peers found in the DHT, by peer id
+        self._last_read = -float("inf")  # DHT time of the last announcement read
+        self._idle_cap = 0
+        self.started = time.monotonic()
+        self.busy_s = 0.0  # wall time spent on gossip work (network waits included), not sleeping
+        self.worker_cpu_s = 0.0  # CPU of gossip work in worker threads (sealing, checking, re-scoring)
+        self._loop_cpu_start = 0.0
+        self.counters = {key: 0 for key in STATUS_COUNTERS if key not in COUNTED_ELSEWHERE}
+
+    async def start(self) -> None:
+        self._loop_cpu_start = time.thread_time()  # this is the event loop's thread
+        await self.server.start(self.transport)
+
+    def close(self) -> None:
+        """Answer every held long-poll now (the daemon stops the transport next)."""
+        self._closing = True
+        self._held_wake.wake()
+
+    # -- serve ---------------------------------------------------------------------------------
+
+    async def _answer(self, request: bytes, remote: str) -> bytes:
+        """A peer's fetch, within its rate (self.server)."""
+        self.counters["requests_served"] += 1
+        parsed = parse_rollout_fetch_request(request)
+        if parsed is not None and parsed.wait_ms and not self.outbox.has_after(parsed.after_batch_id):
+            await self._hold(remote, parsed.after_batch_id, min(parsed.wait_ms / 1000, self.config.rollouts.long_poll_s))
+        return self.outbox.answer_parsed(parsed)
+
+    async def _hold(self, remote: str, after: int, wait_s: float) -> None:
+        """Keep a peer's long-poll until a batch newer than `after` is added, `wait_s` passes or
+        the node stops; over the per-peer or total bound it is answered at once. A caller that
+        gives up cancels this handler (hivemind relays the cancel), which frees the slot."""
+        if wait_s <= 0 or self._closing or not self.holds.acquire(remote):
+            return
+        self.counters["requests_held"] += 1
+        deadline = time.monotonic() + wait_s
+        try:
+            while not self._closing and not self.outbox.has_after(after):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                await self._held_wake.wait(remaining)
+        finally:
+            self.holds.release(remote)
+
+    # -- publish -------------------------------------------------------------------------------
+
+    def _seal(self, groups) -> tuple[int, bytes]:
+        cpu = time.thread_time()
+        try:
+            return self._seal_batch(groups)
+        finally:
+            self.worker_cpu_s += time.thread_time() - cpu
+
+    def _seal_batch(self, groups) -> tuple[int, bytes]:
+        t = self.config.training
+        batch_id = self.outbox.next_batch_id()
+        now = self.transport.dht_time()
+        batch = groups_to_batch(
+            groups, window=window_index(now, self.config.swarm.window_s), batch_id=batch_id,
+            model_fingerprint=self.training.fingerprint, tokenizer_fingerprint=self.training.tokenizer_fingerprint,
+            now=now, temperature=t.temperature, top_p=t.top_p, eos_ids=self.training.eos_ids,
+            base_fingerprint=self.training.base_fingerprint,
+        )
+        return batch_id, seal_rollout_batch(self.identity, batch)
+
+    async def share_loop(self) -> None:
+        while True:
+            drained = []
+            while True:
+                try:
+                    drained.append(self.training.outgoing.get_nowait())
+                except Exception:  # noqa: BLE001 - queue.Empty
+                    break
+            for groups in drained:
+                start = time.perf_counter()
+                batch_id, envelope = await asyncio.to_thread(self._seal, groups)
+                self.outbox.add(batch_id, envelope)
+                self.busy_s += time.perf_counter() - start
+                self.counters["batches_published"] += 1
+                self.counters["groups_published"] += len(groups)
+                self.counters["bytes_published"] += len(envelope)
+            if drained:
+                self._new_batch.set()
+                self._held_wake.wake()  # answer the peers waiting for a new batch
+            await asyncio.sleep(0.1)
+
+    async def announce_loop(self) -> None:
+        """Keep this node's announcement in the DHT: at its first batch, then every announce
+        interval. Peers that know this node ask it for new batches directly, so the DHT sees
+        one small store per interval, not one per batch."""
+        cfg = self.config.rollouts
+        while True:
+            if self.outbox.id_range() is None:
+                await self._new_batch.wait()
+            start = time.perf_counter()
+            if await self.announcer.announce(functools.partial(self._announcement, *self.outbox.id_range()),
+                                             cfg.announce_ttl_s):
+                self.counters["announcements"] += 1
+            self.busy_s += time.perf_counter() - start
+            await asyncio.sleep(cfg.announce_interval_s)
+
+    def _announcement(self, first: int, last: int, window: int, now: float) -> bytes:
+        return build_rollout_announcement(self.identity, window=window, first_batch_id=first, last_batch_id=last,
+                                  model_fingerprint=self.training.fingerprint, now=now,
+                                  ttl_s=self.config.rollouts.announce_ttl_s)
+
+    # -- fetch ---------------------------------------------------------------------------------
+
+    async def fetch_loop(self) -> None:
+        """Ask known peers for new batches every fetch interval, each peer by a task of its own
+        (PeerFetcher); read the DHT's announcements only to find new peers (every discover
+        interval) or before a known one lapses."""
+        cfg = self.config.rollouts
+        self._known, self._last_read = {}, -float("inf")
+        self._idle_cap = idle_exponent_cap(cfg.long_poll_s, cfg.fetch_interval_s)
+        await self.fetcher.run(lambda: self.config.rollouts.fetch_interval_s, self._fetch_round)
+
+    async def _fetch_round(self, round_no: int) -> None:
+        """Start a fetch from every known peer that is due, while training wants peers' batches."""
+        if not self.training.ready or self.config.training.external_rollouts == 0:
+            return
+        if not self.training.external_wanted():
+            self.counters["fetches_deferred"] += 1  # the pool holds enough: fetch fresh ones later
+            return
+        start = time.perf_counter()
+        await self._refresh_known()
+        now = self.transport.dht_time()
+        for a in self._known.values():
+            peer = a.peer_id
+            if self.fetcher.busy(peer) or a.announcement.expires_at <= now or self.standings.ledger.ignored(peer, now):
+                continue
+            if self.fetcher.backing_off(peer, round_no, self._idle_cap):
+                continue  # backing off a peer whose fetches keep failing or that has nothing
+            self.fetcher.start(peer, functools.partial(self._fetch_from, a))
+        self.busy_s += time.perf_counter() - start
+
+    async def _refresh_known(self) -> None:
+        """Drop lapsed announcements from the known peers and, when due, merge the DHT's in.
+        Merged, not replaced: a read that came back short (a DHT answer refused whole) must not
+        forget peers whose announcements are still valid."""
+        cfg = self.config.rollouts
+        now = self.transport.dht_time()
+        for peer in [p for p, a in self._known.items() if a.announcement.expires_at <= now]:
+            del self._known[peer]
+        expiries = [a.announcement.expires_at for a in self._known.values()]
+        if not (self.receiver.reread_announcements
+                or announcements_due(now, self._last_read, expiries, cfg.discover_interval_s, cfg.announce_interval_s)):
+            return
+        self.receiver.reread_announcements = False
+        try:
+            self._known.update((a.peer_id, a) for a in await self._read_announcements())
+            self.counters["announcement_reads"] += 1
+            self._last_read = now
+        except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
+            log.warning("reading rollout announcements failed (%s)", e)
+
+    async def _read_announcements(self) -> list[CheckedRolloutAnnouncement]:
+        """The newest valid announcement of every other peer in the current and previous windows."""
+        swarm = self.config.swarm
+        return await read_newest_per_peer(self.transport, functools.partial(rollouts_key, swarm.name), swarm.window_s,
+                                          self.records.announcements, lambda a: a.announcement.last_batch_id)
+
+    def _long_poll_s(self) -> float:
+        """How long the next fetch may wait at the peer: a held fetch keeps its slot, so at most
+        half of limits.max_concurrent_fetches are long-polls and the rest stay free for peers
+        that have batches (none at all with one slot)."""
+        if self._long_polls_out >= self.config.limits.max_concurrent_fetches // 2:
+            return 0.0
+        return self.config.rollouts.long_poll_s
+
+    def _fetch_request(self, after: int, wait_s: float) -> bytes:
+        """Everything after the cursor, oldest first; or, when fetching only what this node will
+        train on (rollouts.fetch_ahead_steps), the peer's newest backlog_batches: after a pause
+        the cursor lags, and the batches in between would only age out of the pool."""
+        cfg = self.config.rollouts
+        if fetch_ahead_steps(self.config) > 0:
+            return rollout_fetch_request(after, max_batches=cfg.backlog_batches, wait_ms=int(wait_s * 1000), newest=True)
+        return rollout_fetch_request(after, wait_ms=int(wait_s * 1000))
+
+    async def _fetch_from(self, a: CheckedRolloutAnnouncement) -> None:
+        peer = a.peer_id
+        cursor = self.standings.ledger.standing(peer).cursor
+        # A new peer: its recent backlog only. A known one: whatever is newer than the cursor
+        # (the announcement read may be older than the peer's newest batch).
+        after = cursor if cursor is not None else self.standings.ledger.start_after(
+            peer, a.announcement.first_batch_id, a.announcement.last_batch_id)
+        if after is None:
+            return
+        wait_s = self._long_poll_s()
+        self._long_polls_out += wait_s > 0
+        self.counters["fetch_requests"] += 1
+        asked = time.monotonic()
+        try:
+            response = await self.transport.request(peer, ROLLOUT_PROTOCOL, self._fetch_request(after, wait_s),
+                                                    self.config.rollouts.fetch_timeout_s + wait_s)
+        except RequestFailed as e:
+            self.counters["fetch_failures"] += 1
+            self.fetcher.failed(peer)
+            log.debug("%s", e)
+            return
+        finally:
+            self._long_polls_out -= wait_s > 0
+        self.fetcher.answered(peer)
+        envelopes = parse_rollout_fetch_response(response)
+        if envelopes is None:
+            await asyncio.to_thread(self.standings.blame, peer, None,
+                                    [(RejectReason.MALFORMED, "fetch response does not decode")])
+            return
+        self._note_idle(peer, bool(envelopes), wait_s, time.monotonic() - asked)
+        if envelopes:
+            tally = await asyncio.to_thread(self.receiver.take, peer, a.public_key, envelopes, after)
+            self.worker_cpu_s += tally.pop("cpu_s", 0.0)
+            for key, value in tally.items():
+                self.counters[key] += value
+
+    def _note_idle(self, peer: str, delivered: bool, wait_s: float, took_s: float) -> None:
+        """Count a long-poll answered at once with nothing (the peer does not hold it); any
+        batch, or an answer that came only after holding, ends the streak."""
+        idle = not (delivered or not wait_s or took_s >= wait_s / 2)
+        self.fetcher.note_idle(peer, idle)
+        if not delivered:
+            self.counters["empty_fetches"] += 1
+
+    # -- status --------------------------------------------------------------------------------
+
+    def status_counters(self) -> dict[str, int]:
+        """Every status counter (STATUS_COUNTERS), wherever it is counted."""
+        parts = (self.counters, self.standings.counters, {"fetch_waits": self.fetcher.waits})
+        return {key: sum(part.get(key, 0) for part in parts) for key in STATUS_COUNTERS}
+
+    def snapshot(self) -> dict[str, Any]:
+        counters = self.status_counters()
+        latencies = list(self.receiver.latencies)
+        uptime = max(1e-9, time.monotonic() - self.started)
+        published = counters["batches_published"]
+        busy = self.busy_s + self.fetcher.busy_s
+        # CPU spent on swarm I/O: the event loop's thread (gossip, peer records and the status
+        # server: an upper bound for gossip), gossip work in worker threads, and p2pd.
+        loop_cpu = time.thread_time() - self._loop_cpu_start
+        p2pd_cpu = sum(process_cpu_s(pid) for pid in self.transport.child_processes())
+        swarm_cpu = loop_cpu + self.worker_cpu_s + p2pd_cpu
+        return {
+            **counters,
+            "bytes_per_batch": round(counters["bytes_published"] / published, 1) if published else None,
+            "latency_p50_s": _percentile(latencies, 0.50),
+            "latency_p99_s": _percentile(latencies, 0.99),
+            "gossip_busy_share": round(busy / uptime, 5),
+            "swarm_cpu_s": round(swarm_cpu, 3),
+            "swarm_cpu_breakdown_s": {"event_loop": round(loop_cpu, 3), "gossip_workers": round(self.worker_cpu_s, 3),
+                                      "p2pd": round(p2pd_cpu, 3)},
+            "uptime_s": round(uptime, 1),
+            "gossip_time_share": round(swarm_cpu / uptime, 5),
+            "senders": self.standings.ledger.snapshot(self.transport.dht_time()),
+        }
+
+    def limits_snapshot(self) -> dict[str, int]:
+        """How often each per-peer bound was hit, and how much per-peer state is held (LIMIT_KEYS)."""
+        return {
+            "serve_refused": self.server.limiter.refused,
+            "accept_deferred": self.fetcher.accept_limiter.refused,
+            "fetch_waits": self.fetcher.waits,
+            "tracked_senders": len(self.standings.ledger),
+            "senders_evicted": self.standings.ledger.evicted,
+            "held_refused": self.holds.refused,
+        }
