@@ -135,7 +135,11 @@ def test_an_honest_newcomer_earns_trust():
 
 def test_harmful_needs_steady_evidence():
     assert not harmful([-1.0] * 5)  # fewer than STRIKE_MIN (6)
-    assert harmful([-1.0] * 5 + [1.0])  # mean -0.67
+    assert harmful([-1.0] * 6)  # mean -1, stdev 0
+    # mean -0.667, stdev sqrt(3.333 / 5) = 0.816, 3 standard errors 3 x 0.816 / sqrt(6) = 1.0: not steady
+    assert not harmful([-1.0] * 5 + [1.0])
+    # mean -0.833, stdev sqrt(3.667 / 11) = 0.577, 3 standard errors 0.5: steady
+    assert harmful([-1.0] * 11 + [1.0])
     assert not harmful([1.0, -1.0] * 4)  # an honest peer's noisy signs: mean 0
     assert not harmful([-1.0, -1.0, -1.0, 1.0, -1.0, 1.0])  # mean -0.33: not under -0.5
     assert not harmful([-0.5] * 6)  # not under -0.5
