@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from swarmnode.config.model import NodeConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOC = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 from swarmnode.config.model import LimitsConfig
 from swarmnode.protocol import RejectReason
 
-DOC = (Path(__file__).parents[2] / "docs" / "security.md").read_text(encoding="utf-8")
+DOC = (Path(__file__).parents[3] / "docs" / "security.md").read_text(encoding="utf-8")
 
 
 def test_every_rejection_reason_is_documented():

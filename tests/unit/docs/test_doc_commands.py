@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from swarmnode.cli.app import app
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 PYTHON_PREFIX = re.compile(r"^(?:\S*/)?python3?\s+")
 SCRIPT = re.compile(r"^(?:\./)?(scripts/\S+\.(?:py|sh))(\s.*)?$")
