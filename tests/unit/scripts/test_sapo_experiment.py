@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts" / "experiments"
+SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "experiments"
 
 
 def load(name):

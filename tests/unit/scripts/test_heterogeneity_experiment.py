@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts" / "experiments"
+SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "experiments"
 
 
 def load(name):

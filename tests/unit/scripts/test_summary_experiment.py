@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "experiments" / "summary_experiment.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "experiments" / "summary_experiment.py"
 
 
 @pytest.fixture(scope="module")
