@@ -8,7 +8,7 @@ from google.protobuf import descriptor_pb2
 
 from swarmnode.protocol.generated import envelope_pb2, gradient_summary_pb2, peer_record_pb2, rollout_batch_pb2
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROTO_DIR = ROOT / "protocols" / "swarmnode" / "v1"
 MODULES = {
     "envelope.proto": envelope_pb2,
