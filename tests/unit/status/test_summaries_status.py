@@ -16,7 +16,7 @@ from swarmnode.status.snapshot import (
 )
 from swarmnode.swarm.peers import MessageStats, PeerEntry
 
-DOC = (Path(__file__).parents[2] / "docs" / "status.md").read_text(encoding="utf-8")
+DOC = (Path(__file__).parents[3] / "docs" / "status.md").read_text(encoding="utf-8")
 
 SUMMARIES = {
     "enabled": True, "active": True, "base_fingerprint": "a1c04df6ea1c2c67", "sent": 12, "merged": 21, "fetched": 25,
