@@ -306,7 +306,7 @@ def test_status_view_shows_the_plan_and_idle_shares_in_80_columns():
     from rich.console import Console
 
     from swarmnode.cli.render import status_view
-    from tests.unit.test_summaries_status import status
+    from tests.unit.status.test_summaries_status import status
 
     plan = {"local_rollouts": 3, "external_rollouts": 3, "external_wait_s": 0.017, "steps_per_window": 23.61,
             "reason": "slow: fewer so >= 24 steps fit a window; s = a + b x groups: generate 0 + 0.088, "
