@@ -21,7 +21,7 @@ def _items(name):
 @pytest.fixture(scope="module")
 def items_from_another_process():
     code = (
-        "import json; from tests.unit.test_tasks import NAMES, _items;"
+        "import json; from tests.unit.tasks.test_tasks import NAMES, _items;"
         "print(json.dumps({n: _items(n) for n in NAMES}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
