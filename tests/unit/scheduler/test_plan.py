@@ -1,22 +1,17 @@
-"""The scheduler's per-window plan (scheduler/plan.py) on hand-made speed profiles, the observed
-delivery rates it trusts (scheduler/speed.py), and the plan reaching a runner's quotas."""
+"""The scheduler's per-window plan (scheduler/plan.py) on hand-made speed profiles."""
 import math
-import threading
 
 import pytest
 
-from swarmnode.scheduler import (
-    DeliveryMeter,
-    OwnSpeed,
-    PeerSupply,
-    PlanLimits,
-    SpeedMeter,
-    claimed_groups_per_s,
-    delivery_rates,
-    make_plan,
+from swarmnode.scheduler import OwnSpeed, PeerSupply, PlanLimits, claimed_groups_per_s, make_plan
+from swarmnode.scheduler.plan import (
+    choose_external,
+    choose_local,
+    external_wait,
+    step_seconds,
+    supply_rate,
+    trusted_supply,
 )
-from swarmnode.scheduler.speed import fit_cost_line
-from swarmnode.scheduler.plan import choose_external, choose_local, external_wait, step_seconds, supply_rate, trusted_supply
 
 # A 10 s window, I0 = J0 = 8, Q in [2, 8], a batch in at most half a window, a wait of at most a
 # quarter of a step.
@@ -147,105 +142,7 @@ def test_claimed_groups_per_s_by_hand():
 # -- observed deliveries -----------------------------------------------------------------------
 
 
-def test_delivery_rates_by_hand():
-    # first interval: the rate itself (10 groups in 5 s = 2/s)
-    assert delivery_rates({}, {"a": 10}, 5.0) == {"a": 2.0}
-    # r' = 0.2 * (4/2) + 0.8 * 2 = 2 for a; b new: 1/s; c silent: 0.8 * 1 = 0.8
-    rates = delivery_rates({"a": 2.0, "c": 1.0}, {"a": 4, "b": 2}, 2.0)
-    assert rates == pytest.approx({"a": 2.0, "b": 1.0, "c": 0.8})
-    assert delivery_rates({"a": 0.001}, {}, 1.0) == {}  # 0.8 * 0.001 < 1e-3: forgotten
-    assert delivery_rates({"a": 2.0}, {"a": 5}, 0.0) == {"a": 2.0}  # no time: measures nothing
-    assert delivery_rates({"a": 2.0}, {"a": 5}, math.nan) == {"a": 2.0}
-    kept = delivery_rates({}, {"slow": 1, "mid": 5, "fast": 9}, 1.0, max_peers=2)
-    assert kept == {"fast": 9.0, "mid": 5.0}  # bounded: the fastest are kept
-
-
-def test_delivery_meter_counts_per_peer_and_stays_bounded():
-    now = [0.0]
-    meter = DeliveryMeter(max_peers=2, clock=lambda: now[0])
-    threads = [threading.Thread(target=lambda: [meter.delivered("a", 1) for _ in range(100)]) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    meter.delivered("b", 10)
-    meter.delivered("c", 50)  # a third peer while two are counted: not counted
-    now[0] = 10.0
-    assert meter.rates() == {"a": 40.0, "b": 1.0}
-    now[0] = 20.0
-    assert meter.rates() == pytest.approx({"a": 32.0, "b": 0.8})  # nothing new: 0.8 of before
-    meter.delivered("b", 1000)
-    now[0] = 20.01  # 10 ms: too short to be a rate; the count waits for the next interval
-    assert meter.rates() == pytest.approx({"a": 32.0, "b": 0.8})
-    for i in range(5):
-        meter.delivered(f"new{i}", 1)  # the table is full of new identities ...
-    meter.delivered("a", 10)  # ... and a rated peer is still counted
-    now[0] = 30.01
-    rates = meter.rates()
-    assert rates["a"] == pytest.approx(0.2 * 10 / 10.01 + 0.8 * 32.0)
-
-
-def test_fit_cost_line_by_hand():
-    # (1, 0.23), (7, 0.41), (16, 0.68): x_mean = 8, y_mean = 0.44; sxy = (-7)(-0.21) + (-1)(-0.03)
-    # + 8(0.24) = 3.42, sxx = 49 + 1 + 64 = 114: b = 0.03, a = 0.44 - 0.24 = 0.2
-    a, b = fit_cost_line([(1, 0.23), (7, 0.41), (16, 0.68)])
-    assert a == pytest.approx(0.2) and b == pytest.approx(0.03)
-    # one size only: through the origin, sum xy / sum x^2 = (8*0.4 + 8*0.6) / 128 = 1/16
-    assert fit_cost_line([(8, 0.4), (8, 0.6)]) == (0.0, pytest.approx(1 / 16))
-    # a negative intercept (noise) is no cost: through the origin, (2*0.1 + 4*0.5) / 20 = 0.11
-    assert fit_cost_line([(2, 0.1), (4, 0.5)]) == (0.0, pytest.approx(0.11))
-    assert fit_cost_line([]) is None and fit_cost_line([(0, 1.0), (math.nan, 1.0)]) is None
-
-
-def test_speed_meter_own_speed_by_hand():
-    meter = SpeedMeter(alpha=0.5)
-    assert meter.own_speed() is None and meter.tokens_per_group() is None
-    meter.generated(640, 2.0, groups=8)
-    meter.generated(320, 1.5, groups=4)  # 1.5 = a + 4b, 2 = a + 8b: b = 0.125, a = 1; tokens 480 / 6 = 80 per group
-    assert meter.own_speed() is None  # nothing trained yet
-    meter.trained(64, 512, 1.0, groups=8)  # one size: 1/8 s a group, no fixed part
-    speed = meter.own_speed()
-    assert (speed.generate_fixed_s, speed.generate_s) == (pytest.approx(1.0), pytest.approx(0.125))
-    assert (speed.train_fixed_s, speed.train_s) == (0.0, pytest.approx(0.125))
-    assert meter.tokens_per_group() == pytest.approx(80.0)
-
-
 # -- the node's side: the plan's inputs and its reaching the trainer -------------------------------
-
-
-def test_current_plan_follows_the_measurements(tmp_path):
-    from swarmnode.config import NodeConfig
-    from swarmnode.node.scheduling import current_plan
-    from swarmnode.node.training import TrainingService
-
-    config = NodeConfig.model_validate({
-        "swarm": {"window_s": 10},
-        "training": {"local_rollouts": 8, "external_rollouts": 8, "external_wait_s": 2},
-        "scheduler": {"enabled": True, "min_steps_per_window": 5, "max_steps_per_window": 20},
-    })
-    training = TrainingService(config, tmp_path)
-    now = [0.0]
-    training.deliveries = DeliveryMeter(clock=lambda: now[0])
-    try:
-        plan = current_plan(config, training, [])
-        assert (plan.local_rollouts, plan.external_rollouts, plan.external_wait_s) == (8, 8, 2.0)  # nothing measured
-        training.speed.generated(640, 0.8, groups=8)  # 0.1 s per group
-        training.speed.trained(64, 512, 0.4, groups=8)  # 0.05 s per group
-        assert current_plan(config, training, []).local_rollouts == 8
-        for _ in range(16):  # the node slows down: the newest 16 batches are all that the fit sees
-            training.speed.generated(640, 6.4, groups=8)  # 0.8 s per group: floor(10 / (5 * 0.8)) = 2
-        plan = current_plan(config, training, [])
-        assert plan.local_rollouts == 2 and plan.external_rollouts == 0  # no peer has delivered anything
-        training.deliveries.delivered("peer", 40)
-        now[0] = 10.0  # 40 groups in 10 s: 4/s; a step of 2 + 14 groups: max(1.6, 0.8) s; ceil(4 * 1.6) = 7
-        plan = current_plan(config, training, [])
-        assert plan.external_rollouts == 7  # a peer that delivers: its groups fill the batch
-        training.apply_plan(plan)
-        assert training.snapshot()["plan"]["local_rollouts"] == 2
-        off = NodeConfig.model_validate({**config.model_dump(), "scheduler": {"enabled": False}})
-        assert current_plan(off, training, []).reason == "scheduler off: fixed quotas"
-    finally:
-        training.metrics.close()
 
 
 def test_a_fast_node_stays_under_q_max_when_peers_deliver_less_than_the_split():
@@ -300,23 +197,3 @@ def test_a_fixed_cost_per_step_keeps_a_slow_node_off_the_smallest_batch():
     # A fixed cost larger than a whole step leaves the smallest batch and no peers' groups.
     crawl = make_plan(OwnSpeed(0.02, 0.03, 0.05, 1.0), peers(100.0), limits)
     assert (crawl.local_rollouts, crawl.external_rollouts) == (1, 0)
-
-
-def test_status_view_shows_the_plan_and_idle_shares_in_80_columns():
-    from rich.console import Console
-
-    from swarmnode.cli.render import status_view
-    from tests.unit.status.test_summaries_status import status
-
-    plan = {"local_rollouts": 3, "external_rollouts": 3, "external_wait_s": 0.017, "steps_per_window": 23.61,
-            "reason": "slow: fewer so >= 24 steps fit a window; s = a + b x groups: generate 0 + 0.088, "
-                      "train 0 + 0.068; peers supply 180 groups/s"}
-    training = {"model": "bundled:tiny-policy", "plan": plan, "generator_idle_share": 0.285, "trainer_idle_share": 0.0153,
-                "staleness_local": {"0": 95, "1": 1029}, "staleness_external": {"0": 42, "1": 446, "2": 300}}
-    console = Console(width=80, record=True, color_system=None)
-    console.print(status_view(status(training=training)))
-    text = console.export_text()
-    assert all(len(line) <= 80 for line in text.splitlines())
-    flat = " ".join(text.split())
-    assert "I/J 3/3, wait 0.017 s, 23.61 steps/window" in flat and "peers supply 180 groups/s" in flat
-    assert "trainer idle share 0.0153" in flat and "staleness external {'0': 42, '1': 446, '2': 300}" in flat

@@ -1,10 +1,9 @@
 import pytest
 
 from swarmnode.protocol import Rejected, RejectReason, build_peer_record, check_peer_record
-from swarmnode.swarm.backoff import backoff_delay
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.transport import StoredValue
-from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index, windows_to_read
+from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key
 from tests.helpers import record_fields
 
 FIELDS = record_fields("s")
@@ -12,20 +11,6 @@ FIELDS = record_fields("s")
 
 def record(identity, now, ttl=10.0):
     return check_peer_record(build_peer_record(identity, FIELDS, now, ttl), subkey=identity.peer_id, swarm="s", now=now)
-
-
-def test_window_math_by_hand():
-    assert window_index(125.0, 30.0) == 4
-    assert window_index(120.0, 30.0) == 4
-    assert window_index(119.999, 30.0) == 3
-    assert windows_to_read(4) == (4, 3)
-    assert peer_records_key("s", 4) == "swarmnode/s/peers/4"
-
-
-def test_backoff_doubles_to_cap():
-    assert [backoff_delay(a, 1.0, 10.0) for a in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
-    with pytest.raises(ValueError):
-        backoff_delay(0, 1.0, 10.0)
 
 
 def test_table_refreshes_refuses_replay_and_expires(make_identity):

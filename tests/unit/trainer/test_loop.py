@@ -1,11 +1,16 @@
+"""trainer/loop.py and trainer/process_loop.py: the prompt stream, the sync and async runners (staleness
+bound, quotas, training.slowdown's pause)."""
 import copy
 import itertools
+import math
+import threading
+import time
 
 import pytest
 
 from swarmnode.policy import SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
-from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream, run_sync
+from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream, run_sync, slowdown_pause_s
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 from tests.helpers import save_random_tiny_policy
 
@@ -183,3 +188,39 @@ def test_the_process_runner_follows_a_raised_quota_without_hanging():
     hung, taken = raise_the_quota_after_the_first_step(runner, timeout=180)
     assert not hung, "the trainer waited for groups that were never generated"
     assert taken[0] == 1 and taken[-1] == 4 and len(taken) == 5
+
+
+def test_slowdown_pause_by_hand():
+    assert slowdown_pause_s(0.5, 3.0) == 1.0  # 0.5 s of work + 1 s of pause = 3 x 0.5 s
+    assert slowdown_pause_s(2.0, 1.5) == 1.0
+    assert slowdown_pause_s(0.5, 1.0) == 0.0
+    for compute in (0.0, -1.0, math.nan, math.inf):
+        assert slowdown_pause_s(compute, 4.0) == 0.0
+
+
+def test_a_runners_pause_lasts_and_a_stop_ends_it():
+    runner = AsyncRunner(None, None, iter(()), RolloutConfig(), slowdown=3.0)
+    start = time.perf_counter()
+    slept = runner._pause(0.05)
+    assert slept >= 0.099 and time.perf_counter() - start >= 0.099  # (3 - 1) x 0.05 s
+    assert AsyncRunner(None, None, iter(()), RolloutConfig())._pause(10.0) == 0.0  # slowdown 1: none
+    long = AsyncRunner(None, None, iter(()), RolloutConfig(), slowdown=1000.0)
+    threading.Timer(0.1, long.stop).start()
+    start = time.perf_counter()
+    long._pause(1.0)  # would pause 999 s: shutdown must not wait for it
+    assert time.perf_counter() - start < 30
+
+
+def test_the_process_runners_trainer_pause_lasts_and_a_stop_ends_it():
+    from swarmnode.trainer.process_loop import ProcessAsyncRunner
+
+    class FakeTrainer:
+        version = 0
+
+    runner = ProcessAsyncRunner("unused", FakeTrainer(), RolloutConfig(), slowdown=2.0)
+    assert runner._pause(0.05) >= 0.049
+    slow = ProcessAsyncRunner("unused", FakeTrainer(), RolloutConfig(), slowdown=1000.0)
+    threading.Timer(0.1, slow.stop).start()
+    start = time.perf_counter()
+    slow._pause(1.0)
+    assert time.perf_counter() - start < 30
