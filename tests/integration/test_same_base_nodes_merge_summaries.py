@@ -5,7 +5,8 @@ Three real `swarmnode run` processes on 127.0.0.1, no rollout sharing:
   every 4 steps and merges the other's;
 - node2: a tiny policy of the same architecture and vocabulary but other weights (another
   base): alone with its base, it publishes and merges nothing and trains as a lone node.
-  (A summary of another base that does arrive is rejected: tests/integration/test_hostile_summaries.py.)
+  (A summary of another base that does arrive is rejected:
+  tests/integration/test_hostile_summaries_are_rejected_and_never_merged.py.)
 Then node1 is killed with SIGKILL and restarted: it resumes its outer loop from the checkpoint.
 """
 import json
