@@ -353,3 +353,12 @@ def test_shaped_rows_replace_the_ppo_term_only_on_another_models_rows():
     loss.backward()
     assert_close(loss, -(1.1 + 0.5) / 2)
     assert_close(logp.grad, [[-1.1 / 2], [-0.25 / 2]])
+
+
+def test_external_sample_mask_by_hand():
+    from swarmnode.trainer.objectives import external_sample_mask
+
+    advantages = torch.tensor([1.5, -0.5, -0.5, 0.0, -1.0])
+    external = torch.tensor([True, True, False, True, False])
+    # Only a peer's sample with negative advantage leaves: row 1.
+    assert external_sample_mask(advantages, external).tolist() == [1.0, 0.0, 1.0, 1.0, 1.0]
