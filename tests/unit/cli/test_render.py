@@ -2,7 +2,7 @@
 within 80 columns."""
 from rich.console import Console
 
-from swarmnode.cli.render import SWARM_COLUMNS, status_view, swarm_table
+from swarmnode.cli.render import SWARM_COLUMNS, status_view, swarm_table, PEER_COLUMNS, peers_table
 from swarmnode.status.snapshot import empty_summaries_status
 from tests.unit.status.helpers import SUMMARIES, status
 
@@ -112,3 +112,24 @@ def test_status_view_shows_limits_hit_in_80_columns():
     console = Console(width=80, record=True, color_system=None)
     console.print(status_view(status()))
     assert "0 peers, 0 senders held; none" in console.export_text()
+
+
+def peer(i, **figures):
+    return {"peer_id": f"12D3KooW{i:040d}", "age_s": 75.0, "state": "running",
+            "device": {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3 with a long name"},
+            "capability": {"matmul_gflops": 51234.5}, "software_version": "0.1.0.dev12+gabcdef0", **figures}
+
+
+def test_peers_table_shows_every_peers_figures_within_80_columns():
+    peers = [peer(1, generate_tokens_per_s=123456.7, train_samples_per_s=812.25, seconds_per_step=0.42),
+             peer(2, generate_tokens_per_s=41.234, train_samples_per_s=0.4567, seconds_per_step=123.4),
+             {**peer(3, generate_tokens_per_s=0.0, train_samples_per_s=0.0, seconds_per_step=0.0),
+              "device": {"kind": "cpu", "cpu_cores": 2}, "state": "stopping"}]
+    console = Console(width=80, record=True, color_system=None)
+    console.print(peers_table(peers))
+    lines = console.export_text().splitlines()
+    assert all(len(line) <= 80 for line in lines) and len(PEER_COLUMNS) == 9
+    rows = {line.split()[0]: line.split() for line in lines if line.startswith("12D3KooW")}
+    assert rows["12D3KooW…000001"][-5:] == ["51234", "123k", "812", "0.42", "0.1.0.d…"]
+    assert rows["12D3KooW…000002"][-4:-1] == ["41.2", "0.46", "123"]
+    assert rows["12D3KooW…000003"][1:] == ["1m", "stopping", "cpu", "2c", "51234", "-", "-", "-", "0.1.0.d…"]

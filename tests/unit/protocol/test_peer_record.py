@@ -1,8 +1,13 @@
+"""protocol/peer_record.py: building and checking PeerRecords (context, binding, measured speeds)."""
+import math
+
 import pytest
 
 from swarmnode.protocol import MessageKind, Rejected, RejectReason, build_peer_record, check_peer_record, seal
 from swarmnode.protocol.generated import peer_record_pb2
+from swarmnode.protocol.limits import CAPABILITY_CAPS
 from tests.helpers import record_fields
+from tests.unit.protocol.helpers import SPEEDS, fields
 
 FIELDS = record_fields("s", gflops=1.0)
 
@@ -49,3 +54,23 @@ def test_key_binding_rejections(make_identity):
         swarm="s", timestamp=100.0, expires_at=120.0,
     )
     assert reason_of(seal(mallory, MessageKind.PEER_RECORD, mismatched), subkey=me.peer_id) == RejectReason.KEY_BINDING
+
+
+def reason(identity, **capability):
+    data = build_peer_record(identity, fields(**capability), now=100.0, ttl_s=20.0)
+    try:
+        check_peer_record(data, subkey=identity.peer_id, swarm="s", now=105.0)
+    except Rejected as r:
+        return r.reason
+    return None
+
+
+def test_honest_speeds_pass_and_every_speed_is_bounded(make_identity):
+    me = make_identity()
+    assert reason(me, **SPEEDS) is None
+    assert reason(me, **{name: cap for name, cap in CAPABILITY_CAPS.items()}) is None  # at the cap: accepted
+    for name, cap in CAPABILITY_CAPS.items():
+        for bad in (math.nan, math.inf, -math.inf, -1.0):
+            assert reason(me, **{name: bad}) == RejectReason.INVALID_FIELD, (name, bad)
+        for bad in (cap * 1.01, 3.4e38):
+            assert reason(me, **{name: bad}) == RejectReason.OUT_OF_RANGE, (name, bad)

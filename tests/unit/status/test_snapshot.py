@@ -1,7 +1,10 @@
-"""status/snapshot.py: the status document's `summaries` object and the peers' base fingerprints."""
+"""status/snapshot.py: the status document's `summaries` object, and the peers' base fingerprints and
+measured speeds."""
+from swarmnode.protocol import build_peer_record, check_peer_record
 from swarmnode.protocol.generated import peer_record_pb2
-from swarmnode.status.snapshot import SUMMARIES_KEYS, empty_summaries_status
-from swarmnode.swarm.peers import PeerEntry
+from swarmnode.status.snapshot import SUMMARIES_KEYS, empty_summaries_status, peer_to_dict
+from swarmnode.swarm.peers import PeerEntry, PeerTable
+from tests.unit.protocol.helpers import SPEEDS, fields
 from tests.unit.status.helpers import SUMMARIES, status
 
 
@@ -21,3 +24,21 @@ def test_peers_carry_their_base_fingerprint():
     old = peer_record_pb2.PeerRecord(peer_id="12D3KooWOld", timestamp=1090.0, expires_at=1110.0)
     peers = status(peers=[PeerEntry(record, 1000.0, 1090.0), PeerEntry(old, 1000.0, 1090.0)])["peers"]
     assert [p["base_fingerprint"] for p in peers] == ["0123456789abcdef", ""]
+
+
+def test_status_peer_entries_carry_the_peers_speeds(make_identity):
+    peer = make_identity()
+    table = PeerTable("me")
+    table.offer(check_peer_record(build_peer_record(peer, fields(**SPEEDS), 100.0, 20.0), subkey=peer.peer_id,
+                                  swarm="s", now=101.0), 101.0)
+    entry = peer_to_dict(table.entries()[0], now=102.0)
+    expected = {"generate_tokens_per_s": 1234.6, "train_samples_per_s": 7.89, "train_tokens_per_s": 50.0,
+                "seconds_per_step": 2.346}
+    assert {k: entry[k] for k in expected} == expected
+    assert entry["capability"] == {"matmul_gflops": 10.0, **expected}
+
+
+def peer(i, **figures):
+    return {"peer_id": f"12D3KooW{i:040d}", "age_s": 75.0, "state": "running",
+            "device": {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3 with a long name"},
+            "capability": {"matmul_gflops": 51234.5}, "software_version": "0.1.0.dev12+gabcdef0", **figures}

@@ -1,3 +1,4 @@
+"""swarm/peers.py: the peer table (refresh, replay, expiry) and the record intake (what it drops and counts)."""
 import pytest
 
 from swarmnode.protocol import Rejected, RejectReason, build_peer_record, check_peer_record
@@ -5,6 +6,7 @@ from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key
 from tests.helpers import record_fields
+from tests.unit.protocol.helpers import SPEEDS, fields
 
 FIELDS = record_fields("s")
 
@@ -62,3 +64,17 @@ def test_policy_admits_only_valid_records_under_known_keys(make_identity):
     intake.refuse_unknown_key(b"\x01" * 20, b"x")
     intake.refuse_unknown_key(b"\x01" * 20, b"x")  # counted once
     assert stats.rejected == {"dht_expiration": 1, "malformed": 1, "unknown_key": 1}
+
+
+def test_a_record_with_an_impossible_speed_is_dropped_and_counted(make_identity):
+    me, honest, liar = make_identity(), make_identity(), make_identity()
+    table, stats = PeerTable(me.peer_id), MessageStats()
+    intake = RecordIntake(table, stats, "s", window_s=10.0)
+    values = [StoredValue(honest.peer_id, build_peer_record(honest, fields(**SPEEDS), 100.0, 10.0), 110.0),
+              StoredValue(liar.peer_id, build_peer_record(liar, fields(train_samples_per_s=1e12), 100.0, 10.0), 110.0)]
+    intake.ingest(values, now=101.0)
+    assert honest.peer_id in table and liar.peer_id not in table
+    assert stats.counts()["rejected"] == {"out_of_range": 1}
+    # Ranges are checked before the key binding proves who signed: as for every other field,
+    # the rejection is counted but not held against the peer id the record names.
+    assert liar.peer_id not in stats.rejected_by_sender
