@@ -1,3 +1,5 @@
+"""config/loader.py and config/model.py: the bundled configs, precedence, one-line errors (also from the CLI),
+and defaults."""
 import subprocess
 import sys
 
@@ -109,22 +111,6 @@ def test_cli_errors_are_one_line(tmp_path, args, expected):
     assert "Traceback" not in proc.stderr + proc.stdout
 
 
-def test_the_node_hands_device_and_objective_settings_to_its_trainer_and_generator(tmp_path):
-    from swarmnode.node.training import generator_options, trainer_config
-
-    path = tmp_path / "c.yaml"
-    path.write_text("model:\n  decode: generate\n  cudnn_attention: true\n  fp32_logits: true\n"
-                    "training:\n  micro_batch_tokens: 4096\n  forward_chunking: plain\n"
-                    "  foreign_text_objective: shaped\n  foreign_shaping_gamma: 0.2\n")
-    config = load_config(path, environ={})
-    t = trainer_config(config)
-    assert (t.micro_batch_tokens, t.forward_chunking, t.fp32_logits, t.cudnn_attention) == (4096, "plain", True, True)
-    assert (t.foreign_text_objective, t.foreign_shaping_gamma) == ("shaped", 0.2)
-    assert generator_options(config) == {"decode": "generate", "fp32_logits": True, "cudnn_attention": True}
-    auto = trainer_config(NodeConfig())
-    assert auto.micro_batch_tokens is None and auto.forward_chunking == "auto"  # sized per device
-
-
 def test_bad_device_settings_get_one_line_naming_the_field(tmp_path):
     path = tmp_path / "c.yaml"
     for text, field in (("training:\n  micro_batch_tokens: 0\n", "training.micro_batch_tokens"),
@@ -141,19 +127,3 @@ def test_slowdown_defaults_to_full_speed_and_reaches_the_node(tmp_path):
     assert NodeConfig().training.slowdown == 1.0
     assert load_config(None, environ={"SWARMNODE__TRAINING__SLOWDOWN": "2.5"}).training.slowdown == 2.5
     assert load_config(write(tmp_path, "training:\n  slowdown: 4\n"), {"training.slowdown": 3.0}, environ={}).training.slowdown == 3.0
-
-
-def test_swarm_local_gives_node_i_the_slowdown_i_mod_count(tmp_path, monkeypatch):
-    """`swarm local --slowdowns 1,2.5` runs node i with `--slowdown` slowdowns[i % 2] (no daemon starts here)."""
-    from swarmnode.cli import app as cli
-    from swarmnode.node import local_swarm
-
-    launched = {}
-
-    def fake_start(self, on_progress=None):
-        launched.update({n.index: self.node_args(n.index) for n in self.nodes})
-        raise local_swarm.LocalSwarmError("not starting daemons in a unit test")
-
-    monkeypatch.setattr(local_swarm.LocalSwarm, "start", fake_start)
-    assert cli.main(["swarm", "local", "--nodes", "3", "--root", str(tmp_path), "--slowdowns", "1,2.5"]) == 1
-    assert launched == {0: ["--slowdown", "1.0"], 1: ["--slowdown", "2.5"], 2: ["--slowdown", "1.0"]}
