@@ -36,9 +36,3 @@ def test_status_peer_entries_carry_the_peers_speeds(make_identity):
                 "seconds_per_step": 2.346}
     assert {k: entry[k] for k in expected} == expected
     assert entry["capability"] == {"matmul_gflops": 10.0, **expected}
-
-
-def peer(i, **figures):
-    return {"peer_id": f"12D3KooW{i:040d}", "age_s": 75.0, "state": "running",
-            "device": {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3 with a long name"},
-            "capability": {"matmul_gflops": 51234.5}, "software_version": "0.1.0.dev12+gabcdef0", **figures}
