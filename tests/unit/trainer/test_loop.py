@@ -1,5 +1,5 @@
-"""trainer/loop.py and trainer/process_loop.py: the prompt stream, the sync and async runners (staleness
-bound, quotas, training.slowdown's pause)."""
+"""trainer/loop.py: the prompt stream, the sync and async runners (staleness bound, quotas,
+training.slowdown's pause)."""
 import copy
 import itertools
 import math
@@ -8,14 +8,12 @@ import time
 
 import pytest
 
-from swarmnode.policy import SamplingParams, load_policy
+from swarmnode.policy import load_policy
 from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream, run_sync, slowdown_pause_s
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 from tests.helpers import save_random_tiny_policy
-
-CONFIG = RolloutConfig(prompts_per_step=4, samples_per_prompt=4, max_staleness=1,
-                       sampling=SamplingParams(temperature=1.0, max_new_tokens=4, seed=0))
+from tests.unit.trainer.helpers import CONFIG, raise_the_quota_after_the_first_step
 
 
 @pytest.fixture(scope="module")
@@ -60,35 +58,6 @@ def test_prompt_stream_skips_held_out_questions():
     stream = list(itertools.islice(prompt_stream(("sum2",), seed=1000, exclude=exclude), 2000))
     assert len(stream) == 2000
     assert not {("sum2", i.question) for i in stream} & exclude
-
-
-def test_process_runner_trains_within_the_staleness_bound_and_cleans_up():
-    from swarmnode.trainer.process_loop import ProcessAsyncRunner
-
-    bundled = load_policy("bundled:tiny-policy")
-    trainer = Trainer(bundled.model, bundled.tokenizer.pad_token_id, TrainerConfig(lr=1e-4))
-    runner = ProcessAsyncRunner("bundled:tiny-policy", trainer, CONFIG)
-    results = runner.run(steps=3)
-    assert len(results) == 3
-    assert set(runner.buffer.stats.staleness) <= {0, 1}
-    assert runner.items_generated >= 3 * CONFIG.prompts_per_step and runner.generated_tokens > 0
-    assert not runner._process.is_alive()
-
-
-def test_process_runner_surfaces_a_failing_consumer_instead_of_hanging():
-    from swarmnode.trainer.process_loop import ProcessAsyncRunner
-
-    bundled = load_policy("bundled:tiny-policy")
-    trainer = Trainer(bundled.model, bundled.tokenizer.pad_token_id, TrainerConfig(lr=1e-4))
-
-    def share(groups):
-        raise OSError("disk full")
-
-    runner = ProcessAsyncRunner("bundled:tiny-policy", trainer, CONFIG, on_generated=share)
-    with pytest.raises(RuntimeError, match="feeder failed") as info:
-        runner.run(steps=50)
-    assert isinstance(info.value.__cause__, OSError)
-    assert not runner._process.is_alive() and runner._shared == {}
 
 
 def test_async_runner_with_a_slowdown_pauses_in_proportion_and_measures_the_pause(policy):
@@ -143,28 +112,6 @@ def test_async_runner_follows_new_quotas_from_the_next_batch_and_step(policy):
     assert not runner.buffer.stats.staleness_external
 
 
-def raise_the_quota_after_the_first_step(runner, timeout: float) -> tuple[bool, list[int]]:
-    """Run 5 steps at I = 1, the plan raising I to 4 after the first; (hung, local groups per step).
-    With max_staleness 1, 4 > (1 + 1) x 1: more than the batches already admitted hold."""
-    import threading
-
-    from swarmnode.trainer.loop import Quotas
-
-    runner.quotas = Quotas(1, 0, 0.0)
-    taken = []
-
-    def on_step(result, dropped):
-        taken.append(result.local_groups)
-        runner.quotas = Quotas(4, 0, 0.0)
-
-    done = threading.Thread(target=lambda: runner.run(steps=5, on_step=on_step), daemon=True)
-    done.start()
-    done.join(timeout=timeout)
-    hung = done.is_alive()
-    runner.stop()
-    return hung, taken
-
-
 def test_raising_the_quota_past_the_admitted_batches_does_not_deadlock(policy):
     """With max_staleness 1, two batches of the old I are admitted ahead of the trainer; a
     plan that raises I to more than twice that must not leave the trainer waiting for groups
@@ -173,19 +120,6 @@ def test_raising_the_quota_past_the_admitted_batches_does_not_deadlock(policy):
     generator, trainer = parts(policy)
     runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG)
     hung, taken = raise_the_quota_after_the_first_step(runner, timeout=120)
-    assert not hung, "the trainer waited for groups that were never generated"
-    assert taken[0] == 1 and taken[-1] == 4 and len(taken) == 5
-
-
-def test_the_process_runner_follows_a_raised_quota_without_hanging():
-    """The same plan change for the process runner: its child reads the new I before its next
-    batch, and the trainer takes each batch at the size it reached the buffer with."""
-    from swarmnode.trainer.process_loop import ProcessAsyncRunner
-
-    bundled = load_policy("bundled:tiny-policy")
-    trainer = Trainer(bundled.model, bundled.tokenizer.pad_token_id, TrainerConfig(lr=1e-4))
-    runner = ProcessAsyncRunner("bundled:tiny-policy", trainer, CONFIG)
-    hung, taken = raise_the_quota_after_the_first_step(runner, timeout=180)
     assert not hung, "the trainer waited for groups that were never generated"
     assert taken[0] == 1 and taken[-1] == 4 and len(taken) == 5
 
@@ -208,19 +142,4 @@ def test_a_runners_pause_lasts_and_a_stop_ends_it():
     threading.Timer(0.1, long.stop).start()
     start = time.perf_counter()
     long._pause(1.0)  # would pause 999 s: shutdown must not wait for it
-    assert time.perf_counter() - start < 30
-
-
-def test_the_process_runners_trainer_pause_lasts_and_a_stop_ends_it():
-    from swarmnode.trainer.process_loop import ProcessAsyncRunner
-
-    class FakeTrainer:
-        version = 0
-
-    runner = ProcessAsyncRunner("unused", FakeTrainer(), RolloutConfig(), slowdown=2.0)
-    assert runner._pause(0.05) >= 0.049
-    slow = ProcessAsyncRunner("unused", FakeTrainer(), RolloutConfig(), slowdown=1000.0)
-    threading.Timer(0.1, slow.stop).start()
-    start = time.perf_counter()
-    slow._pause(1.0)
     assert time.perf_counter() - start < 30
