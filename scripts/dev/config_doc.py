@@ -5,7 +5,7 @@ Every field of NodeConfig's sections gets a row: its dotted name, type and bound
 the value configs/default.yaml sets, where it differs), and meaning: the field's description in
 the model, else the comment beside it in configs/default.yaml, else a line kept here. A field
 with none of the three is an error, so a new field cannot go undocumented.
-tests/unit/test_configuration_doc.py fails when the page is stale; regenerate it with:
+tests/unit/docs/test_configuration_doc.py fails when the page is stale; regenerate it with:
 
     .venv/bin/python scripts/dev/config_doc.py            # writes docs/configuration.md
     .venv/bin/python scripts/dev/config_doc.py --check    # exit 1 if it is stale

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate swarmnode/protocol/generated/*_pb2.py from protocols/swarmnode/v1/*.proto.
 
-protocols/ is the source of truth for every wire message; tests/unit/test_protocol_schema.py
+protocols/ is the source of truth for every wire message; tests/unit/protocol/test_generated.py
 fails when the generated modules are stale. Needs grpcio-tools (the `dev` extra).
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `open_envelope` trusts nothing: it checks the size before decoding, decodes inside a guard,
 checks version, kind, key and signature lengths, verifies the Ed25519 signature and the
 structural limits of the body. Every failure is a `Rejected` with a `RejectReason`; no other
-exception escapes (tests/unit/test_protocol_fuzz.py feeds it random and mutated bytes).
+exception escapes (tests/unit/protocol/test_codec_fuzz.py feeds it random and mutated bytes).
 """
 from __future__ import annotations
 

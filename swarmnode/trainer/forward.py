@@ -1,7 +1,7 @@
 """The trainer's forward pass: log-probs of the completion tokens, and how a batch is cut for it.
 
 Three ways to run a batch (`chunking`, config `training.forward_chunking`), all with the same
-result (tests/unit/test_trainer_forward.py):
+result (tests/unit/trainer/test_forward.py):
 
 - `length`: a group's completions share their prompt, so the prompt runs through the model
   once per group and its keys/values are handed to every completion of the group (gradients

@@ -12,7 +12,7 @@ from swarmnode.trainer.forward import completion_logprobs
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 from tests.helpers import teacher_forced_logprobs
 from tests.unit.test_trainer import mixed_groups
-from tests.unit.test_trainer_forward import random_groups
+from tests.unit.trainer.test_forward import random_groups
 
 pytestmark = pytest.mark.cuda
 PROMPTS = ["1+2=", "34+5+67=", "9=", "12+30="]

@@ -76,18 +76,6 @@ def test_zero_advantage_groups_do_not_step(tiny_model):
     assert all(torch.equal(weights[k], v) for k, v in tiny_model.state_dict().items())
 
 
-def test_accuracy_by_task_by_hand():
-    from swarmnode.tasks import get_task
-    from swarmnode.trainer.evaluate import accuracy_by_task, heldout_items
-
-    items = heldout_items(("sum2", "sum3"), size_per_task=2)
-    assert [i.ref for i in items] == [TaskRef("sum2", 0, 0), TaskRef("sum2", 0, 1), TaskRef("sum3", 0, 0), TaskRef("sum3", 0, 1)]
-    answers = [items[0].answer, "wrong", items[2].answer + "\nextra", items[3].answer]
-    acc = accuracy_by_task(items, answers)
-    assert acc == {"sum2": 0.5, "sum3": 1.0, "mean": 0.75}
-    assert get_task("sum2").score(items[1], "wrong") == 0.0
-
-
 def test_select_drops_rows_and_trims_padding():
     batch = collate([group(prompt=(7, 7, 7, 7), completions=((5, 6, 7, 8), (9,))),
                      group(completions=((1,), (2,))), group(completions=((3,), (4,)))], pad_id=0)

@@ -25,6 +25,6 @@ Which file holds what:
 - `dishonest.py`: the dishonest daemon (`Bender`, `parse_bend`, the bends sign_flip, random,
   alie, turncoat, collude, replay);
 - `victim.py`: the honest side (config, status sampling, RSS, running the hostile peer as a child
-  process), shared by tests/integration/test_hostile_peer.py and
+  process), shared by tests/integration/test_hostile_peer_cannot_stop_training.py and
   scripts/experiments/hostile_harness.py.
 """

@@ -1,6 +1,7 @@
 """The honest side of a hostile-peer run: the swarm's config, status sampling, memory, throughput.
 
-Shared by tests/integration/test_hostile_peer.py and scripts/experiments/hostile_harness.py. No pytest here.
+Shared by tests/integration/test_hostile_peer_cannot_stop_training.py and
+scripts/experiments/hostile_harness.py. No pytest here.
 """
 from __future__ import annotations
 

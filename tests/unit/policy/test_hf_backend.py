@@ -1,0 +1,84 @@
+"""policy/hf_backend.py: the cached decode loop against model.generate and teacher forcing, and the decode
+strategy's choice."""
+import pytest
+import torch
+
+from swarmnode.policy import SamplingParams, load_policy
+from swarmnode.policy.hf_backend import AUTO_TRIALS, HFGenerator, bucket_size, decode_candidates, fastest
+from tests.helpers import teacher_forced_logprobs
+
+
+def test_loop_matches_generate_on_greedy_and_logprobs_match_teacher_forcing(tiny_dir):
+    policy = load_policy(str(tiny_dir))
+    prompts = ["1+2=", "34+5+67=", "9="]
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=8)
+    loop = HFGenerator(policy.model, policy.tokenizer, decode="loop").generate(prompts, 1, greedy)
+    gen = HFGenerator(policy.model, policy.tokenizer, decode="generate").generate(prompts, 1, greedy)
+    bucketed = HFGenerator(policy.model, policy.tokenizer, decode="bucketed").generate(prompts, 1, greedy)
+    assert [g.completions[0].token_ids for g in loop] == [g.completions[0].token_ids for g in gen]
+    assert [g.completions[0].token_ids for g in loop] == [g.completions[0].token_ids for g in bucketed]
+
+    sampled = HFGenerator(policy.model, policy.tokenizer).generate(prompts, 4, SamplingParams(temperature=0.8, max_new_tokens=8, seed=1))
+    for group in sampled:
+        assert len(group.completions) == 4
+        for c in group.completions:
+            assert len(c.token_ids) == len(c.logprobs) > 0 and c.finish_reason in ("stop", "length")
+            # Behaviour log-probs equal a teacher-forced forward pass over prompt + completion.
+            recomputed = teacher_forced_logprobs(policy.model, group.prompt_token_ids, c.token_ids, 0.8)
+            assert torch.allclose(recomputed, torch.tensor(c.logprobs), atol=1e-4)
+
+
+def test_seeded_sampling_is_reproducible(tiny_dir):
+    policy = load_policy(str(tiny_dir))
+    generator = HFGenerator(policy.model, policy.tokenizer)
+    params = SamplingParams(temperature=1.0, max_new_tokens=6, seed=3)
+    first = generator.generate(["5+5="], 3, params)
+    again = generator.generate(["5+5="], 3, params)
+    assert [c.token_ids for c in first[0].completions] == [c.token_ids for c in again[0].completions]
+
+
+def test_bucket_size_by_hand():
+    assert [bucket_size(n, 48) for n in (1, 2, 3, 5, 16, 17, 33, 48)] == [1, 2, 4, 8, 16, 32, 48, 48]
+    assert decode_candidates("auto", torch.device("cpu")) == ("loop",)
+    assert decode_candidates("auto", torch.device("cuda", 0)) == ("loop", "generate")
+    assert decode_candidates("bucketed", torch.device("cuda")) == ("bucketed",)
+    with pytest.raises(ValueError, match="model.decode"):
+        decode_candidates("fast", torch.device("cpu"))
+    assert fastest({"loop": [5.0, 9.0], "generate": [8.0, 8.5]}) == "loop"  # the best trial counts
+    assert fastest({"loop": [], "generate": [1.0]}) == "generate"
+
+
+def test_auto_decode_tries_each_candidate_then_keeps_the_fastest(tiny_dir):
+    policy = load_policy(str(tiny_dir))
+    generator = HFGenerator(policy.model, policy.tokenizer)
+    generator.decode_rates = {"loop": [], "generate": []}  # a GPU's candidates, on this CPU
+    params = SamplingParams(temperature=1.0, max_new_tokens=4, seed=0)
+    ran = []
+    for _ in range(2 * AUTO_TRIALS + 2):
+        ran.append(generator.decode)
+        assert len(generator.generate(["1+2=", "3+4="], 2, params)) == 2
+    assert ran[: 2 * AUTO_TRIALS] == ["loop", "generate"] * AUTO_TRIALS  # taking turns
+    assert [len(r) for r in generator.decode_rates.values()] == [AUTO_TRIALS, AUTO_TRIALS] and not generator.on_trial
+    assert ran[2 * AUTO_TRIALS:] == [fastest(generator.decode_rates)] * 2
+
+
+@pytest.mark.parametrize("decode", ["loop", "bucketed"])
+def test_rows_that_end_early_leave_the_batch_and_the_rest_stay_exact(tiny_dir, decode):
+    """Shared prefill + dropping finished rows: every sample still gets teacher-forced log-probs."""
+    policy = load_policy(str(tiny_dir))
+    params = SamplingParams(temperature=1.0, max_new_tokens=8, seed=5)
+    prompts = ["1+2=", "34+5+67=", "9=", "12+30="]
+    first = HFGenerator(policy.model, policy.tokenizer, decode=decode).generate(prompts, 6, params)
+    counts: dict[int, int] = {}
+    for c in (c for g in first for c in g.completions):
+        for t in c.token_ids:
+            counts[t] = counts.get(t, 0) + 1
+    # Make the most sampled token the end token, so that rows end at many different steps.
+    policy.tokenizer.eos_token_id = max(counts, key=counts.get)
+    groups = HFGenerator(policy.model, policy.tokenizer, decode=decode).generate(prompts, 6, params)
+    lengths = {len(c.token_ids) for g in groups for c in g.completions}
+    assert len(lengths) >= 3 and max(lengths) == 8  # some rows ended early, others ran on
+    for group in groups:
+        for c in group.completions:
+            recomputed = teacher_forced_logprobs(policy.model, group.prompt_token_ids, c.token_ids, 1.0)
+            assert torch.allclose(recomputed, torch.tensor(c.logprobs), atol=1e-4)

@@ -1,0 +1,10 @@
+"""swarm/backoff.py: retry delays for joining."""
+import pytest
+
+from swarmnode.swarm.backoff import backoff_delay
+
+
+def test_backoff_doubles_to_cap():
+    assert [backoff_delay(a, 1.0, 10.0) for a in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    with pytest.raises(ValueError):
+        backoff_delay(0, 1.0, 10.0)

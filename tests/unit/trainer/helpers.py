@@ -1,0 +1,44 @@
+"""Builders shared by the trainer tests."""
+from swarmnode.policy import SamplingParams
+from swarmnode.tasks import TaskRef
+from swarmnode.trainer.experience import ScoredGroup
+from swarmnode.trainer.loop import RolloutConfig
+
+REF = TaskRef("sum2", 0, 0)
+
+# The runners' rollout settings: 4 prompts x 4 samples, staleness 1, 4 new tokens, seeded.
+CONFIG = RolloutConfig(prompts_per_step=4, samples_per_prompt=4, max_staleness=1,
+                       sampling=SamplingParams(temperature=1.0, max_new_tokens=4, seed=0))
+
+
+def group(version=0, source="local", rewards=(1.0, 0.0), completions=None, prompt=(1, 2, 3), logprobs=-0.5):
+    """A scored group of sum2 item 0 with one completion per reward (behaviour logprobs `logprobs`, or None)."""
+    if completions is None:
+        completions = [(5 + i, 6) for i in range(len(rewards))]
+    return ScoredGroup(
+        ref=REF, prompt_token_ids=list(prompt), completion_token_ids=[list(c) for c in completions],
+        behavior_logprobs=None if logprobs is None else [[logprobs] * len(c) for c in completions],
+        rewards=list(rewards), policy_version=version, source=source,
+    )
+
+
+def raise_the_quota_after_the_first_step(runner, timeout: float) -> tuple[bool, list[int]]:
+    """Run 5 steps at I = 1, the plan raising I to 4 after the first; (hung, local groups per step).
+    With max_staleness 1, 4 > (1 + 1) x 1: more than the batches already admitted hold."""
+    import threading
+
+    from swarmnode.trainer.loop import Quotas
+
+    runner.quotas = Quotas(1, 0, 0.0)
+    taken = []
+
+    def on_step(result, dropped):
+        taken.append(result.local_groups)
+        runner.quotas = Quotas(4, 0, 0.0)
+
+    done = threading.Thread(target=lambda: runner.run(steps=5, on_step=on_step), daemon=True)
+    done.start()
+    done.join(timeout=timeout)
+    hung = done.is_alive()
+    runner.stop()
+    return hung, taken

@@ -1,0 +1,136 @@
+"""trainer/buffer.py: the buffer's external pool (staleness, bounds, one use per group, waits, counts)."""
+from swarmnode.trainer.buffer import EXTERNAL_POOL_CAPACITY, ExperienceBuffer
+from tests.unit.trainer.helpers import group
+
+
+def test_buffer_composes_local_and_external_and_drops_stale_external():
+    buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=2)
+    buffer.put([
+        group(version=5), group(version=3, source="peerA"), group(version=6),
+        group(version=4, source="peerB"), group(version=6, source="peerC"),
+    ])
+    assert buffer.external_available() == 3 and len(buffer) == 5
+    take = buffer.take(n_local=2, n_external=5, version=6)
+    # peerA's group is 3 versions behind (> 2): dropped; peerB's (2 behind) is still in bounds.
+    assert [(g.source, g.policy_version) for g in take.groups] == [
+        ("local", 5), ("local", 6), ("peerB", 4), ("peerC", 6)]
+    assert take.dropped_stale == 1
+    assert buffer.stats.external_dropped_stale == 1 and buffer.stats.dropped_stale == 0
+    assert buffer.stats.external_taken == 2
+    assert buffer.stats.staleness == {1: 1, 0: 2, 2: 1}
+    assert buffer.external_available() == 0 and len(buffer) == 0
+
+
+def test_external_bound_defaults_to_local_bound():
+    buffer = ExperienceBuffer(max_staleness=1)
+    assert buffer.external_max_staleness == 1
+    buffer.put([group(version=8, source="p"), group(version=9, source="p"), group(version=10, source="p")])
+    take = buffer.take(n_local=0, n_external=3, version=10)
+    assert sorted(g.policy_version for g in take.groups) == [9, 10]
+    assert buffer.stats.external_dropped_stale == 1 and buffer.stats.external_taken == 2
+
+
+def test_external_groups_are_used_at_most_once():
+    buffer = ExperienceBuffer(max_staleness=0, external_max_staleness=5, seed=7)
+    pool = [group(version=0, source=f"p{i}") for i in range(5)]
+    buffer.put(pool)
+    first = buffer.take(n_local=0, n_external=2, version=0).groups
+    second = buffer.take(n_local=0, n_external=2, version=0).groups
+    third = buffer.take(n_local=0, n_external=2, version=0).groups
+    fourth = buffer.take(n_local=0, n_external=2, version=0).groups
+    assert (len(first), len(second), len(third), len(fourth)) == (2, 2, 1, 0)
+    ids = [id(g) for g in first + second + third]
+    assert len(set(ids)) == 5 and set(ids) == {id(g) for g in pool}
+    assert buffer.stats.external_taken == 5 and buffer.external_available() == 0
+
+
+def test_local_groups_wait_but_external_ones_are_optional():
+    buffer = ExperienceBuffer(max_staleness=0)
+    buffer.put([group(version=3), group(version=3)])
+    take = buffer.take(n_local=2, n_external=4, version=3)  # no external groups: just the locals
+    assert [g.source for g in take.groups] == ["local", "local"]
+    assert buffer.stats.external_taken == 0
+
+
+def test_buffer_selection_leaves_unpicked_groups_in_the_pool():
+    buffer = ExperienceBuffer(max_staleness=0, external_max_staleness=10, selection="nonzero_advantage")
+    flat_a, flat_b = group(source="a", rewards=(1.0, 1.0)), group(source="b", rewards=(0.0, 0.0))
+    informative = group(source="c", rewards=(1.0, 0.0))
+    buffer.put([flat_a, informative, flat_b])
+    take = buffer.take(n_local=0, n_external=3, version=0)
+    assert take.groups == [informative]
+    assert buffer.stats.external_taken == 1 and buffer.external_available() == 2
+    # The flat ones stay (never picked by this policy) until they go stale.
+    assert buffer.take(n_local=0, n_external=3, version=0).groups == []
+    assert buffer.take(n_local=0, n_external=3, version=11).groups == []
+    assert buffer.stats.external_dropped_stale == 2 and buffer.external_available() == 0
+
+
+def test_buffer_fresh_quality_uses_the_quality_callable():
+    calls = []
+
+    def quality():
+        calls.append(1)
+        return {"good": 1.0, "zero": 0.0}
+
+    buffer = ExperienceBuffer(max_staleness=0, external_max_staleness=3, selection="fresh_quality", quality=quality)
+    good, zero = group(version=2, source="good"), group(version=2, source="zero")
+    buffer.put([zero, good])
+    take = buffer.take(n_local=0, n_external=2, version=2)
+    assert take.groups == [good] and calls
+    assert buffer.external_available() == 1
+
+
+def test_external_pool_keeps_only_the_newest():
+    buffer = ExperienceBuffer(max_staleness=0)
+    buffer.put([group(version=i, source="p") for i in range(EXTERNAL_POOL_CAPACITY + 3)])
+    assert buffer.external_available() == EXTERNAL_POOL_CAPACITY
+    take = buffer.take(n_local=0, n_external=1, version=EXTERNAL_POOL_CAPACITY + 2)
+    assert [g.policy_version for g in take.groups] == [EXTERNAL_POOL_CAPACITY + 2]
+
+
+def test_take_waits_for_external_groups_when_asked():
+    import threading
+
+    buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=4)
+    buffer.put([group(version=5)])
+    timer = threading.Timer(0.2, lambda: buffer.put([group(version=5, source="peer")]))
+    timer.start()
+    take = buffer.take(n_local=1, n_external=1, version=5, external_wait=10.0)
+    timer.join()
+    assert [g.source for g in take.groups] == ["local", "peer"]
+    # Without external_wait it takes what is there (nothing) at once.
+    buffer.put([group(version=5)])
+    assert [g.source for g in buffer.take(n_local=1, n_external=1, version=5).groups] == ["local"]
+
+
+def test_buffer_counts_groups_trained_per_sender_bounded_and_staleness_apart():
+    from swarmnode.trainer.buffer import BufferStats
+
+    stats = BufferStats()
+    for sender in ("a", "a", "b", "c"):
+        stats.count_sender(sender, cap=2)  # c replaces b, the sender with the fewest
+    assert dict(stats.external_taken_by_sender) == {"a": 2, "c": 1}
+    buffer = ExperienceBuffer(max_staleness=2, external_max_staleness=8)
+    buffer.put([group(version=3, source="local"), group(version=1, source="peer")])
+    take = buffer.take(1, 1, version=4)
+    assert len(take.groups) == 2
+    assert dict(buffer.stats.staleness_local) == {1: 1} and dict(buffer.stats.staleness_external) == {3: 1}
+    assert dict(buffer.stats.external_taken_by_sender) == {"peer": 1}
+
+
+def test_external_usable_counts_what_the_selection_could_draw():
+    buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=2, selection="nonzero_advantage")
+    buffer.put([
+        group(version=6, source="peerA"),                      # informative, fresh: usable
+        group(version=4, source="peerA"),                      # 2 behind at version 6: usable
+        group(version=3, source="peerB"),                      # 3 behind: too stale
+        group(version=6, source="peerB", rewards=(0.0, 0.0)),  # flat: never drawn
+        group(version=7, source="peerC"),                      # from the future at version 6
+        group(version=6),                                      # local: not in the pool
+    ])
+    assert buffer.external_usable(6) == 2
+    assert buffer.external_usable(7) == 2  # version 7: peerA's v4 lapses, peerC's v7 counts
+    uniform = ExperienceBuffer(max_staleness=1, external_max_staleness=2, selection="uniform")
+    uniform.put([group(version=6, source="p", rewards=(0.0, 0.0)), group(version=6, source="p")])
+    assert uniform.external_usable(6) == 2  # uniform draws flat groups too
