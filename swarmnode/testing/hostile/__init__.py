@@ -12,7 +12,8 @@ Two kinds of attacker live here:
 Which file holds what:
 
 - `peer.py`: the peer process (`HostilePeer`, `main`), its personas (`Persona`: one identity +
-  p2pd each), the batch crafter (`Crafter`) and the served `Outbox`;
+  p2pd each) and the served `Outbox`;
+- `groups.py`: the batch crafter (`Crafter`): real task items, token ids and true log-probs;
 - `crafting.py`: what the attacks share: the attack registry (`attack`, `Expectation`), crafted
   batches, raw envelopes/records/announcements that the builders would refuse to make;
 - `attacks.py`: one small coroutine per payload attack class (`ATTACKS`), what each should cost
