@@ -60,8 +60,10 @@ class Node:
         if config.model.name_or_path:
             listeners = TrainingListeners(on_implausible=self._blame_implausible, on_outer_step=self._take_verdicts,
                                           on_fatal=self._training_failed)
-            self.training = TrainingService(config, home.root, quality=self._sender_quality, listeners=listeners)
             self.standings = PeerStandings.open(config, self.stats, home.root, self.transport.dht_time)
+            saved_trust = self.standings.load_trust() if config.summaries.enabled else []
+            self.training = TrainingService(config, home.root, quality=self._sender_quality, listeners=listeners,
+                                            saved_trust=saved_trust)
             self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.standings)
             if config.summaries.enabled:
                 self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.intake,

@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from swarmnode.config import NodeConfig
 from swarmnode.node.step_recorder import (
@@ -101,7 +101,8 @@ class TrainingService:
     built them, and each is set once."""
 
     def __init__(self, config: NodeConfig, home_root: Path, quality: Callable[[], Mapping[str, float]] = dict,
-                 listeners: TrainingListeners = TrainingListeners()):
+                 listeners: TrainingListeners = TrainingListeners(),
+                 saved_trust: Sequence[tuple[str, float, int]] = ()):
         self.config = config
         self.home_root = home_root
         self.quality = quality  # sender id -> quality, for the fresh_quality selection policy
@@ -125,8 +126,8 @@ class TrainingService:
         # sets it; summaries go out only while someone can merge them).
         self.same_base_peers = 0
         # Peers' summary trust saved by an earlier run: (peer, score, judged), restored into the
-        # outer loop when it is built (summary gossip sets it before `start`).
-        self.saved_trust: list[tuple[str, float, int]] = []
+        # outer loop when it is built.
+        self.saved_trust = list(saved_trust)
         # Built by the trainer thread.
         self.model_identity: PolicyIdentity | None = None
         self.base_fingerprint = ""

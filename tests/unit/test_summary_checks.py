@@ -421,7 +421,7 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
     # A restarted node reads them back: the flipper is not a newcomer again.
     restarted = OuterLoop(tiny_model(), OuterConfig(every_steps=1, compression=CFG))
     gossip2, _, _ = gossip_with(restarted, store)
-    for peer, score, judged in gossip2.training.saved_trust:
+    for peer, score, judged in gossip2.standings.load_trust():  # what the daemon gives TrainingService
         restarted.trust.restore(peer, score, judged)
     assert restarted.trust.trust("flipper") == 0.0 and restarted.trust.trust("honest") == 1.0
 

@@ -94,7 +94,6 @@ class SummaryGossip:
         self.skipped: Counter[str] = Counter()
         self.judged = dict(down_weighted=0, clipped=0, harmful=0)
         self._verdict_lock = threading.Lock()
-        training.saved_trust = standings.load_trust()
         self.check_seconds = 0.0  # sealing and checking summaries, wall
         self.check_cpu_seconds = 0.0  # the same, CPU time of the worker threads doing it
         self._rng = random.Random()
