@@ -244,7 +244,7 @@ def full_lines(s: dict[str, Any], width: int) -> list[HeadlineLine]:
     from swarmnode.cli.render import status_view
 
     console = Console(width=width, color_system=None)
-    rendered = console.render_lines(status_view(s), console.options.update(width=width), pad=False)
+    rendered = console.render_lines(status_view(s, fold_addresses=True), console.options.update(width=width), pad=False)
     out = []
     for segments in rendered:
         text = Text()

@@ -61,9 +61,10 @@ def peers_table(peers: list[dict[str, Any]]) -> Table:
     return table
 
 
-def status_view(s: dict[str, Any]) -> Group:
+def status_view(s: dict[str, Any], fold_addresses: bool = False) -> Group:
     """Everything `swarmnode status --full` shows: identity, join, messages, limits, training,
-    rollout gossip, summaries, storage and the peer table; addresses whole, one a line."""
+    rollout gossip, summaries, storage and the peer table; addresses whole, one a line (`fold`:
+    broken at the width, for a live view)."""
     info = Table.grid(padding=(0, 2))
     info.add_column(style="bold")
     info.add_column()
@@ -96,7 +97,7 @@ def status_view(s: dict[str, Any]) -> Group:
     if plan:
         train.add_row("plan", plan_line(plan))
     addresses = [Text("multiaddrs (to join through this node)", style="bold")]
-    addresses += [address_line(m) for m in s["multiaddrs"]] or [Text("none yet", style="dim")]
+    addresses += [address_line(m, fold_addresses) for m in s["multiaddrs"]] or [Text("none yet", style="dim")]
     parts = [info, *addresses, Text(""), Text("training", style="bold underline"), train]
     rollouts = s.get("rollouts")
     if rollouts:

@@ -104,6 +104,7 @@ def test_watch_frame_of_the_full_view_fits_the_terminal():
     state.answered(realistic_status())
     frame = screen(watch_frame(state, height=23, width=80, full=True), crop=True)
     assert len(frame) <= 23 and frame[0].startswith("peer id")
+    assert ADDRESSES[0] in "".join(frame) and "…" not in "".join(frame[:12])  # folded, never cut
 
 
 def test_trimmed_keeps_order_and_marked_lines():
