@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.live import Live
 
 from swarmnode import __version__
-from swarmnode.cli.render import peers_table, status_view
+from swarmnode.cli.help import HelpCommand, HelpGroup
+from swarmnode.cli.render import peers_table
 from swarmnode.config import ConfigError, load_config
 from swarmnode.home import NodeHome, resolve_home
 
@@ -27,14 +28,16 @@ app = typer.Typer(
     help="A node for decentralized peer-to-peer RL post-training of language models.",
     no_args_is_help=True,
     add_completion=False,
+    cls=HelpGroup,
     pretty_exceptions_enable=False,
 )
-swarm_app = typer.Typer(help="Run swarms of nodes.", no_args_is_help=True)
+swarm_app = typer.Typer(help="Run swarms of nodes.", no_args_is_help=True, cls=HelpGroup)
 app.add_typer(swarm_app, name="swarm")
-bench_app = typer.Typer(help="Measure this machine.", no_args_is_help=True)
+bench_app = typer.Typer(help="Measure this machine.", no_args_is_help=True, cls=HelpGroup)
 app.add_typer(bench_app, name="bench")
 
-HomeOption = typer.Option(None, "--home", help="node home (default: $SWARMNODE_HOME or ~/.swarmnode)")
+HomeOption = typer.Option(None, "--home", metavar="DIR", help="node home (default: $SWARMNODE_HOME or ~/.swarmnode)")
+RARE = "Rarely needed"  # the help panel of `run` options most nodes leave alone
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -42,7 +45,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def version() -> None:
     """Print the software and protocol versions."""
     from swarmnode.protocol import PROTOCOL_VERSION
@@ -50,12 +53,16 @@ def version() -> None:
     typer.echo(f"swarmnode {__version__} (protocol v{PROTOCOL_VERSION})")
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def init(
     home: Optional[Path] = HomeOption,
-    config: Optional[Path] = typer.Option(None, "--config", help="YAML to copy as the home's config (default: configs/default.yaml)"),
+    config: Optional[Path] = typer.Option(
+        None, "--config", metavar="FILE", help="YAML to copy as the home's config (default: configs/default.yaml)"),
 ) -> None:
-    """Create a node home: Ed25519 node key, libp2p identity, config.yaml. Never overwrites keys."""
+    """Create a node home: keys and config.yaml (never overwrites keys).
+
+    The keys are an Ed25519 node key and a libp2p identity; `swarmnode run` uses the home.
+    """
     from swarmnode.home import init_home
     from swarmnode.identity import PASSPHRASE_ENV
 
@@ -89,19 +96,27 @@ def init(
             typer.echo(f"the node key is not encrypted (set {PASSPHRASE_ENV} during init to encrypt it)")
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def run(
     home: Optional[Path] = HomeOption,
-    config: Optional[Path] = typer.Option(None, "--config", help="config YAML (default: the home's config.yaml)"),
-    initial_peer: list[str] = typer.Option([], "--initial-peer", help="multiaddr of a swarm peer to join through (repeatable)"),
-    host_port: Optional[int] = typer.Option(None, "--host-port", min=0, max=65535, help="TCP port p2pd listens on (0 = any)"),
-    status_port: Optional[int] = typer.Option(None, "--status-port", min=0, max=65535, help="port of the local status endpoint"),
-    client_mode: Optional[bool] = typer.Option(None, "--client-mode/--no-client-mode", help="node cannot accept inbound connections"),
-    log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING, ERROR"),
+    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="config (default: <home>/config.yaml)"),
+    initial_peer: list[str] = typer.Option(
+        [], "--initial-peer", metavar="MULTIADDR", help="a peer to join through (repeatable)"),
+    host_port: Optional[int] = typer.Option(
+        None, "--host-port", min=0, max=65535, metavar="PORT", help="p2pd's TCP port (0: any)", rich_help_panel=RARE),
+    status_port: Optional[int] = typer.Option(
+        None, "--status-port", min=0, max=65535, metavar="PORT", help="status endpoint port", rich_help_panel=RARE),
+    client_mode: Optional[bool] = typer.Option(
+        None, "--client-mode/--no-client-mode", help="accept no inbound connections", rich_help_panel=RARE),
+    log_level: str = typer.Option(
+        "INFO", "--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING or ERROR", rich_help_panel=RARE),
     slowdown: Optional[float] = typer.Option(
-        None, "--slowdown", help="make the node X times slower for real (X >= 1; config training.slowdown)"),
+        None, "--slowdown", metavar="X", help="run X times slower (X >= 1)", rich_help_panel=RARE),
 ) -> None:
-    """Run the node daemon in the foreground (Ctrl-C or SIGTERM stops it cleanly)."""
+    """Run the node daemon in the foreground (Ctrl-C stops it cleanly).
+
+    Every config field can also be set as SWARMNODE__SECTION__FIELD=value (docs/configuration.md).
+    """
     from swarmnode.node.runner import run_daemon
 
     root = resolve_home(home)
@@ -147,34 +162,64 @@ def _fetch_or_exit(home: Optional[Path], url: Optional[str], path: str) -> dict[
         fail(str(e))
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def status(
     home: Optional[Path] = HomeOption,
-    url: Optional[str] = typer.Option(None, "--url", help="status endpoint, e.g. http://127.0.0.1:8765"),
-    as_json: bool = typer.Option(False, "--json", help="print the status document (docs/status.md)"),
-    watch: bool = typer.Option(False, "--watch", help="live view, refreshed every second (Ctrl-C quits)"),
+    url: Optional[str] = typer.Option(None, "--url", metavar="URL", help="status endpoint, e.g. http://127.0.0.1:8765"),
+    full: bool = typer.Option(False, "--full", help="everything: training, gossip, summaries, storage, peers"),
+    addrs: bool = typer.Option(False, "--addrs", help="only this node's multiaddrs, one a line (for scripts)"),
+    as_json: bool = typer.Option(False, "--json", help="the status document (docs/status.md)"),
+    watch: bool = typer.Option(False, "--watch", help="live view that fits the terminal (Ctrl-C quits)"),
 ) -> None:
-    """Show a running daemon's status."""
+    """Show a running daemon's status on one screen (--full: everything)."""
+    from swarmnode.cli.headline import headline_view
+    from swarmnode.cli.render import status_view
+
     if as_json:
         typer.echo(json.dumps(_fetch_or_exit(home, url, "/status"), indent=2))
         return
-    console = Console()
-    if not watch:
-        console.print(status_view(_fetch_or_exit(home, url, "/status")))
+    if addrs:
+        doc = _fetch_or_exit(home, url, "/status")
+        if not doc.get("multiaddrs"):
+            fail(f"the daemon has no multiaddrs yet (state {doc.get('state')}); try again in a few seconds")
+        for maddr in doc["multiaddrs"]:
+            typer.echo(maddr)
         return
+    console = Console()
+    if watch:
+        _watch(console, home, url, full)
+        return
+    doc = _fetch_or_exit(home, url, "/status")
+    # crop=False: an address longer than the terminal is left to the terminal's own wrap, copyable whole
+    console.print(status_view(doc) if full else headline_view(doc, width=console.width), crop=False)
+
+
+def _watch(console: Console, home: Optional[Path], url: Optional[str], full: bool) -> None:
+    """Redraw the status every second in place, sized to the terminal; while the daemon does not
+    answer, say so on screen and keep asking (Ctrl-C quits)."""
+    from swarmnode.cli.headline import WatchState, watch_frame
+    from swarmnode.status.client import NoDaemon, fetch, status_url_for_home
+
+    state = WatchState()
+    state.answered(_fetch_or_exit(home, url, "/status"))  # no daemon at all: one line, exit 1
     try:
-        with Live(status_view(_fetch_or_exit(home, url, "/status")), console=console, refresh_per_second=2) as live:
+        with Live(console=console, auto_refresh=False, vertical_overflow="crop") as live:
             while True:
+                height, width = console.size.height - 1, console.width  # the last row holds the cursor
+                live.update(watch_frame(state, height, width, full), refresh=True)
                 time.sleep(1.0)
-                live.update(status_view(_fetch_or_exit(home, url, "/status")))
+                try:
+                    state.answered(fetch(url or status_url_for_home(NodeHome(resolve_home(home))), "/status", timeout=2.0))
+                except NoDaemon as e:
+                    state.failed(str(e), time.time())
     except KeyboardInterrupt:
         pass
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def peers(
     home: Optional[Path] = HomeOption,
-    url: Optional[str] = typer.Option(None, "--url", help="status endpoint"),
+    url: Optional[str] = typer.Option(None, "--url", metavar="URL", help="status endpoint"),
     as_json: bool = typer.Option(False, "--json", help="print the peer list as JSON"),
 ) -> None:
     """List the daemon's peer table."""
@@ -185,19 +230,20 @@ def peers(
         Console().print(peers_table(doc["peers"]))
 
 
-@swarm_app.command("local")
+@swarm_app.command("local", cls=HelpCommand)
 def swarm_local(
     nodes: int = typer.Option(3, "--nodes", min=1, max=32, help="number of node processes"),
-    root: Path = typer.Option(Path("runs/local-swarm"), "--root", help="folder for the nodes' homes and logs"),
-    config: Optional[Path] = typer.Option(None, "--config", help="config for every node (default: configs/local.yaml)"),
+    root: Path = typer.Option(Path("runs/local-swarm"), "--root", metavar="DIR", help="folder for the nodes' homes and logs"),
+    config: Optional[Path] = typer.Option(
+        None, "--config", metavar="FILE", help="config for every node (default: configs/local.yaml)"),
     duration: Optional[float] = typer.Option(None, "--duration", min=1, help="stop after this many seconds (default: until Ctrl-C)"),
     rounds: Optional[int] = typer.Option(None, "--rounds", min=1, help="each node trains this many steps, then all stop"),
     slowdowns: Optional[str] = typer.Option(
-        None, "--slowdowns", help="comma-separated slowdowns, node i gets the (i mod count)-th, e.g. 1,2,4"),
+        None, "--slowdowns", metavar="X,Y,...", help="slowdowns; node i gets the (i mod count)-th, e.g. 1,2,4"),
 ) -> None:
-    """Start N real daemons on 127.0.0.1 (the first as bootstrap) with a live table; Ctrl-C stops all.
+    """Start N daemons on 127.0.0.1 with a live table (Ctrl-C stops all).
 
-    Each node draws its own training questions (data_seed + 1000 * node index). At the end the
+    The first node is the bootstrap the others join through. Each node draws its own training questions (data_seed + 1000 * node index). At the end the
     last status of every node goes to <root>/summary.json; each home keeps metrics.sqlite and
     rollouts.sqlite.
     """
@@ -275,7 +321,7 @@ def _parse_slowdowns(text: str) -> list[float]:
     return factors
 
 
-@bench_app.command("async")
+@bench_app.command("async", cls=HelpCommand)
 def bench_async_command(
     model: str = typer.Option("bundled:tiny-policy", "--model", help="hub id, local path or bundled:<name>"),
     steps: int = typer.Option(30, "--steps", min=1, help="training steps timed each way"),
@@ -286,7 +332,10 @@ def bench_async_command(
     repeats: int = typer.Option(3, "--repeats", min=1, help="repeat every run, interleaved, and report medians"),
     as_json: bool = typer.Option(False, "--json", help="last line: one JSON object with the figures"),
 ) -> None:
-    """Train the same number of samples synchronously and asynchronously; print samples/s and the ratio."""
+    """Compare synchronous and asynchronous training speed.
+
+    Trains the same number of samples both ways; prints samples/s and the ratio.
+    """
     from swarmnode.policy import PolicyLoadError, load_policy
     from swarmnode.trainer.bench import bench_async
     from swarmnode.trainer.loop import RolloutConfig

@@ -8,31 +8,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from swarmnode.cli.format import age, counts, data_size, human
+from swarmnode.cli.headline import address_line
+
 NOT_RUNNING = Text("not running yet", style="dim")
 
 
 def _short(peer_id: str) -> str:
     return peer_id if len(peer_id) <= 16 else f"{peer_id[:8]}…{peer_id[-6:]}"
-
-
-def _age(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
-
-
-def _bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.2f} GiB"
-
-
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
 
 
 def _rate(value: float | None) -> str:
@@ -66,7 +49,7 @@ def peers_table(peers: list[dict[str, Any]]) -> Table:
         capability = p.get("capability", {})
         table.add_row(
             _short(p["peer_id"]),
-            _age(p.get("age_s", 0.0)),
+            age(p.get("age_s", 0.0)),
             p.get("state", "?"),
             f"cpu {device.get('cpu_cores', '?')}c" if device.get("kind") == "cpu" else device.get("name", "?"),
             _rate(capability.get("matmul_gflops")),
@@ -78,7 +61,10 @@ def peers_table(peers: list[dict[str, Any]]) -> Table:
     return table
 
 
-def status_view(s: dict[str, Any]) -> Group:
+def status_view(s: dict[str, Any], fold_addresses: bool = False) -> Group:
+    """Everything `swarmnode status --full` shows: identity, join, messages, limits, training,
+    rollout gossip, summaries, storage and the peer table; addresses whole, one a line (`fold`:
+    broken at the width, for a live view)."""
     info = Table.grid(padding=(0, 2))
     info.add_column(style="bold")
     info.add_column()
@@ -88,11 +74,10 @@ def status_view(s: dict[str, Any]) -> Group:
         ("peer id", s["peer_id"]),
         ("swarm", f"{s['swarm']}  (window {s['window']}, {s['window_s']:g}s)"),
         ("state", s["state"]),
-        ("uptime", _age(s["uptime_s"])),
+        ("uptime", age(s["uptime_s"])),
         ("joined", joined if join.get("initial_peers") else "bootstrap node (no initial peers)"),
-        ("multiaddrs", "\n".join(s["multiaddrs"])),
-        ("messages accepted", _counts(s["messages"]["accepted"])),
-        ("messages rejected", _counts(s["messages"]["rejected"])),
+        ("messages accepted", counts(s["messages"]["accepted"])),
+        ("messages rejected", counts(s["messages"]["rejected"])),
         ("limits hit", limits_line(s.get("limits") or {})),
     ]
     for k, v in rows:
@@ -107,11 +92,13 @@ def status_view(s: dict[str, Any]) -> Group:
                 "train_samples_per_s", "seconds_per_step", "slowdown", "staleness_local", "staleness_external",
                 "dropped_stale", "external_trained", "external_pool", "generator_idle_share", "trainer_idle_share"):
         value = training.get(key)
-        train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else str(value))
+        train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else human(value))
     plan = training.get("plan")
     if plan:
         train.add_row("plan", plan_line(plan))
-    parts = [info, Text(""), Text("training", style="bold underline"), train]
+    addresses = [Text("multiaddrs (to join through this node)", style="bold")]
+    addresses += [address_line(m, fold_addresses) for m in s["multiaddrs"]] or [Text("none yet", style="dim")]
+    parts = [info, *addresses, Text(""), Text("training", style="bold underline"), train]
     rollouts = s.get("rollouts")
     if rollouts:
         gossip = Table.grid(padding=(0, 2))
@@ -144,7 +131,7 @@ def limits_line(limits: dict[str, int]) -> str:
     """Per-peer state held, and each limit that was hit (docs/security.md), on one line."""
     held = f"{limits.get('peers', 0)} peers, {limits.get('tracked_senders', 0)} senders held"
     hits = {k.replace("_", " "): limits[k] for k in LIMIT_HITS if limits.get(k)}
-    return f"{held}; {_counts(hits)}" if hits else f"{held}; none"
+    return f"{held}; {counts(hits)}" if hits else f"{held}; none"
 
 
 def storage_grid(storage: dict[str, Any], now: float | None) -> Table:
@@ -152,8 +139,8 @@ def storage_grid(storage: dict[str, Any], now: float | None) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("rollouts.sqlite", _bytes(storage.get("rollouts_bytes") or 0))
-    grid.add_row("metrics.sqlite", _bytes(storage.get("metrics_bytes") or 0))
+    grid.add_row("rollouts.sqlite", data_size(storage.get("rollouts_bytes") or 0))
+    grid.add_row("metrics.sqlite", data_size(storage.get("metrics_bytes") or 0))
     failures = storage.get("checkpoint_failures") or 0
     grid.add_row("last checkpoint", storage.get("last_checkpoint") or "-")
     if failures:
@@ -162,7 +149,7 @@ def storage_grid(storage: dict[str, Any], now: float | None) -> Table:
     if last:
         rollouts, metrics = last.get("rollouts") or {}, last.get("metrics") or {}
         pruned = sum(rollouts.get(k, 0) for k in ("rows_deleted_age", "rows_deleted_size")) + metrics.get("rows_deleted_size", 0)
-        ago = f"{_age(max(0.0, now - last['at']))} ago: " if now is not None and "at" in last else ""
+        ago = f"{age(max(0.0, now - last['at']))} ago: " if now is not None and "at" in last else ""
         grid.add_row("retention", f"{ago}{pruned} rows pruned, {metrics.get('rows_downsampled', 0)} metrics downsampled")
     else:
         grid.add_row("retention", "not run yet")
@@ -187,7 +174,7 @@ def summaries_grid(summaries: dict[str, Any]) -> Table:
                               f"{summaries.get('merged', 0)} merged ({summaries.get('partners_last', 0)} last step)")
     rejected = summaries.get("rejected") or {}
     total = sum(rejected.values())
-    line = f"{total} ({_counts({k.replace('_', ' '): v for k, v in rejected.items()})})" if total else "0"
+    line = f"{total} ({counts({k.replace('_', ' '): v for k, v in rejected.items()})})" if total else "0"
     grid.add_row("rejected", Text(line, style="red") if total else line)
     skipped = summaries.get("skipped") or {}
     grid.add_row("not merged", f"{summaries.get('skipped_other_base', 0)} other base, "
@@ -197,13 +184,13 @@ def summaries_grid(summaries: dict[str, Any]) -> Table:
         grid.add_row("trust", trust_line(summaries))
     per, dense, ratio = summaries.get("bytes_per_summary"), summaries.get("dense_bytes") or 0, summaries.get("compression_ratio")
     if per is None:
-        size = f"none sent yet (dense delta {_bytes(dense)})"
+        size = f"none sent yet (dense delta {data_size(dense)})"
     else:
         shown = "" if ratio is None else f" ({ratio:.0f}x)" if ratio >= 10 else f" ({ratio:.1f}x)"
-        size = f"{_bytes(per)} per summary vs {_bytes(dense)} dense{shown}"
+        size = f"{data_size(per)} per summary vs {data_size(dense)} dense{shown}"
     grid.add_row("size", size)
-    age = summaries.get("last_merge_age_s")
-    merge = "no merge yet" if age is None else f"last merge {_age(max(0.0, age))} ago"
+    merge_age = summaries.get("last_merge_age_s")
+    merge = "no merge yet" if merge_age is None else f"last merge {age(max(0.0, merge_age))} ago"
     grid.add_row("outer steps", f"{summaries.get('outer_steps', 0)}, {merge}, "
                                 f"{summaries.get('merge_cpu_seconds', 0.0):.1f}s CPU of summary work")
     return grid

@@ -24,7 +24,7 @@ def test_status_view_shows_the_plan_and_idle_shares_in_80_columns():
     assert all(len(line) <= 80 for line in text.splitlines())
     flat = " ".join(text.split())
     assert "I/J 3/3, wait 0.017 s, 23.61 steps/window" in flat and "peers supply 180 groups/s" in flat
-    assert "trainer idle share 0.0153" in flat and "staleness external {'0': 42, '1': 446, '2': 300}" in flat
+    assert "trainer idle share 0.0153" in flat and "staleness external 0:42 1:446 2:300" in flat
 
 
 def test_status_view_shows_summaries_in_80_columns():
