@@ -181,7 +181,7 @@ def test_intake_keeps_at_most_max_values_per_key(make_identity):
 
 
 def test_buffer_never_keeps_a_group_from_the_future():
-    from tests.unit.test_trainer import group
+    from tests.unit.trainer.helpers import group
 
     buffer = ExperienceBuffer(max_staleness=4)
     buffer.put([group(version=9, source="peer"), group(version=5, source="peer"), group(version=5)])

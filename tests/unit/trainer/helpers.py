@@ -22,6 +22,16 @@ def group(version=0, source="local", rewards=(1.0, 0.0), completions=None, promp
     )
 
 
+def uneven_group(version=0, source="local", rewards=(1.0, 0.0), completions=((5, 6), (7,)), prompt=(1, 2, 3)):
+    """A scored group of sum2 item 0 whose completions differ in length (2 and 1 tokens by default),
+    behaviour logprobs -0.5 per token."""
+    return ScoredGroup(
+        ref=REF, prompt_token_ids=list(prompt), completion_token_ids=[list(c) for c in completions],
+        behavior_logprobs=[[-0.5] * len(c) for c in completions], rewards=list(rewards),
+        policy_version=version, source=source,
+    )
+
+
 def raise_the_quota_after_the_first_step(runner, timeout: float) -> tuple[bool, list[int]]:
     """Run 5 steps at I = 1, the plan raising I to 4 after the first; (hung, local groups per step).
     With max_staleness 1, 4 > (1 + 1) x 1: more than the batches already admitted hold."""

@@ -1,54 +1,13 @@
+"""trainer/trainer.py: one policy-gradient step (direction, zero-advantage groups, micro-batching,
+peers' implausible samples)."""
 import copy
-import threading
 
 import pytest
 import torch
 
-from swarmnode.tasks import TaskRef
-from swarmnode.trainer.buffer import ExperienceBuffer
-from swarmnode.trainer.experience import ScoredGroup, collate
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 from tests.helpers import teacher_forced_logprobs
-
-REF = TaskRef("sum2", 0, 0)
-
-
-def group(version=0, source="local", rewards=(1.0, 0.0), completions=((5, 6), (7,)), prompt=(1, 2, 3)):
-    return ScoredGroup(
-        ref=REF, prompt_token_ids=list(prompt), completion_token_ids=[list(c) for c in completions],
-        behavior_logprobs=[[-0.5] * len(c) for c in completions], rewards=list(rewards),
-        policy_version=version, source=source,
-    )
-
-
-def test_collate_keeps_each_prompt_once_and_completions_as_rows():
-    batch = collate([group(), group(prompt=(4,), completions=((8, 9, 10),), rewards=(1.0,))], pad_id=0)
-    assert batch.prompt_ids.tolist() == [[1, 2, 3], [0, 0, 4]]  # left-padded: prompts end together
-    assert batch.prompt_mask.tolist() == [[1, 1, 1], [0, 0, 1]]
-    assert batch.completion_ids.tolist() == [[5, 6, 0], [7, 0, 0], [8, 9, 10]]  # right-padded
-    assert batch.completion_mask.tolist() == [[1, 1, 0], [1, 0, 0], [1, 1, 1]]
-    assert batch.behavior_logp.tolist() == [[-0.5, -0.5, 0], [-0.5, 0, 0], [-0.5, -0.5, -0.5]]
-    assert batch.rewards.tolist() == [1.0, 0.0, 1.0] and batch.group_ids.tolist() == [0, 0, 1]
-    assert batch.num_completion_tokens == 6 and batch.completion_lengths.tolist() == [2, 1, 3]
-
-
-def test_buffer_drops_stale_and_composes_local_and_external():
-    buffer = ExperienceBuffer(max_staleness=1)
-    buffer.put([group(version=0), group(version=2), group(version=3), group(version=3, source="peerA")])
-    take = buffer.take(n_local=1, n_external=4, version=3)
-    assert [g.policy_version for g in take.groups] == [2, 3]  # v0 is 3 behind: dropped
-    assert [g.source for g in take.groups] == ["local", "peerA"]
-    assert take.dropped_stale == 1 and buffer.stats.dropped_stale == 1
-    assert buffer.stats.staleness == {1: 1, 0: 1}
-
-
-def test_buffer_take_waits_for_local_groups():
-    buffer = ExperienceBuffer(max_staleness=0)
-    threading.Timer(0.2, lambda: buffer.put([group(version=5)])).start()
-    take = buffer.take(n_local=1, n_external=0, version=5, timeout=5)
-    assert len(take.groups) == 1
-    buffer.close()
-    assert buffer.take(n_local=3, n_external=0, version=5).groups == []
+from tests.unit.trainer.helpers import uneven_group as group
 
 
 def sequence_logprob(model, prompt, completion):
@@ -74,16 +33,6 @@ def test_zero_advantage_groups_do_not_step(tiny_model):
     result = trainer.step([group(rewards=(1.0, 1.0)), group(rewards=(0.0, 0.0))])
     assert not result.trained and result.version == 0 and result.reward_mean == 0.5
     assert all(torch.equal(weights[k], v) for k, v in tiny_model.state_dict().items())
-
-
-def test_select_drops_rows_and_trims_padding():
-    batch = collate([group(prompt=(7, 7, 7, 7), completions=((5, 6, 7, 8), (9,))),
-                     group(completions=((1,), (2,))), group(completions=((3,), (4,)))], pad_id=0)
-    small = batch.select(torch.tensor([False, True, False, False, True, True]))
-    assert small.prompt_ids.tolist() == [[7, 7, 7, 7], [0, 1, 2, 3]]
-    assert small.completion_ids.tolist() == [[9], [3], [4]]  # trimmed to the longest kept completion
-    assert small.completion_mask.tolist() == [[1], [1], [1]]
-    assert small.group_ids.tolist() == [0, 1, 1]  # groups renumbered: the middle one is gone
 
 
 def test_dropping_zero_advantage_groups_leaves_the_update_unchanged(tiny_model):
