@@ -78,3 +78,25 @@ def test_a_record_with_an_impossible_speed_is_dropped_and_counted(make_identity)
     # Ranges are checked before the key binding proves who signed: as for every other field,
     # the rejection is counted but not held against the peer id the record names.
     assert liar.peer_id not in stats.rejected_by_sender
+
+
+def test_message_stats_count_exactly_from_many_threads():
+    import threading
+
+    from swarmnode.protocol import RejectReason
+    from swarmnode.swarm.peers import MessageStats
+
+    stats = MessageStats(max_senders=8)
+
+    def hammer(k):
+        for i in range(3000):
+            stats.reject(RejectReason.MALFORMED, f"p{(k * 7 + i) % 50}")
+            if i % 100 == 0:
+                stats.counts()
+
+    threads = [threading.Thread(target=hammer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert stats.counts()["rejected"] == {"malformed": 12_000} and len(stats.rejected_by_sender) == 8
