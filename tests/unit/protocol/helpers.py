@@ -1,9 +1,10 @@
 """Builders shared by the protocol tests (and the peer-record tests of swarm and status)."""
 from dataclasses import replace
 
-from swarmnode.protocol import RolloutBatch
-from swarmnode.protocol.generated import peer_record_pb2
+from swarmnode.protocol import MessageKind, RolloutBatch, seal
+from swarmnode.protocol.generated import peer_record_pb2, rollout_batch_pb2
 from swarmnode.protocol.generated.rollout_batch_pb2 import RolloutAnnouncement
+from swarmnode.protocol.rollout_messages import build_rollout_announcement
 from tests.helpers import record_fields
 
 SPEEDS = {"generate_tokens_per_s": 1234.56, "train_samples_per_s": 7.891, "train_tokens_per_s": 50.0,
@@ -29,3 +30,20 @@ def announcement(identity) -> RolloutAnnouncement:
     """A valid rollout announcement by `identity`."""
     return RolloutAnnouncement(peer_id=identity.peer_id, window=3, first_batch_id=1, last_batch_id=4,
                                timestamp=1.0, expires_at=2.0, peer_id_binding=identity.bind_signing_key())
+
+NOW = 1000.0
+TTL = 30.0
+
+
+def announce(identity, now=NOW, ttl=TTL, first=3, last=7, fingerprint="fp"):
+    return build_rollout_announcement(identity, window=33, first_batch_id=first, last_batch_id=last,
+                                      model_fingerprint=fingerprint, now=now, ttl_s=ttl)
+
+
+def forged_announcement(signer, binder, peer_id=None):
+    """An announcement sealed by `signer` whose peer_id_binding was made by `binder`."""
+    message = rollout_batch_pb2.RolloutAnnouncement(
+        peer_id=peer_id or signer.peer_id, window=33, first_batch_id=0, last_batch_id=1, model_fingerprint="fp",
+        timestamp=NOW, expires_at=NOW + TTL, peer_id_binding=binder.bind_signing_key(),
+    )
+    return seal(signer, MessageKind.ROLLOUT_ANNOUNCEMENT, message)

@@ -6,7 +6,7 @@ from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key
 from tests.helpers import record_fields
-from tests.unit.protocol.helpers import SPEEDS, fields
+from tests.unit.protocol.helpers import NOW, SPEEDS, TTL, announce, fields, forged_announcement
 
 FIELDS = record_fields("s")
 
@@ -100,3 +100,45 @@ def test_message_stats_count_exactly_from_many_threads():
     for t in threads:
         t.join()
     assert stats.counts()["rejected"] == {"malformed": 12_000} and len(stats.rejected_by_sender) == 8
+
+
+def test_intake_admits_announcements_on_rollouts_keys(make_identity):
+    me, peer, other = make_identity(), make_identity(), make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable(me.peer_id), stats, "s", window_s=10.0)
+    keys = intake.known_keys(NOW + 5)  # window 100
+    assert [k for k in keys if "/rollouts/" in k] == [rollouts_key("s", w) for w in (98, 99, 100, 101)]
+    assert rollouts_key("s", 100) == "swarmnode/s/rollouts/100"
+    key = rollouts_key("s", 100)
+    value = announce(peer)
+    assert intake.admit(key, peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
+    assert intake.admit(key, peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)  # re-judged from cache
+    assert not intake.admit(key, peer.peer_id, forged_announcement(peer, other), expiration=NOW + TTL, now=NOW + 1)
+    assert not intake.admit(key, other.peer_id, value, expiration=NOW + TTL, now=NOW + 1)  # another's subkey
+    assert not intake.admit(key, peer.peer_id, value, expiration=NOW + 3600, now=NOW + 1)  # kept too long
+    # A peer record is not admitted under a rollouts key, nor an announcement under a peers key.
+    record = build_peer_record(peer, record_fields("s"), NOW, TTL)
+    assert not intake.admit(key, peer.peer_id, record, expiration=NOW + TTL, now=NOW + 1)
+    assert not intake.admit(peer_records_key("s", 100), peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
+    assert intake.admit(peer_records_key("s", 100), peer.peer_id, record, expiration=NOW + TTL, now=NOW + 1)
+    assert stats.rejected == {"key_binding": 1, "subkey_mismatch": 1, "dht_expiration": 1, "wrong_kind": 2}
+    # A forged binding proves no identity: counted as unverified, never against the peer it names.
+    assert stats.rejected_by_sender["unverified"]["key_binding"] == 1
+    # Its own valid values, misplaced (another subkey) or pinned (a far DHT expiration) by anyone: not its fault.
+    assert peer.peer_id not in stats.rejected_by_sender
+
+
+def test_intake_announcements_keeps_valid_ones_of_others(make_identity):
+    me, a, b = make_identity(), make_identity(), make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable(me.peer_id), stats, "s", window_s=10.0)
+    values = [
+        StoredValue(a.peer_id, announce(a), NOW + TTL),
+        StoredValue(me.peer_id, announce(me), NOW + TTL),  # own: skipped, not rejected
+        StoredValue(b.peer_id, forged_announcement(b, a), NOW + TTL),
+        StoredValue("x", b"garbage", NOW + TTL),
+    ]
+    for _ in range(3):  # three polls of the same DHT contents: each bad value counted once
+        got = intake.announcements(values, now=NOW + 1)
+        assert [x.peer_id for x in got] == [a.peer_id]
+    assert stats.rejected == {"key_binding": 1, "malformed": 1}

@@ -1,12 +1,19 @@
 """swarm/rollout_bookkeeping.py: held long-polls, the idle back-off, when announcements are due,
-the outbox and fetch requests (values worked out by hand)."""
+the outbox and fetch requests, the sender ledger (values worked out by hand)."""
+import pytest
+
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.swarm.rollout_bookkeeping import (
+    MAX_BATCHES_PER_FETCH,
+    MAX_ROLLOUT_FETCH_RESPONSE_BYTES,
     HeldRequests,
     RolloutOutbox,
+    SenderLedger,
     announcements_due,
+    fetch_wanted,
     idle_exponent_cap,
     parse_rollout_fetch_request,
+    parse_rollout_fetch_response,
     rollout_fetch_request,
     skip_fetch,
 )
@@ -66,3 +73,134 @@ def test_outbox_has_after_and_fetch_request_round_trip():
     # A request from an older node has no wait_ms: 0, answered at once.
     old = rollout_batch_pb2.RolloutFetchRequest(after_batch_id=5, max_batches=16).SerializeToString()
     assert parse_rollout_fetch_request(old).wait_ms == 0 and envelopes(outbox.answer(old)) == [b"e6"]
+
+
+# -- outbox ------------------------------------------------------------------------------------
+
+
+def test_outbox_ids_capacity_and_after():
+    box = RolloutOutbox(first_batch_id=10, capacity=3)
+    assert box.id_range() is None and box.after(0, 16) == []
+    ids = [box.next_batch_id() for _ in range(5)]
+    assert ids == [10, 11, 12, 13, 14]
+    for i in ids:
+        box.add(i, b"env%d" % i)
+    assert box.id_range() == (12, 14)  # 10 and 11 evicted
+    assert box.after(0, 16) == [b"env12", b"env13", b"env14"]
+    assert box.after(12, 16) == [b"env13", b"env14"]
+    assert box.after(11, 1) == [b"env12"]
+    assert box.after(14, 16) == []
+    assert box.batches_served == 6 and box.bytes_served == 6 * 5
+
+
+def test_outbox_after_caps_batches_and_bytes():
+    box = RolloutOutbox(first_batch_id=0, capacity=100)
+    for i in range(MAX_BATCHES_PER_FETCH + 4):
+        box.add(box.next_batch_id(), bytes([i]))
+    got = box.after(-1, 1000)
+    assert got == [bytes([i]) for i in range(MAX_BATCHES_PER_FETCH)]
+    big = RolloutOutbox(first_batch_id=0, capacity=10)
+    chunk = (MAX_ROLLOUT_FETCH_RESPONSE_BYTES * 2) // 5  # 0.4 of the cap: two fit, the third would not
+    for i in range(4):
+        big.add(big.next_batch_id(), bytes([i]) * chunk)
+    assert [e[0] for e in big.after(-1, 16)] == [0, 1]
+    assert [e[0] for e in big.after(1, 16)] == [2, 3]
+
+
+def test_outbox_after_newest_skips_the_older_backlog():
+    box = RolloutOutbox(first_batch_id=1, capacity=16)
+    for i in range(1, 11):
+        box.add(i, b"e%d" % i)
+    assert box.after(2, 3, newest=True) == [b"e8", b"e9", b"e10"]  # newest three, oldest first
+    assert box.after(2, 3) == [b"e3", b"e4", b"e5"]
+    assert box.after(8, 4, newest=True) == [b"e9", b"e10"]  # fewer than asked: all of them
+    assert box.after(10, 4, newest=True) == [] and box.after(2, 0, newest=True) == []
+    parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(rollout_fetch_request(2, max_batches=3, newest=True))
+    assert parsed.newest and parse_rollout_fetch_response(box.answer(rollout_fetch_request(2, max_batches=3, newest=True))) == [
+        b"e8", b"e9", b"e10"]
+    assert not rollout_batch_pb2.RolloutFetchRequest.FromString(rollout_fetch_request(2)).newest  # a plain fetch
+
+
+def test_fetch_wanted_while_the_pool_holds_less_than_ahead_steps_take():
+    assert fetch_wanted(usable=31, per_step=16, ahead_steps=2.0)  # 31 < 2 * 16
+    assert not fetch_wanted(usable=32, per_step=16, ahead_steps=2.0)
+    assert fetch_wanted(usable=5, per_step=4, ahead_steps=1.5) and not fetch_wanted(6, 4, 1.5)  # 6 = 1.5 * 4
+    assert fetch_wanted(usable=10_000, per_step=16, ahead_steps=0)  # 0: fetch everything
+    assert fetch_wanted(usable=1, per_step=0, ahead_steps=2.0) and not fetch_wanted(2, 0, 2.0)  # J=0 counts as 1
+
+
+def test_outbox_answer_and_fetch_round_trip():
+    box = RolloutOutbox(first_batch_id=1, capacity=8)
+    for i in range(1, 5):
+        box.add(i, b"batch-%d" % i)
+    request = rollout_fetch_request(2, max_batches=5)
+    parsed = rollout_batch_pb2.RolloutFetchRequest.FromString(request)
+    assert (parsed.after_batch_id, parsed.max_batches) == (2, 5)
+    assert rollout_batch_pb2.RolloutFetchRequest.FromString(rollout_fetch_request(7)).max_batches == MAX_BATCHES_PER_FETCH
+    assert parse_rollout_fetch_response(box.answer(request)) == [b"batch-3", b"batch-4"]
+    assert parse_rollout_fetch_response(box.answer(rollout_fetch_request(0, max_batches=1))) == [b"batch-1"]
+    served = box.batches_served
+    for garbage in (b"garbage", b"\xff" * 10, rollout_fetch_request(0) + b"\x00" * 64):  # undecodable / too long
+        response = box.answer(garbage)
+        assert parse_rollout_fetch_response(response) == []
+        assert rollout_batch_pb2.RolloutFetchResponse.FromString(response).envelopes == []
+    assert box.batches_served == served
+
+
+def test_parse_fetch_response_refuses_garbage_and_excess():
+    assert parse_rollout_fetch_response(b"\xff" * 10) is None
+    assert parse_rollout_fetch_response(b"") == []
+    too_many = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"x"] * (MAX_BATCHES_PER_FETCH + 1))
+    assert parse_rollout_fetch_response(too_many.SerializeToString()) is None
+    ok = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"a", b"b"])
+    assert parse_rollout_fetch_response(ok.SerializeToString()) == [b"a", b"b"]
+    huge = rollout_batch_pb2.RolloutFetchResponse(envelopes=[b"x" * (MAX_ROLLOUT_FETCH_RESPONSE_BYTES + 64 * MAX_BATCHES_PER_FETCH)])
+    assert parse_rollout_fetch_response(huge.SerializeToString()) is None
+
+
+# -- sender ledger ------------------------------------------------------------------------------
+
+
+def test_ledger_cursor_backlog_and_advance():
+    ledger = SenderLedger(strike_limit=3, strike_window_s=10.0, ignore_s=60.0, backlog=4)
+    # New peer holding 1..20: fetch after 16, i.e. only 17, 18, 19, 20.
+    assert ledger.start_after("p", 1, 20) == 16
+    # New peer with fewer batches than the backlog: everything it holds.
+    assert ledger.start_after("q", 5, 6) == 4
+    ledger.advance("p", 20)
+    assert ledger.start_after("p", 1, 20) is None
+    assert ledger.start_after("p", 1, 25) == 20
+    ledger.advance("p", 18)  # an older batch never moves the cursor back
+    assert ledger.standing("p").cursor == 20
+    # The peer dropped batches we never saw: start at its oldest held one.
+    assert ledger.start_after("p", 30, 35) == 29
+
+
+def test_ledger_strikes_ignore_and_forgive():
+    ledger = SenderLedger(strike_limit=3, strike_window_s=10.0, ignore_s=60.0, backlog=4)
+    assert not ledger.record("p", 0, 2, now=100.0)
+    assert not ledger.record("p", 5, 1, now=105.0)  # 3 strikes: at the limit, not over it
+    assert not ledger.ignored("p", 105.0)
+    assert ledger.record("p", 0, 1, now=106.0)  # 4 > 3 within 10 s
+    assert ledger.ignored("p", 106.0) and ledger.ignored("p", 165.9)
+    assert not ledger.record("p", 0, 5, now=120.0)  # already ignored: no new time-out
+    assert ledger.standing("p").ignored_until == 166.0
+    assert not ledger.ignored("p", 166.0)
+    # Strikes older than the window are forgotten.
+    assert not ledger.record("r", 0, 3, now=0.0)
+    assert not ledger.record("r", 0, 1, now=11.0)
+    assert not ledger.ignored("r", 11.0)
+    snapshot = ledger.snapshot(130.0)
+    assert snapshot["p"] == {"accepted": 5, "rejected": 9, "quality": round(6 / 16, 3), "ignored": True}
+    assert snapshot["r"]["ignored"] is False
+
+
+def test_ledger_quality_is_laplace_smoothed():
+    ledger = SenderLedger(strike_limit=100, strike_window_s=10.0, ignore_s=60.0, backlog=4)
+    assert ledger.quality("new") == 0.5
+    ledger.record("p", 3, 1, now=0.0)
+    assert ledger.quality("p") == pytest.approx(4 / 6)
+    ledger.record("p", 0, 4, now=1.0)
+    assert ledger.quality("p") == pytest.approx(4 / 10)
+    ledger.record("good", 8, 0, now=0.0)
+    assert ledger.quality("good") == pytest.approx(9 / 10)
