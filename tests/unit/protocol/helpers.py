@@ -1,7 +1,9 @@
 """Builders shared by the protocol tests (and the peer-record tests of swarm and status)."""
 from dataclasses import replace
 
-from swarmnode.protocol import MessageKind, RolloutBatch, seal
+import pytest
+
+from swarmnode.protocol import MessageKind, Rejected, RolloutBatch, seal
 from swarmnode.protocol.generated import peer_record_pb2, rollout_batch_pb2
 from swarmnode.protocol.generated.rollout_batch_pb2 import RolloutAnnouncement
 from swarmnode.protocol.rollout_messages import build_rollout_announcement
@@ -30,6 +32,13 @@ def announcement(identity) -> RolloutAnnouncement:
     """A valid rollout announcement by `identity`."""
     return RolloutAnnouncement(peer_id=identity.peer_id, window=3, first_batch_id=1, last_batch_id=4,
                                timestamp=1.0, expires_at=2.0, peer_id_binding=identity.bind_signing_key())
+
+def rejection(fn, *args, **kwargs) -> Rejected:
+    """What `fn(*args, **kwargs)` raises: a Rejected."""
+    with pytest.raises(Rejected) as info:
+        fn(*args, **kwargs)
+    return info.value
+
 
 NOW = 1000.0
 TTL = 30.0

@@ -1,21 +1,13 @@
 """protocol/rollout_messages.py: signed rollout announcements (round trip, rejections, another
 identity's binding) and sealed rollout batches."""
-import pytest
-
 from swarmnode.identity import NodeIdentity, SigningKey
 from swarmnode.protocol import build_peer_record
-from swarmnode.protocol.codec import MessageKind, Rejected, RejectReason, seal
+from swarmnode.protocol.codec import MessageKind, RejectReason, seal
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.protocol.rollout_messages import check_rollout_announcement, open_rollout_batch, seal_rollout_batch
 from swarmnode.protocol.signed_values import age_problem
 from tests.helpers import record_fields
-from tests.unit.protocol.helpers import NOW, TTL, announce, forged_announcement
-
-
-def rejection(fn, *args, **kwargs) -> Rejected:
-    with pytest.raises(Rejected) as info:
-        fn(*args, **kwargs)
-    return info.value
+from tests.unit.protocol.helpers import NOW, TTL, announce, forged_announcement, rejection
 
 
 # -- announcements ------------------------------------------------------------------------------

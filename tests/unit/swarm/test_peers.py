@@ -1,4 +1,6 @@
 """swarm/peers.py: the peer table (refresh, replay, expiry) and the record intake (what it drops and counts)."""
+import dataclasses
+
 import pytest
 
 from swarmnode.protocol import Rejected, RejectReason, build_peer_record, check_peer_record
@@ -6,9 +8,10 @@ from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key
 from tests.helpers import record_fields
-from tests.unit.protocol.helpers import NOW, SPEEDS, TTL, announce, fields, forged_announcement
+from tests.unit.protocol.helpers import NOW, SPEEDS, TTL, announce, fields, forged_announcement, rejection
 
 FIELDS = record_fields("s")
+BASE = "base-abc"  # a base model's fingerprint
 
 
 def record(identity, now, ttl=10.0):
@@ -142,3 +145,28 @@ def test_intake_announcements_keeps_valid_ones_of_others(make_identity):
         got = intake.announcements(values, now=NOW + 1)
         assert [x.peer_id for x in got] == [a.peer_id]
     assert stats.rejected == {"key_binding": 1, "malformed": 1}
+
+
+def test_peer_table_with_base(make_identity):
+    me, a, b, c = (make_identity() for _ in range(4))
+    table = PeerTable(me.peer_id)
+
+    def offer(identity, base, now, ttl=10.0):
+        fields = dataclasses.replace(record_fields("s"), base_fingerprint=base)
+        record = check_peer_record(build_peer_record(identity, fields, now, ttl), subkey=identity.peer_id, swarm="s",
+                                   now=now)
+        table.offer(record, now)
+
+    offer(a, BASE, 100.0)
+    offer(b, "other-base", 101.0)
+    offer(c, BASE, 102.0, ttl=1.0)
+    assert table.with_base(BASE) == [a.peer_id, c.peer_id]
+    assert table.with_base(BASE, now=105.0) == [a.peer_id]  # c's record has expired by then
+    assert table.with_base("other-base") == [b.peer_id]
+    assert table.with_base("") == [] and table.with_base("nobody") == []
+    assert [e.base_fingerprint for e in table.entries()] == [BASE, "other-base", BASE]
+    # A base fingerprint longer than the schema allows is refused.
+    long_fields = dataclasses.replace(record_fields("s"), base_fingerprint="x" * 129)
+    r = rejection(check_peer_record, build_peer_record(a, long_fields, 100.0, 10.0), subkey=a.peer_id, swarm="s",
+                  now=100.0)
+    assert r.reason == RejectReason.INVALID_FIELD

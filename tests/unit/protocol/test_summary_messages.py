@@ -1,23 +1,19 @@
-"""Gradient-summary wire and swarm layer: announcements, chunked top-k structure, sealed
-summaries, the outbox, the DHT intake and the peer table's base lookup (pure, no network).
+"""protocol/summary_messages.py: gradient-summary announcements, chunked top-k structure, sealed
+summaries, their DHT intake on summaries keys, and fuzzing of all of it (pure, no network).
 
 Chunked top-k summaries are written by hand with numpy here (uint16 offsets, packed codes,
 float16 scales), exactly as protocols/swarmnode/v1/gradient_summary.proto lays them out.
 """
-import dataclasses
 import math
 
 import numpy as np
 import pytest
-from google.protobuf.wrappers_pb2 import BytesValue
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swarmnode.identity import NodeIdentity, SigningKey
-from swarmnode.protocol import build_peer_record, check_peer_record
 from swarmnode.protocol.codec import (
     MAX_BODY_BYTES,
-    P2PD_MAX_MESSAGE_BYTES,
     MessageKind,
     Rejected,
     RejectReason,
@@ -33,16 +29,10 @@ from swarmnode.protocol.summary_messages import (
     seal_summary,
 )
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.summary_outbox import (
-    MAX_SUMMARY_FETCH_REQUEST_BYTES,
-    MAX_SUMMARY_FETCH_RESPONSE_BYTES,
-    SummaryOutbox,
-    parse_summary_fetch_response,
-    summary_fetch_request,
-)
+from swarmnode.swarm.summary_outbox import SummaryOutbox, parse_summary_fetch_response
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import rollouts_key, summaries_key
-from tests.helpers import record_fields
+from tests.unit.protocol.helpers import rejection
 
 NOW = 1000.0
 TTL = 30.0
@@ -54,12 +44,6 @@ BITS = {gs.VALUE_DTYPE_INT2: 2, gs.VALUE_DTYPE_INT4: 4, gs.VALUE_DTYPE_INT8: 8}
 def announce(identity, now=NOW, ttl=TTL, summary_id=7, base=BASE, size=1234):
     return build_summary_announcement(identity, window=33, summary_id=summary_id, base_fingerprint=base,
                                       size_bytes=size, now=now, ttl_s=ttl)
-
-
-def rejection(fn, *args, **kwargs) -> Rejected:
-    with pytest.raises(Rejected) as info:
-        fn(*args, **kwargs)
-    return info.value
 
 
 # -- hand-written chunked top-k ----------------------------------------------------------------
@@ -276,37 +260,6 @@ def test_summary_ids_are_range_checked(make_identity):
     assert structure_reason(make_identity(), _summary_with(summary_id=2**53 - 1)) is None
 
 
-def test_a_full_size_sealed_summary_fits_one_p2pd_response(make_identity):
-    """The body cap is what one unary response can carry: envelope + SummaryFetchResponse +
-    BytesValue + p2pd's CallUnaryResponse framing (38 bytes measured) under p2pd's 4 MiB."""
-    identity = make_identity()
-    s = gs.GradientSummary(model_fingerprint="m", base_fingerprint=BASE, scheme=gs.COMPRESSION_SCHEME_DENSE)
-    s.tensors.add(name="w", shape=[1], value_dtype=gs.VALUE_DTYPE_FLOAT32, values=b"\x00" * 4)
-    # Pad with an unknown field (kept by protobuf, ignored by the checks) to exactly the body cap.
-    filler = MAX_BODY_BYTES[MessageKind.GRADIENT_SUMMARY] - s.ByteSize() - 6  # tag 2 bytes, length 4
-    s = gs.GradientSummary.FromString(s.SerializeToString() + b"\xfa\x07" + _varint(filler) + b"\x00" * filler)
-    assert s.ByteSize() == MAX_BODY_BYTES[MessageKind.GRADIENT_SUMMARY]
-    envelope = seal_summary(identity, s)
-    assert len(envelope) <= MAX_SUMMARY_FETCH_RESPONSE_BYTES
-    outbox = SummaryOutbox(capacity=1)
-    outbox.add(1, envelope)
-    wire = BytesValue(value=outbox.answer(summary_fetch_request(1))).ByteSize()
-    assert wire + 64 <= P2PD_MAX_MESSAGE_BYTES
-    assert parse_summary_fetch_response(outbox.answer(summary_fetch_request(1))) == envelope
-    with pytest.raises(ValueError, match="cap"):
-        s2 = gs.GradientSummary.FromString(s.SerializeToString() + b"\xfa\x07\x01\x00")
-        seal_summary(identity, s2)
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 # -- sealed summaries --------------------------------------------------------------------------
 
 
@@ -328,36 +281,7 @@ def test_seal_and_open_summary(make_identity):
     assert r.reason == RejectReason.WRONG_KIND
 
 
-# -- outbox ------------------------------------------------------------------------------------
-
-
-def test_outbox_answers_by_id_and_counts():
-    outbox = SummaryOutbox(capacity=2)
-    assert outbox.newest() is None
-    for summary_id in (3, 4, 5):
-        outbox.add(summary_id, bytes([summary_id]) * 10)
-    assert outbox.ids() == [4, 5] and outbox.newest() == (5, 10)  # 3 dropped past capacity
-    assert parse_summary_fetch_response(outbox.answer(summary_fetch_request(5))) == b"\x05" * 10
-    assert parse_summary_fetch_response(outbox.answer(summary_fetch_request(3))) == b""  # no longer held
-    assert outbox.answer(summary_fetch_request(3)) == b""  # an empty envelope
-    assert outbox.answer(b"\xff\xff\xff") == b""  # garbage
-    assert outbox.answer(b"\x08" + b"\xff" * MAX_SUMMARY_FETCH_REQUEST_BYTES) == b""  # oversize
-    assert outbox.answer("not bytes") == b""  # type: ignore[arg-type]
-    assert outbox.counters() == {"held": 2, "served": 1, "bytes_served": 10}
-    outbox.add(4, b"new")  # re-adding an id refreshes it as the newest
-    assert outbox.newest() == (4, 3)
-    with pytest.raises(ValueError):
-        SummaryOutbox(capacity=0)
-
-
-def test_parse_fetch_response_refuses_what_is_not_a_response():
-    assert parse_summary_fetch_response(b"\xff") is None
-    assert parse_summary_fetch_response(None) is None
-    assert parse_summary_fetch_response(b"\x00" * (MAX_SUMMARY_FETCH_RESPONSE_BYTES + 1)) is None
-    assert parse_summary_fetch_response(b"") == b""
-
-
-# -- DHT intake and peer table -----------------------------------------------------------------
+# -- DHT intake of summary announcements (swarm/peers.py RecordIntake) --------------------------
 
 
 def test_intake_admits_summary_announcements_on_summaries_keys(make_identity):
@@ -409,31 +333,6 @@ def test_summaries_key_holds_at_most_max_values_per_key(make_identity):
     assert not intake.admit(key, third.peer_id, announce(third), NOW + TTL, NOW + 1)
     assert intake.admit(key, first.peer_id, announce(first, now=NOW + 1, summary_id=8), NOW + TTL + 1, NOW + 1)
     assert intake.values_over_key_cap == 1
-
-
-def test_peer_table_with_base(make_identity):
-    me, a, b, c = (make_identity() for _ in range(4))
-    table = PeerTable(me.peer_id)
-
-    def offer(identity, base, now, ttl=10.0):
-        fields = dataclasses.replace(record_fields("s"), base_fingerprint=base)
-        record = check_peer_record(build_peer_record(identity, fields, now, ttl), subkey=identity.peer_id, swarm="s",
-                                   now=now)
-        table.offer(record, now)
-
-    offer(a, BASE, 100.0)
-    offer(b, "other-base", 101.0)
-    offer(c, BASE, 102.0, ttl=1.0)
-    assert table.with_base(BASE) == [a.peer_id, c.peer_id]
-    assert table.with_base(BASE, now=105.0) == [a.peer_id]  # c's record has expired by then
-    assert table.with_base("other-base") == [b.peer_id]
-    assert table.with_base("") == [] and table.with_base("nobody") == []
-    assert [e.base_fingerprint for e in table.entries()] == [BASE, "other-base", BASE]
-    # A base fingerprint longer than the schema allows is refused.
-    long_fields = dataclasses.replace(record_fields("s"), base_fingerprint="x" * 129)
-    r = rejection(check_peer_record, build_peer_record(a, long_fields, 100.0, 10.0), subkey=a.peer_id, swarm="s",
-                  now=100.0)
-    assert r.reason == RejectReason.INVALID_FIELD
 
 
 # -- fuzz --------------------------------------------------------------------------------------
