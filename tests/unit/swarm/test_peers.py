@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from swarmnode.protocol import Rejected, RejectReason, build_peer_record, check_peer_record
-from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
+from swarmnode.swarm.peers import UNVERIFIED, MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key
 from tests.helpers import record_fields
@@ -170,3 +170,60 @@ def test_peer_table_with_base(make_identity):
     r = rejection(check_peer_record, build_peer_record(a, long_fields, 100.0, 10.0), subkey=a.peer_id, swarm="s",
                   now=100.0)
     assert r.reason == RejectReason.INVALID_FIELD
+
+
+def test_message_stats_bound_senders_and_never_blame_a_claimed_id():
+    stats = MessageStats(max_senders=2)
+    stats.reject(RejectReason.BAD_SIGNATURE, None)
+    for i in range(5):
+        stats.reject(RejectReason.MALFORMED, f"p{i}")
+    assert stats.rejected == {"bad_signature": 1, "malformed": 5}
+    assert set(stats.rejected_by_sender) == {"p3", "p4"} and stats.senders_evicted == 4
+    stats.reject(RejectReason.KEY_BINDING, None)
+    assert stats.rejected_by_sender[UNVERIFIED] == {"key_binding": 1}
+
+
+def test_forged_record_naming_an_honest_peer_is_not_counted_against_it(make_identity):
+    honest, mallory = make_identity(), make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable("self"), stats, "s", window_s=10.0)
+    from swarmnode.protocol import MessageKind, seal
+    from swarmnode.protocol.generated import peer_record_pb2
+
+    # Mallory signs a record that claims the honest peer's id (with her own binding).
+    claim = peer_record_pb2.PeerRecord(peer_id=honest.peer_id, public_key=mallory.public_key,
+                                       peer_id_binding=mallory.bind_signing_key(), swarm="s", timestamp=NOW,
+                                       expires_at=NOW + 10)
+
+    class ClaimsHonest:
+        peer_id = honest.peer_id
+        public_key = mallory.public_key
+        sign = staticmethod(mallory.sign)
+
+    assert not intake.admit(peer_records_key("s", 100), honest.peer_id, seal(ClaimsHonest, MessageKind.PEER_RECORD, claim),
+                            NOW + 10, NOW + 1)
+    assert stats.rejected == {"key_binding": 1} and honest.peer_id not in stats.rejected_by_sender
+
+
+def test_peer_table_is_bounded_least_recently_refreshed_first(make_identity):
+    a, b, c = make_identity(), make_identity(), make_identity()
+    table = PeerTable("self", capacity=2)
+    rec = lambda who, t: check_peer_record(build_peer_record(who, FIELDS, t, 10.0), subkey=who.peer_id, swarm="s", now=t)
+    table.offer(rec(a, NOW), NOW)
+    table.offer(rec(b, NOW), NOW)
+    table.offer(rec(a, NOW + 1), NOW + 1)  # a refreshed: b is now the least recent
+    table.offer(rec(c, NOW + 2), NOW + 2)
+    assert {e.peer_id for e in table.entries()} == {a.peer_id, c.peer_id} and table.evicted == 1
+
+
+def test_intake_keeps_at_most_max_values_per_key(make_identity):
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable("self"), stats, "s", window_s=10.0, max_values_per_key=2)
+    key = peer_records_key("s", 100)
+    first, second, third = make_identity(), make_identity(), make_identity()
+    value = lambda who: build_peer_record(who, FIELDS, NOW, 10.0)
+    assert intake.admit(key, first.peer_id, value(first), NOW + 10, NOW + 1)
+    assert intake.admit(key, second.peer_id, value(second), NOW + 10, NOW + 1)
+    assert not intake.admit(key, third.peer_id, value(third), NOW + 10, NOW + 1)  # a third peer: over the cap
+    assert intake.admit(key, first.peer_id, build_peer_record(first, FIELDS, NOW + 1, 10.0), NOW + 11, NOW + 1)
+    assert intake.values_over_key_cap == 1

@@ -19,6 +19,8 @@ from swarmnode.swarm.rollout_bookkeeping import (
 )
 from tests.unit.node.gossip.helpers import envelopes
 
+NOW = 1000.0
+
 
 # -- long-poll bookkeeping -----------------------------------------------------------------------
 
@@ -204,3 +206,25 @@ def test_ledger_quality_is_laplace_smoothed():
     assert ledger.quality("p") == pytest.approx(4 / 10)
     ledger.record("good", 8, 0, now=0.0)
     assert ledger.quality("good") == pytest.approx(9 / 10)
+
+
+# -- bounds on per-peer state ---------------------------------------------------------------------
+
+
+def test_sender_ledger_is_bounded_and_keeps_ignored_peers():
+    ledger = SenderLedger(strike_limit=1, strike_window_s=60, ignore_s=100, backlog=4, max_peers=2)
+    assert ledger.record("bad", 0, 2, NOW)  # over the strike limit: ignored
+    for i in range(5):  # a flood of fresh identities
+        ledger.record(f"sybil{i}", 0, 0, NOW + 1)
+    assert len(ledger) == 2 and ledger.ignored("bad", NOW + 2) and ledger.evicted == 4
+
+
+def test_a_flood_of_strangers_keeps_contributors_standing():
+    ledger = SenderLedger(strike_limit=20, strike_window_s=60, ignore_s=100, backlog=4, max_peers=3)
+    ledger.record("honest", 2516, 0, NOW)
+    ledger.advance("honest", 77)
+    for i in range(50):  # announcing identities this node fetched from, that never delivered
+        assert not ledger.ignored(f"sybil{i}", NOW)  # asking makes no entry
+        ledger.standing(f"sybil{i}")
+    assert ledger.standing("honest").accepted == 2516 and ledger.standing("honest").cursor == 77
+    assert len(ledger) == 3

@@ -155,3 +155,12 @@ def test_buffer_take_waits_for_local_groups():
     assert len(take.groups) == 1
     buffer.close()
     assert buffer.take(n_local=3, n_external=0, version=5).groups == []
+
+
+def test_buffer_never_keeps_a_group_from_the_future():
+    from tests.unit.trainer.helpers import group
+
+    buffer = ExperienceBuffer(max_staleness=4)
+    buffer.put([group(version=9, source="peer"), group(version=5, source="peer"), group(version=5)])
+    take = buffer.take(n_local=1, n_external=2, version=5)
+    assert [g.policy_version for g in take.groups] == [5, 5] and take.dropped_stale == 1

@@ -1,6 +1,7 @@
 """trainer/trainer.py: one policy-gradient step (direction, zero-advantage groups, micro-batching,
 peers' implausible samples)."""
 import copy
+import math
 
 import pytest
 import torch
@@ -81,3 +82,50 @@ def test_micro_batched_step_drops_an_implausible_peer_like_the_one_shot_step(tin
         trainer = Trainer(copy.deepcopy(tiny_model), pad_id=0, config=TrainerConfig(micro_batch_tokens=budget))
         dropped[budget] = trainer.step(groups).implausible
     assert dropped[None] == dropped[8] == {"peerA": 2}
+
+
+def test_trainer_drops_and_reports_samples_with_understated_logprobs(tiny_model):
+    from swarmnode.tasks import TaskRef
+    from swarmnode.trainer.experience import ScoredGroup
+    from swarmnode.trainer.trainer import Trainer, TrainerConfig
+    from tests.helpers import teacher_forced_logprobs
+
+    prompt, completions = [1, 2, 3], [[5, 6], [7, 8]]
+    with torch.no_grad():
+        true = [teacher_forced_logprobs(tiny_model, prompt, c).tolist() for c in completions]
+
+    def peer_group(source, shift):
+        return ScoredGroup(ref=TaskRef("sum2", 0, 0), prompt_token_ids=prompt, completion_token_ids=completions,
+                           behavior_logprobs=[[x - shift for x in lp] for lp in true], rewards=[1.0, 0.0],
+                           policy_version=0, source=source)
+
+    import copy
+
+    local = peer_group("local", 0.0)
+    clean = Trainer(copy.deepcopy(tiny_model), pad_id=0, config=TrainerConfig())
+    trainer = Trainer(tiny_model, pad_id=0, config=TrainerConfig())  # the default gap: 1.5 nats/token
+    # The liar's weights sit at the cap (5) on every token: a gap of log 5 = 1.61 nats/token.
+    result = trainer.step([local, peer_group("honest", 0.0), peer_group("liar", math.log(5))])
+    assert result.trained and result.implausible == {"liar": 2}
+    # Its samples leave the objective entirely: the update equals one without the liar's group.
+    assert clean.step([local, peer_group("honest", 0.0)]).implausible == {}
+    for (name, got), want in zip(trainer.model.named_parameters(), clean.model.parameters()):
+        assert torch.allclose(got, want, atol=1e-6), name
+
+
+def test_one_stray_honest_sample_is_not_implausible(tiny_model):
+    """A sample far off this policy is fine when the sender's samples as a whole are not."""
+    from swarmnode.tasks import TaskRef
+    from swarmnode.trainer.experience import ScoredGroup
+    from swarmnode.trainer.trainer import Trainer, TrainerConfig
+    from tests.helpers import teacher_forced_logprobs
+
+    prompt, completions = [1, 2, 3], [[5, 6], [7, 8], [9, 10], [11, 12]]
+    with torch.no_grad():
+        true = [teacher_forced_logprobs(tiny_model, prompt, c).tolist() for c in completions]
+    shifts = [2.0, -1.0, -0.5, -0.6]  # one sample 2 nats/token "too unlikely", the rest the other way
+    group = ScoredGroup(ref=TaskRef("sum2", 0, 0), prompt_token_ids=prompt, completion_token_ids=completions,
+                        behavior_logprobs=[[x - d for x in lp] for lp, d in zip(true, shifts)],
+                        rewards=[1.0, 0.0, 1.0, 0.0], policy_version=0, source="honest")
+    result = Trainer(tiny_model, pad_id=0, config=TrainerConfig()).step([group])
+    assert result.trained and result.implausible == {}
