@@ -1,12 +1,9 @@
-"""protocol/summary_messages.py: gradient-summary announcements, chunked top-k structure, sealed
-summaries, their DHT intake on summaries keys, and fuzzing of all of it (pure, no network).
+"""protocol/summary_messages.py: gradient-summary announcements, sealed summaries, their DHT
+intake on summaries keys, and fuzzing of all of it (pure, no network).
 
-Chunked top-k summaries are written by hand with numpy here (uint16 offsets, packed codes,
-float16 scales), exactly as protocols/swarmnode/v1/gradient_summary.proto lays them out.
+Chunked top-k summaries are written by hand with numpy (tests/unit/protocol/helpers.py), exactly
+as protocols/swarmnode/v1/gradient_summary.proto lays them out.
 """
-import math
-
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,63 +29,13 @@ from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.summary_outbox import SummaryOutbox, parse_summary_fetch_response
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import rollouts_key, summaries_key
-from tests.unit.protocol.helpers import rejection
+from tests.unit.protocol.helpers import BASE, _with_offset, chunked_summary, rejection
 
 NOW = 1000.0
 TTL = 30.0
-BASE = "base-abc"
-CHUNKED = gs.COMPRESSION_SCHEME_CHUNKED_TOPK
-BITS = {gs.VALUE_DTYPE_INT2: 2, gs.VALUE_DTYPE_INT4: 4, gs.VALUE_DTYPE_INT8: 8}
-
-
 def announce(identity, now=NOW, ttl=TTL, summary_id=7, base=BASE, size=1234):
     return build_summary_announcement(identity, window=33, summary_id=summary_id, base_fingerprint=base,
                                       size_bytes=size, now=now, ttl_s=ttl)
-
-
-# -- hand-written chunked top-k ----------------------------------------------------------------
-
-
-def pack_codes(codes: np.ndarray, bits: int) -> bytes:
-    """Unsigned `bits`-bit codes packed little-end first (8 // bits to a byte)."""
-    per = 8 // bits
-    padded = np.concatenate([codes, np.zeros((-len(codes)) % per, dtype=np.uint8)]).astype(np.uint8)
-    shifts = (np.arange(per) * bits).astype(np.uint8)
-    return (padded.reshape(-1, per) << shifts).sum(axis=1).astype(np.uint8).tobytes()
-
-
-def chunked_tensor(name, shape, chunk_size, per_chunk, value_dtype=gs.VALUE_DTYPE_INT2, seed=0) -> gs.CompressedTensor:
-    rng = np.random.default_rng(seed)
-    numel = math.prod(shape)
-    offsets = []
-    for start in range(0, numel, chunk_size):
-        length = min(chunk_size, numel - start)
-        offsets.append(rng.choice(length, size=min(per_chunk, length), replace=False).astype("<u2"))
-    offsets = np.concatenate(offsets)
-    bits = BITS[value_dtype]
-    codes = rng.integers(0, 2**bits, size=len(offsets), dtype=np.uint8)
-    n_chunks = -(-numel // chunk_size)
-    scales = rng.uniform(0.01, 1.0, size=n_chunks).astype("<f2")
-    return gs.CompressedTensor(name=name, shape=list(shape), indices=offsets.tobytes(),
-                               values=pack_codes(codes, bits), value_dtype=value_dtype, scales=scales.tobytes())
-
-
-def chunked_summary(value_dtype=gs.VALUE_DTYPE_INT2, chunk_size=16, per_chunk=3) -> gs.GradientSummary:
-    s = gs.GradientSummary(model_fingerprint="m", base_fingerprint=BASE, base_version=2, step_start=0, step_end=20,
-                           scheme=CHUNKED, window=33, num_samples=64, created_at=NOW, summary_id=7,
-                           chunk_size=chunk_size, per_chunk=per_chunk)
-    # 70 elements: four full chunks of 16 and a last one of 6; 16 elements: exactly one chunk.
-    s.tensors.append(chunked_tensor("layer.weight", (10, 7), chunk_size, per_chunk, value_dtype, seed=1))
-    s.tensors.append(chunked_tensor("layer.bias", (16,), chunk_size, per_chunk, value_dtype, seed=2))
-    return s
-
-
-def structure_reason(identity, summary) -> RejectReason | None:
-    try:
-        open_envelope(seal(identity, MessageKind.GRADIENT_SUMMARY, summary), MessageKind.GRADIENT_SUMMARY)
-    except Rejected as r:
-        return r.reason
-    return None
 
 
 # -- announcements -----------------------------------------------------------------------------
@@ -155,109 +102,6 @@ def test_summary_announcement_fields_are_checked(make_identity, field, value, re
     setattr(message, field, value)
     r = rejection(check_summary_announcement, seal(a, MessageKind.SUMMARY_ANNOUNCEMENT, message), subkey=a.peer_id, now=NOW)
     assert r.reason == reason
-
-
-# -- chunked top-k structure -------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("value_dtype", [gs.VALUE_DTYPE_INT2, gs.VALUE_DTYPE_INT4, gs.VALUE_DTYPE_INT8])
-@pytest.mark.parametrize("chunk_size,per_chunk", [(16, 3), (16, 8), (16, 16), (64, 1), (65536, 5)])
-def test_good_chunked_topk_summary_passes(make_identity, value_dtype, chunk_size, per_chunk):
-    summary = chunked_summary(value_dtype, chunk_size, per_chunk)
-    assert structure_reason(make_identity(), summary) is None
-
-
-def test_chunked_topk_lengths_by_hand():
-    # 70 elements, chunks of 16 sending 3: four full chunks (12 entries) + a last chunk of 6 (3 entries).
-    t = chunked_summary().tensors[0]
-    assert len(t.indices) == 2 * 15 and len(t.values) == math.ceil(15 * 2 / 8) == 4 and len(t.scales) == 2 * 5
-    # per_chunk 8 > the last chunk's 6: it sends all 6, 4 * 8 + 6 = 38 entries.
-    t = chunked_summary(gs.VALUE_DTYPE_INT4, 16, 8).tensors[0]
-    assert len(t.indices) == 2 * 38 and len(t.values) == 19
-
-
-def _mutate(summary, tensor=0, **fields):
-    for name, value in fields.items():
-        setattr(summary.tensors[tensor], name, value)
-    return summary
-
-
-def _offsets(summary, tensor=0) -> np.ndarray:
-    return np.frombuffer(summary.tensors[tensor].indices, dtype="<u2").copy()
-
-
-def _with_offset(position: int, value: int, tensor: int = 0):
-    s = chunked_summary()
-    offsets = _offsets(s, tensor)
-    offsets[position] = value
-    return _mutate(s, tensor, indices=offsets.astype("<u2").tobytes())
-
-
-def _summary_with(**fields):
-    s = chunked_summary()
-    for name, value in fields.items():
-        setattr(s, name, value)
-    return s
-
-
-def _zero_numel():
-    s = chunked_summary()
-    s.tensors.add(name="empty", shape=[0, 4], value_dtype=gs.VALUE_DTYPE_INT2)
-    return s
-
-
-def _int2_with_topk():
-    s = chunked_summary()
-    s.scheme = gs.COMPRESSION_SCHEME_TOPK
-    return s
-
-
-def _huge():
-    s = chunked_summary()
-    s.tensors[0].shape[:] = [2**16, 2**16]  # 2^32 elements
-    return s
-
-
-def _repeated_name():
-    s = chunked_summary()
-    s.tensors[1].name = s.tensors[0].name
-    return s
-
-
-BAD_CHUNKED = {
-    "index bytes one entry short": lambda: _mutate(chunked_summary(), indices=chunked_summary().tensors[0].indices[:-2]),
-    "index bytes odd": lambda: _mutate(chunked_summary(), indices=chunked_summary().tensors[0].indices + b"\x00"),
-    "offset beyond the last (short) chunk": lambda: _with_offset(14, 6),  # entries 12..14 are the 6-long chunk's
-    "offset beyond a full chunk": lambda: _with_offset(0, 16),
-    "offset at uint16 max": lambda: _with_offset(3, 65535),
-    "offset repeated in a chunk": lambda: _with_offset(1, int(_offsets(chunked_summary())[0])),
-    "values one byte short": lambda: _mutate(chunked_summary(), values=chunked_summary().tensors[0].values[:-1]),
-    "values one byte long": lambda: _mutate(chunked_summary(), values=chunked_summary().tensors[0].values + b"\x00"),
-    "scales one chunk short": lambda: _mutate(chunked_summary(), scales=chunked_summary().tensors[0].scales[:-2]),
-    "scales missing": lambda: _mutate(chunked_summary(), tensor=1, scales=b""),
-    "float32 values": lambda: _mutate(chunked_summary(), value_dtype=gs.VALUE_DTYPE_FLOAT32),
-    "INT2 with the TOPK scheme": _int2_with_topk,
-    "zero elements": _zero_numel,
-    "over 2^31 elements": _huge,
-    "chunk_size 0": lambda: _summary_with(chunk_size=0),
-    "chunk_size over 65536": lambda: _summary_with(chunk_size=65537),
-    "per_chunk 0": lambda: _summary_with(per_chunk=0),
-    "per_chunk over chunk_size": lambda: _summary_with(per_chunk=17),
-    "no base_fingerprint": lambda: _summary_with(base_fingerprint=""),
-    "base_fingerprint too long": lambda: _summary_with(base_fingerprint="b" * 129),
-    "repeated tensor name": _repeated_name,
-    "created_at NaN": lambda: _summary_with(created_at=float("nan")),
-}
-
-
-@pytest.mark.parametrize("case", list(BAD_CHUNKED))
-def test_malformed_chunked_topk_is_invalid_field(make_identity, case):
-    assert structure_reason(make_identity(), BAD_CHUNKED[case]()) == RejectReason.INVALID_FIELD
-
-
-def test_summary_ids_are_range_checked(make_identity):
-    assert structure_reason(make_identity(), _summary_with(summary_id=2**53)) == RejectReason.OUT_OF_RANGE
-    assert structure_reason(make_identity(), _summary_with(summary_id=2**53 - 1)) is None
 
 
 # -- sealed summaries --------------------------------------------------------------------------
