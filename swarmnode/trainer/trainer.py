@@ -3,7 +3,7 @@
 A batch runs through the model in micro-batches of rows sized to the device's memory
 (forward.micro_batches), their gradients accumulated: each micro-batch's loss is weighted by
 its share of the batch's tokens, so the sum is the one-shot token-level mean exactly
-(tests/unit/test_trainer.py compares the gradients).
+(tests/unit/trainer/test_trainer.py compares the gradients).
 """
 from __future__ import annotations
 

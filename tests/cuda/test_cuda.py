@@ -11,7 +11,7 @@ from swarmnode.trainer.experience import collate
 from swarmnode.trainer.forward import completion_logprobs
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 from tests.helpers import teacher_forced_logprobs
-from tests.unit.test_trainer import mixed_groups
+from tests.unit.trainer.test_trainer import mixed_groups
 from tests.unit.trainer.test_forward import random_groups
 
 pytestmark = pytest.mark.cuda

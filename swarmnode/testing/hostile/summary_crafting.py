@@ -7,7 +7,7 @@ structural checks (protocol.limits: lengths, offsets, code widths) and is refuse
 receiver's model checks (summaries.checks.check_summary), for the reason named in CORRUPTIONS.
 
 Shared by swarmnode/testing/hostile/summary_attacks.py (served by a real peer process) and
-tests/unit/test_summary_checks.py.
+tests/unit/summaries/test_checks.py.
 """
 from __future__ import annotations
 

@@ -1,14 +1,17 @@
 """swarm/peers.py: the peer table (refresh, replay, expiry) and the record intake (what it drops and counts)."""
+import dataclasses
+
 import pytest
 
 from swarmnode.protocol import Rejected, RejectReason, build_peer_record, check_peer_record
-from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
+from swarmnode.swarm.peers import UNVERIFIED, MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key
 from tests.helpers import record_fields
-from tests.unit.protocol.helpers import SPEEDS, fields
+from tests.unit.protocol.helpers import NOW, SPEEDS, TTL, announce, fields, forged_announcement, rejection
 
 FIELDS = record_fields("s")
+BASE = "base-abc"  # a base model's fingerprint
 
 
 def record(identity, now, ttl=10.0):
@@ -78,3 +81,149 @@ def test_a_record_with_an_impossible_speed_is_dropped_and_counted(make_identity)
     # Ranges are checked before the key binding proves who signed: as for every other field,
     # the rejection is counted but not held against the peer id the record names.
     assert liar.peer_id not in stats.rejected_by_sender
+
+
+def test_message_stats_count_exactly_from_many_threads():
+    import threading
+
+    from swarmnode.protocol import RejectReason
+    from swarmnode.swarm.peers import MessageStats
+
+    stats = MessageStats(max_senders=8)
+
+    def hammer(k):
+        for i in range(3000):
+            stats.reject(RejectReason.MALFORMED, f"p{(k * 7 + i) % 50}")
+            if i % 100 == 0:
+                stats.counts()
+
+    threads = [threading.Thread(target=hammer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert stats.counts()["rejected"] == {"malformed": 12_000} and len(stats.rejected_by_sender) == 8
+
+
+def test_intake_admits_announcements_on_rollouts_keys(make_identity):
+    me, peer, other = make_identity(), make_identity(), make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable(me.peer_id), stats, "s", window_s=10.0)
+    keys = intake.known_keys(NOW + 5)  # window 100
+    assert [k for k in keys if "/rollouts/" in k] == [rollouts_key("s", w) for w in (98, 99, 100, 101)]
+    assert rollouts_key("s", 100) == "swarmnode/s/rollouts/100"
+    key = rollouts_key("s", 100)
+    value = announce(peer)
+    assert intake.admit(key, peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
+    assert intake.admit(key, peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)  # re-judged from cache
+    assert not intake.admit(key, peer.peer_id, forged_announcement(peer, other), expiration=NOW + TTL, now=NOW + 1)
+    assert not intake.admit(key, other.peer_id, value, expiration=NOW + TTL, now=NOW + 1)  # another's subkey
+    assert not intake.admit(key, peer.peer_id, value, expiration=NOW + 3600, now=NOW + 1)  # kept too long
+    # A peer record is not admitted under a rollouts key, nor an announcement under a peers key.
+    record = build_peer_record(peer, record_fields("s"), NOW, TTL)
+    assert not intake.admit(key, peer.peer_id, record, expiration=NOW + TTL, now=NOW + 1)
+    assert not intake.admit(peer_records_key("s", 100), peer.peer_id, value, expiration=NOW + TTL, now=NOW + 1)
+    assert intake.admit(peer_records_key("s", 100), peer.peer_id, record, expiration=NOW + TTL, now=NOW + 1)
+    assert stats.rejected == {"key_binding": 1, "subkey_mismatch": 1, "dht_expiration": 1, "wrong_kind": 2}
+    # A forged binding proves no identity: counted as unverified, never against the peer it names.
+    assert stats.rejected_by_sender["unverified"]["key_binding"] == 1
+    # Its own valid values, misplaced (another subkey) or pinned (a far DHT expiration) by anyone: not its fault.
+    assert peer.peer_id not in stats.rejected_by_sender
+
+
+def test_intake_announcements_keeps_valid_ones_of_others(make_identity):
+    me, a, b = make_identity(), make_identity(), make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable(me.peer_id), stats, "s", window_s=10.0)
+    values = [
+        StoredValue(a.peer_id, announce(a), NOW + TTL),
+        StoredValue(me.peer_id, announce(me), NOW + TTL),  # own: skipped, not rejected
+        StoredValue(b.peer_id, forged_announcement(b, a), NOW + TTL),
+        StoredValue("x", b"garbage", NOW + TTL),
+    ]
+    for _ in range(3):  # three polls of the same DHT contents: each bad value counted once
+        got = intake.announcements(values, now=NOW + 1)
+        assert [x.peer_id for x in got] == [a.peer_id]
+    assert stats.rejected == {"key_binding": 1, "malformed": 1}
+
+
+def test_peer_table_with_base(make_identity):
+    me, a, b, c = (make_identity() for _ in range(4))
+    table = PeerTable(me.peer_id)
+
+    def offer(identity, base, now, ttl=10.0):
+        fields = dataclasses.replace(record_fields("s"), base_fingerprint=base)
+        record = check_peer_record(build_peer_record(identity, fields, now, ttl), subkey=identity.peer_id, swarm="s",
+                                   now=now)
+        table.offer(record, now)
+
+    offer(a, BASE, 100.0)
+    offer(b, "other-base", 101.0)
+    offer(c, BASE, 102.0, ttl=1.0)
+    assert table.with_base(BASE) == [a.peer_id, c.peer_id]
+    assert table.with_base(BASE, now=105.0) == [a.peer_id]  # c's record has expired by then
+    assert table.with_base("other-base") == [b.peer_id]
+    assert table.with_base("") == [] and table.with_base("nobody") == []
+    assert [e.base_fingerprint for e in table.entries()] == [BASE, "other-base", BASE]
+    # A base fingerprint longer than the schema allows is refused.
+    long_fields = dataclasses.replace(record_fields("s"), base_fingerprint="x" * 129)
+    r = rejection(check_peer_record, build_peer_record(a, long_fields, 100.0, 10.0), subkey=a.peer_id, swarm="s",
+                  now=100.0)
+    assert r.reason == RejectReason.INVALID_FIELD
+
+
+def test_message_stats_bound_senders_and_never_blame_a_claimed_id():
+    stats = MessageStats(max_senders=2)
+    stats.reject(RejectReason.BAD_SIGNATURE, None)
+    for i in range(5):
+        stats.reject(RejectReason.MALFORMED, f"p{i}")
+    assert stats.rejected == {"bad_signature": 1, "malformed": 5}
+    assert set(stats.rejected_by_sender) == {"p3", "p4"} and stats.senders_evicted == 4
+    stats.reject(RejectReason.KEY_BINDING, None)
+    assert stats.rejected_by_sender[UNVERIFIED] == {"key_binding": 1}
+
+
+def test_forged_record_naming_an_honest_peer_is_not_counted_against_it(make_identity):
+    honest, mallory = make_identity(), make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable("self"), stats, "s", window_s=10.0)
+    from swarmnode.protocol import MessageKind, seal
+    from swarmnode.protocol.generated import peer_record_pb2
+
+    # Mallory signs a record that claims the honest peer's id (with her own binding).
+    claim = peer_record_pb2.PeerRecord(peer_id=honest.peer_id, public_key=mallory.public_key,
+                                       peer_id_binding=mallory.bind_signing_key(), swarm="s", timestamp=NOW,
+                                       expires_at=NOW + 10)
+
+    class ClaimsHonest:
+        peer_id = honest.peer_id
+        public_key = mallory.public_key
+        sign = staticmethod(mallory.sign)
+
+    assert not intake.admit(peer_records_key("s", 100), honest.peer_id, seal(ClaimsHonest, MessageKind.PEER_RECORD, claim),
+                            NOW + 10, NOW + 1)
+    assert stats.rejected == {"key_binding": 1} and honest.peer_id not in stats.rejected_by_sender
+
+
+def test_peer_table_is_bounded_least_recently_refreshed_first(make_identity):
+    a, b, c = make_identity(), make_identity(), make_identity()
+    table = PeerTable("self", capacity=2)
+    rec = lambda who, t: check_peer_record(build_peer_record(who, FIELDS, t, 10.0), subkey=who.peer_id, swarm="s", now=t)
+    table.offer(rec(a, NOW), NOW)
+    table.offer(rec(b, NOW), NOW)
+    table.offer(rec(a, NOW + 1), NOW + 1)  # a refreshed: b is now the least recent
+    table.offer(rec(c, NOW + 2), NOW + 2)
+    assert {e.peer_id for e in table.entries()} == {a.peer_id, c.peer_id} and table.evicted == 1
+
+
+def test_intake_keeps_at_most_max_values_per_key(make_identity):
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable("self"), stats, "s", window_s=10.0, max_values_per_key=2)
+    key = peer_records_key("s", 100)
+    first, second, third = make_identity(), make_identity(), make_identity()
+    value = lambda who: build_peer_record(who, FIELDS, NOW, 10.0)
+    assert intake.admit(key, first.peer_id, value(first), NOW + 10, NOW + 1)
+    assert intake.admit(key, second.peer_id, value(second), NOW + 10, NOW + 1)
+    assert not intake.admit(key, third.peer_id, value(third), NOW + 10, NOW + 1)  # a third peer: over the cap
+    assert intake.admit(key, first.peer_id, build_peer_record(first, FIELDS, NOW + 1, 10.0), NOW + 11, NOW + 1)
+    assert intake.values_over_key_cap == 1

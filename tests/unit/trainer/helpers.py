@@ -3,6 +3,7 @@ from swarmnode.policy import SamplingParams
 from swarmnode.tasks import TaskRef
 from swarmnode.trainer.experience import ScoredGroup
 from swarmnode.trainer.loop import RolloutConfig
+from swarmnode.trainer.wire import groups_to_batch
 
 REF = TaskRef("sum2", 0, 0)
 
@@ -19,6 +20,16 @@ def group(version=0, source="local", rewards=(1.0, 0.0), completions=None, promp
         ref=REF, prompt_token_ids=list(prompt), completion_token_ids=[list(c) for c in completions],
         behavior_logprobs=None if logprobs is None else [[logprobs] * len(c) for c in completions],
         rewards=list(rewards), policy_version=version, source=source,
+    )
+
+
+def uneven_group(version=0, source="local", rewards=(1.0, 0.0), completions=((5, 6), (7,)), prompt=(1, 2, 3)):
+    """A scored group of sum2 item 0 whose completions differ in length (2 and 1 tokens by default),
+    behaviour logprobs -0.5 per token."""
+    return ScoredGroup(
+        ref=REF, prompt_token_ids=list(prompt), completion_token_ids=[list(c) for c in completions],
+        behavior_logprobs=[[-0.5] * len(c) for c in completions], rewards=list(rewards),
+        policy_version=version, source=source,
     )
 
 
@@ -42,3 +53,26 @@ def raise_the_quota_after_the_first_step(runner, timeout: float) -> tuple[bool, 
     hung = done.is_alive()
     runner.stop()
     return hung, taken
+
+
+# The wire side of peers' groups: the bundled byte tokenizer's ids and groups_to_batch with fixed fields.
+NOW = 1000.0
+EOS = 256  # the bundled byte tokenizer: ids 0..255 are bytes, 256 EOS, 257 PAD
+
+
+def byte_ids(text):
+    return list(text.encode("utf-8"))
+
+
+def scored(item, completions, *, texts=None, version=5, logprobs=None, reported=None, prompt=None):
+    return ScoredGroup(
+        ref=item.ref, prompt_token_ids=[1, 2], completion_token_ids=[list(c) for c in completions],
+        behavior_logprobs=logprobs if logprobs is not None else [[-0.5] * len(c) for c in completions],
+        rewards=list(reported or [1.0] * len(completions)), policy_version=version,
+        texts=list(texts or []), prompt=item.question if prompt is None else prompt,
+    )
+
+
+def to_batch(groups, fingerprint, temperature=1.0, eos_ids=frozenset({EOS}), base="base-a"):
+    return groups_to_batch(groups, window=4, batch_id=9, model_fingerprint=fingerprint, tokenizer_fingerprint="tok",
+                           now=NOW, temperature=temperature, top_p=0.95, eos_ids=set(eos_ids), base_fingerprint=base)

@@ -1,4 +1,6 @@
 """trainer/buffer.py: the buffer's external pool (staleness, bounds, one use per group, waits, counts)."""
+import threading
+
 from swarmnode.trainer.buffer import EXTERNAL_POOL_CAPACITY, ExperienceBuffer
 from tests.unit.trainer.helpers import group
 
@@ -134,3 +136,31 @@ def test_external_usable_counts_what_the_selection_could_draw():
     uniform = ExperienceBuffer(max_staleness=1, external_max_staleness=2, selection="uniform")
     uniform.put([group(version=6, source="p", rewards=(0.0, 0.0)), group(version=6, source="p")])
     assert uniform.external_usable(6) == 2  # uniform draws flat groups too
+
+
+def test_buffer_drops_stale_and_composes_local_and_external():
+    buffer = ExperienceBuffer(max_staleness=1)
+    buffer.put([group(version=0), group(version=2), group(version=3), group(version=3, source="peerA")])
+    take = buffer.take(n_local=1, n_external=4, version=3)
+    assert [g.policy_version for g in take.groups] == [2, 3]  # v0 is 3 behind: dropped
+    assert [g.source for g in take.groups] == ["local", "peerA"]
+    assert take.dropped_stale == 1 and buffer.stats.dropped_stale == 1
+    assert buffer.stats.staleness == {1: 1, 0: 1}
+
+
+def test_buffer_take_waits_for_local_groups():
+    buffer = ExperienceBuffer(max_staleness=0)
+    threading.Timer(0.2, lambda: buffer.put([group(version=5)])).start()
+    take = buffer.take(n_local=1, n_external=0, version=5, timeout=5)
+    assert len(take.groups) == 1
+    buffer.close()
+    assert buffer.take(n_local=3, n_external=0, version=5).groups == []
+
+
+def test_buffer_never_keeps_a_group_from_the_future():
+    from tests.unit.trainer.helpers import group
+
+    buffer = ExperienceBuffer(max_staleness=4)
+    buffer.put([group(version=9, source="peer"), group(version=5, source="peer"), group(version=5)])
+    take = buffer.take(n_local=1, n_external=2, version=5)
+    assert [g.policy_version for g in take.groups] == [5, 5] and take.dropped_stale == 1

@@ -14,6 +14,7 @@ from swarmnode.trainer import (
     staleness_weight,
     token_logprobs,
 )
+from swarmnode.trainer.objectives import mean_logprob_gap, truncate_behavior_logp
 
 F64 = torch.float64
 
@@ -362,3 +363,30 @@ def test_external_sample_mask_by_hand():
     external = torch.tensor([True, True, False, True, False])
     # Only a peer's sample with negative advantage leaves: row 1.
     assert external_sample_mask(advantages, external).tolist() == [1.0, 0.0, 1.0, 1.0, 1.0]
+
+
+def test_mean_logprob_gap_by_hand():
+    logp = torch.tensor([[-1.0, -2.0, -9.0], [-0.5, -0.5, -0.5]])
+    behavior = torch.tensor([[-1.5, -3.0, 0.0], [-0.5 - math.log(5)] * 3])
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    # Row 0: ((-1 + 1.5) + (-2 + 3)) / 2 = 0.75 (the masked token is ignored); row 1: log 5 per token.
+    assert mean_logprob_gap(logp, behavior, mask).tolist() == pytest.approx([0.75, math.log(5)])
+
+
+def test_truncated_behavior_logp_caps_peer_weights_at_one():
+    behavior = torch.tensor([[-2.0, -0.1], [-2.0, -0.1]])
+    proximal = torch.tensor([[-1.0, -1.0], [-1.0, -1.0]])
+    got = truncate_behavior_logp(behavior, proximal, torch.tensor([True, False]))
+    # Peer row: w = exp(-1 - -2) = e > 1 becomes 1; w = exp(-0.9) < 1 stays. Local row unchanged.
+    assert got.tolist() == [[-1.0, pytest.approx(-0.1)], [-2.0, pytest.approx(-0.1)]]
+    assert torch.exp(proximal - got)[0].tolist() == pytest.approx([1.0, math.exp(-0.9)])
+
+
+def test_sender_mean_by_hand():
+    from swarmnode.trainer.objectives import sender_mean
+
+    values = torch.tensor([2.0, -1.0, 4.0, 0.5])
+    weights = torch.tensor([1.0, 3.0, 2.0, 0.0])
+    senders = torch.tensor([7, 7, 9, 3])
+    # sender 7: (1*2 + 3*-1) / 4 = -0.25; sender 9: 4; sender 3 has no weight: 0.
+    assert sender_mean(values, weights, senders).tolist() == [-0.25, -0.25, 4.0, 0.0]

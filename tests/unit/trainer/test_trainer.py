@@ -1,54 +1,14 @@
+"""trainer/trainer.py: one policy-gradient step (direction, zero-advantage groups, micro-batching,
+peers' implausible samples)."""
 import copy
-import threading
+import math
 
 import pytest
 import torch
 
-from swarmnode.tasks import TaskRef
-from swarmnode.trainer.buffer import ExperienceBuffer
-from swarmnode.trainer.experience import ScoredGroup, collate
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 from tests.helpers import teacher_forced_logprobs
-
-REF = TaskRef("sum2", 0, 0)
-
-
-def group(version=0, source="local", rewards=(1.0, 0.0), completions=((5, 6), (7,)), prompt=(1, 2, 3)):
-    return ScoredGroup(
-        ref=REF, prompt_token_ids=list(prompt), completion_token_ids=[list(c) for c in completions],
-        behavior_logprobs=[[-0.5] * len(c) for c in completions], rewards=list(rewards),
-        policy_version=version, source=source,
-    )
-
-
-def test_collate_keeps_each_prompt_once_and_completions_as_rows():
-    batch = collate([group(), group(prompt=(4,), completions=((8, 9, 10),), rewards=(1.0,))], pad_id=0)
-    assert batch.prompt_ids.tolist() == [[1, 2, 3], [0, 0, 4]]  # left-padded: prompts end together
-    assert batch.prompt_mask.tolist() == [[1, 1, 1], [0, 0, 1]]
-    assert batch.completion_ids.tolist() == [[5, 6, 0], [7, 0, 0], [8, 9, 10]]  # right-padded
-    assert batch.completion_mask.tolist() == [[1, 1, 0], [1, 0, 0], [1, 1, 1]]
-    assert batch.behavior_logp.tolist() == [[-0.5, -0.5, 0], [-0.5, 0, 0], [-0.5, -0.5, -0.5]]
-    assert batch.rewards.tolist() == [1.0, 0.0, 1.0] and batch.group_ids.tolist() == [0, 0, 1]
-    assert batch.num_completion_tokens == 6 and batch.completion_lengths.tolist() == [2, 1, 3]
-
-
-def test_buffer_drops_stale_and_composes_local_and_external():
-    buffer = ExperienceBuffer(max_staleness=1)
-    buffer.put([group(version=0), group(version=2), group(version=3), group(version=3, source="peerA")])
-    take = buffer.take(n_local=1, n_external=4, version=3)
-    assert [g.policy_version for g in take.groups] == [2, 3]  # v0 is 3 behind: dropped
-    assert [g.source for g in take.groups] == ["local", "peerA"]
-    assert take.dropped_stale == 1 and buffer.stats.dropped_stale == 1
-    assert buffer.stats.staleness == {1: 1, 0: 1}
-
-
-def test_buffer_take_waits_for_local_groups():
-    buffer = ExperienceBuffer(max_staleness=0)
-    threading.Timer(0.2, lambda: buffer.put([group(version=5)])).start()
-    take = buffer.take(n_local=1, n_external=0, version=5, timeout=5)
-    assert len(take.groups) == 1
-    buffer.close()
-    assert buffer.take(n_local=3, n_external=0, version=5).groups == []
+from tests.unit.trainer.helpers import uneven_group as group
 
 
 def sequence_logprob(model, prompt, completion):
@@ -74,16 +34,6 @@ def test_zero_advantage_groups_do_not_step(tiny_model):
     result = trainer.step([group(rewards=(1.0, 1.0)), group(rewards=(0.0, 0.0))])
     assert not result.trained and result.version == 0 and result.reward_mean == 0.5
     assert all(torch.equal(weights[k], v) for k, v in tiny_model.state_dict().items())
-
-
-def test_select_drops_rows_and_trims_padding():
-    batch = collate([group(prompt=(7, 7, 7, 7), completions=((5, 6, 7, 8), (9,))),
-                     group(completions=((1,), (2,))), group(completions=((3,), (4,)))], pad_id=0)
-    small = batch.select(torch.tensor([False, True, False, False, True, True]))
-    assert small.prompt_ids.tolist() == [[7, 7, 7, 7], [0, 1, 2, 3]]
-    assert small.completion_ids.tolist() == [[9], [3], [4]]  # trimmed to the longest kept completion
-    assert small.completion_mask.tolist() == [[1], [1], [1]]
-    assert small.group_ids.tolist() == [0, 1, 1]  # groups renumbered: the middle one is gone
 
 
 def test_dropping_zero_advantage_groups_leaves_the_update_unchanged(tiny_model):
@@ -132,3 +82,50 @@ def test_micro_batched_step_drops_an_implausible_peer_like_the_one_shot_step(tin
         trainer = Trainer(copy.deepcopy(tiny_model), pad_id=0, config=TrainerConfig(micro_batch_tokens=budget))
         dropped[budget] = trainer.step(groups).implausible
     assert dropped[None] == dropped[8] == {"peerA": 2}
+
+
+def test_trainer_drops_and_reports_samples_with_understated_logprobs(tiny_model):
+    from swarmnode.tasks import TaskRef
+    from swarmnode.trainer.experience import ScoredGroup
+    from swarmnode.trainer.trainer import Trainer, TrainerConfig
+    from tests.helpers import teacher_forced_logprobs
+
+    prompt, completions = [1, 2, 3], [[5, 6], [7, 8]]
+    with torch.no_grad():
+        true = [teacher_forced_logprobs(tiny_model, prompt, c).tolist() for c in completions]
+
+    def peer_group(source, shift):
+        return ScoredGroup(ref=TaskRef("sum2", 0, 0), prompt_token_ids=prompt, completion_token_ids=completions,
+                           behavior_logprobs=[[x - shift for x in lp] for lp in true], rewards=[1.0, 0.0],
+                           policy_version=0, source=source)
+
+    import copy
+
+    local = peer_group("local", 0.0)
+    clean = Trainer(copy.deepcopy(tiny_model), pad_id=0, config=TrainerConfig())
+    trainer = Trainer(tiny_model, pad_id=0, config=TrainerConfig())  # the default gap: 1.5 nats/token
+    # The liar's weights sit at the cap (5) on every token: a gap of log 5 = 1.61 nats/token.
+    result = trainer.step([local, peer_group("honest", 0.0), peer_group("liar", math.log(5))])
+    assert result.trained and result.implausible == {"liar": 2}
+    # Its samples leave the objective entirely: the update equals one without the liar's group.
+    assert clean.step([local, peer_group("honest", 0.0)]).implausible == {}
+    for (name, got), want in zip(trainer.model.named_parameters(), clean.model.parameters()):
+        assert torch.allclose(got, want, atol=1e-6), name
+
+
+def test_one_stray_honest_sample_is_not_implausible(tiny_model):
+    """A sample far off this policy is fine when the sender's samples as a whole are not."""
+    from swarmnode.tasks import TaskRef
+    from swarmnode.trainer.experience import ScoredGroup
+    from swarmnode.trainer.trainer import Trainer, TrainerConfig
+    from tests.helpers import teacher_forced_logprobs
+
+    prompt, completions = [1, 2, 3], [[5, 6], [7, 8], [9, 10], [11, 12]]
+    with torch.no_grad():
+        true = [teacher_forced_logprobs(tiny_model, prompt, c).tolist() for c in completions]
+    shifts = [2.0, -1.0, -0.5, -0.6]  # one sample 2 nats/token "too unlikely", the rest the other way
+    group = ScoredGroup(ref=TaskRef("sum2", 0, 0), prompt_token_ids=prompt, completion_token_ids=completions,
+                        behavior_logprobs=[[x - d for x in lp] for lp, d in zip(true, shifts)],
+                        rewards=[1.0, 0.0, 1.0, 0.0], policy_version=0, source="honest")
+    result = Trainer(tiny_model, pad_id=0, config=TrainerConfig()).step([group])
+    assert result.trained and result.implausible == {}

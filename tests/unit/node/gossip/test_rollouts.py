@@ -1,72 +1,16 @@
-"""RolloutGossip's bookkeeping for fetched batches: cursors, replays, failing storage and the
-per-peer rate limits. The network and the trainer are stand-ins here (the integration tests in
-tests/integration/test_hostile_peer.py drive the same code with real peers)."""
+"""node/gossip/rollouts.py RolloutGossip: its bookkeeping for fetched batches (cursors, replays,
+failing storage, the per-peer rate limits) and its fetch loop (long-polls, back-off of peers that
+answer nothing at once, DHT announcement reads only when due, deferred fetches while the pool is
+full). Values are worked out by hand; the network and the trainer are stand-ins here (the
+integration tests in tests/integration/test_hostile_peer_cannot_stop_training.py drive the same
+code with real peers)."""
 import asyncio
 
-from swarmnode.config import NodeConfig
-from swarmnode.node.gossip import PeerStandings, RolloutGossip
-from swarmnode.trainer.intake import IntakeResult
+from swarmnode.node.gossip import RolloutGossip
 from swarmnode.protocol.generated import rollout_batch_pb2
-from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, seal_rollout_batch
-from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.rollout_bookkeeping import rollout_fetch_request
-
-NOW = 1_000_000.0
-
-
-class Transport:
-    def __init__(self):
-        self.response = b""
-
-    def dht_time(self):
-        return NOW
-
-    async def request(self, peer, protocol, payload, timeout):
-        return self.response
-
-    def child_processes(self):
-        return []
-
-
-class Training:
-    fingerprint = tokenizer_fingerprint = "fp"
-    eos_ids = {0}
-
-    def __init__(self):
-        self.received = []
-        self.wanted = True  # the pool wants peers' groups (TrainingService.external_wanted)
-
-    def external_wanted(self):
-        return self.wanted
-
-    def receive(self, batch, sender):
-        self.received.append(batch.batch_id)
-        return IntakeResult(groups=["group"] * len(batch.groups), same_model=True)
-
-
-def sealed(identity, batch_id):
-    batch = rollout_batch_pb2.RolloutBatch(window=1, policy_version=1, model_fingerprint="fp", batch_id=batch_id,
-                                           created_at=NOW, temperature=1.0, top_p=1.0)
-    group = batch.groups.add(prompt="1+2=")
-    group.task.task = "sum2"
-    group.completions.add(text="3", token_ids=[51], logprobs=[-0.5])
-    return seal_rollout_batch(identity, batch)
-
-
-def response(*envelopes):
-    return rollout_batch_pb2.RolloutFetchResponse(envelopes=list(envelopes)).SerializeToString()
-
-
-def make_gossip(tmp_path, make_identity, **limits):
-    config = NodeConfig.model_validate({"limits": limits})
-    me, peer = make_identity(), make_identity()
-    stats = MessageStats()
-    records = RecordIntake(PeerTable(me.peer_id), stats, "s", 10.0)
-    transport = Transport()
-    standings = PeerStandings.open(config, stats, tmp_path, transport.dht_time)
-    gossip = RolloutGossip(config, me, transport, Training(), records, standings)
-    announcement = rollout_batch_pb2.RolloutAnnouncement(peer_id=peer.peer_id, first_batch_id=1, last_batch_id=9)
-    return gossip, peer, CheckedRolloutAnnouncement(announcement, peer.public_key)
+from swarmnode.protocol.rollout_messages import seal_rollout_batch
+from swarmnode.swarm.rollout_bookkeeping import MAX_BATCHES_PER_FETCH, parse_rollout_fetch_request, rollout_fetch_request
+from tests.unit.node.gossip.helpers import NOW, make_gossip, response, sealed
 
 
 def test_failing_storage_neither_replays_nor_uncounts_a_batch(tmp_path, make_identity):
@@ -204,23 +148,126 @@ def test_a_batch_too_old_moves_the_cursor_and_is_not_a_strike(tmp_path, make_ide
     gossip.close()
 
 
-def test_message_stats_count_exactly_from_many_threads():
-    import threading
+# -- long-polled fetches: back-off of peers that answer nothing at once, announcement reads when due
 
-    from swarmnode.protocol import RejectReason
-    from swarmnode.swarm.peers import MessageStats
 
-    stats = MessageStats(max_senders=8)
+def test_fetches_long_poll_and_back_off_peers_that_answer_nothing_at_once(tmp_path, make_identity):
+    gossip, holder, holder_announced = make_gossip(tmp_path, make_identity)
+    _, old, old_announced = make_gossip(tmp_path / "old", make_identity)
+    cfg = gossip.config.rollouts
+    cfg.fetch_interval_s, cfg.long_poll_s = 0.05, 0.4  # idle back-off: at most 2^3 intervals
+    gossip.config.training.external_rollouts = 4
+    gossip.training.ready = True
+    asked = {holder.peer_id: [], old.peer_id: []}
 
-    def hammer(k):
-        for i in range(3000):
-            stats.reject(RejectReason.MALFORMED, f"p{(k * 7 + i) % 50}")
-            if i % 100 == 0:
-                stats.counts()
+    async def request(peer, protocol, payload, timeout):
+        wait_s = parse_rollout_fetch_request(payload).wait_ms / 1000
+        asked[peer].append((wait_s, timeout))
+        if peer == holder.peer_id:
+            await asyncio.sleep(wait_s)  # holds the long-poll, then has nothing
+        return response()  # an older node answers at once
 
-    threads = [threading.Thread(target=hammer, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert stats.counts()["rejected"] == {"malformed": 12_000} and len(stats.rejected_by_sender) == 8
+    async def announcements():
+        return [holder_announced, old_announced]
+
+    gossip.transport.request = request
+    gossip._read_announcements = announcements
+    for announced in (holder_announced, old_announced):
+        announced.announcement.expires_at = NOW + 60
+        gossip.standings.ledger.advance(announced.peer_id, 0)
+
+    async def run_for(seconds):
+        loop = asyncio.create_task(gossip.fetch_loop())
+        await asyncio.sleep(seconds)
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+    asyncio.run(run_for(1.6))
+    # ~30 rounds. The holder: one request per 0.4 s hold (+ a round to notice), not 30.
+    assert 2 <= len(asked[holder.peer_id]) <= 5, asked[holder.peer_id]
+    assert asked[holder.peer_id][0] == (0.4, cfg.fetch_timeout_s + 0.4)
+    # The old node: asked in rounds 1, 2, 4, 8, 16, 24 (idle 1, 2, 3, then every 8th): 6, not 30.
+    assert 4 <= len(asked[old.peer_id]) <= 8, asked[old.peer_id]
+    sent = sum(map(len, asked.values()))
+    assert gossip.counters["fetch_requests"] == sent and gossip.counters["empty_fetches"] in (sent - 1, sent)  # one may be in flight
+    gossip.close()
+
+
+def test_long_polls_leave_half_the_fetch_slots_free(tmp_path, make_identity):
+    gossip, _, _ = make_gossip(tmp_path, make_identity, max_concurrent_fetches=8)
+    gossip._long_polls_out = 3
+    assert gossip._long_poll_s() == gossip.config.rollouts.long_poll_s
+    gossip._long_polls_out = 4
+    assert gossip._long_poll_s() == 0.0  # four held of eight slots: plain polls from here
+    gossip.close()
+    single, _, _ = make_gossip(tmp_path / "one", make_identity, max_concurrent_fetches=1)
+    assert single._long_poll_s() == 0.0  # one slot: never held
+    single.close()
+
+
+def test_announcements_are_read_when_due_not_every_round(tmp_path, make_identity):
+    gossip, _, announced = make_gossip(tmp_path, make_identity)
+    gossip.config.rollouts.fetch_interval_s = 0.02
+    gossip.config.training.external_rollouts = 4
+    gossip.training.ready = True
+    announced.announcement.expires_at = NOW + 60
+    reads = []
+
+    async def announcements():
+        reads.append(1)
+        return [announced]
+
+    gossip._read_announcements = announcements
+
+    async def scenario():
+        loop = asyncio.create_task(gossip.fetch_loop())
+        await asyncio.sleep(0.3)  # ~15 rounds; DHT time stands still here, so nothing lapses
+        first = len(reads)
+        gossip.receiver.reread_announcements = True  # a batch signed with another key than announced
+        await asyncio.sleep(0.1)
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+        return first
+
+    assert asyncio.run(scenario()) == 1 and len(reads) == 2
+    assert gossip.counters["announcement_reads"] == 2
+    gossip.close()
+
+
+def test_a_full_pool_defers_fetches_and_then_asks_for_the_newest_batches(tmp_path, make_identity):
+    gossip, peer, announced = make_gossip(tmp_path, make_identity)
+    cfg = gossip.config.rollouts
+    cfg.fetch_interval_s, cfg.long_poll_s = 0.02, 0.0
+    gossip.config.training.external_rollouts = 4
+    gossip.training.ready = True
+    announced.announcement.expires_at = NOW + 60
+    gossip.standings.ledger.advance(peer.peer_id, 0)
+    asked = []
+
+    async def request(peer_id, protocol, payload, timeout):
+        asked.append(parse_rollout_fetch_request(payload))
+        return response()
+
+    async def announcements():
+        return [announced]
+
+    gossip.transport.request = request
+    gossip._read_announcements = announcements
+
+    async def run_for(seconds):
+        loop = asyncio.create_task(gossip.fetch_loop())
+        await asyncio.sleep(seconds)
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+    gossip.training.wanted = False  # the pool holds fetch_ahead_steps steps' worth
+    asyncio.run(run_for(0.2))
+    assert asked == [] and gossip.counters["fetches_deferred"] >= 3
+    gossip.training.wanted = True
+    asyncio.run(run_for(0.2))
+    assert asked and all(r.newest and r.max_batches == cfg.backlog_batches for r in asked)
+    asked.clear()
+    cfg.fetch_ahead_steps = 0  # fetch everything: the oldest batches after the cursor, as many as fit
+    asyncio.run(run_for(0.2))
+    assert asked and all(not r.newest and r.max_batches == MAX_BATCHES_PER_FETCH for r in asked)
+    gossip.close()
