@@ -19,8 +19,8 @@ from rich.live import Live
 
 from swarmnode import __version__
 from swarmnode.cli.render import peers_table, status_view
-from swarmnode.config import ConfigError, load_config
-from swarmnode.home import NodeHome, resolve_home
+from swarmnode.config import ConfigError, NodeConfig, ValueSources, load_config, load_config_with_sources
+from swarmnode.home import NodeHome, home_source, resolve_home
 
 app = typer.Typer(
     name="swarmnode",
@@ -106,6 +106,8 @@ def run(
 
     root = resolve_home(home)
     node_home = NodeHome(root)
+    if log_level.upper() not in LOG_LEVELS:
+        fail(f"--log-level {log_level}: expected one of {', '.join(LOG_LEVELS)}", 2)
     overrides: dict[str, Any] = {}
     if initial_peer:
         overrides["swarm.initial_peers"] = list(initial_peer)
@@ -118,15 +120,35 @@ def run(
             fail(f"--slowdown: {problem}")
         overrides["training.slowdown"] = slowdown
     config_path = config if config is not None else node_home.config
+    if config is not None and not config.is_file():
+        fail(f"--config {config}: file not found; check the path")
     if config is None and not node_home.config.exists():
         fail(f"{root} is not a node home (no config.yaml); create it with: swarmnode init --home {root}")
     try:
-        cfg = load_config(config_path, overrides)
+        cfg, sources = load_config_with_sources(config_path, overrides, flags=RUN_FLAGS)
         if host_port is not None:
             cfg.network.host_maddrs = [_with_tcp_port(m, host_port) for m in cfg.network.host_maddrs]
+            sources = sources.with_flag("network.host_maddrs", "--host-port")
     except ConfigError as e:
         fail(str(e))
+    _check_before_start(cfg, sources, root, home_source(home))
     raise typer.Exit(run_daemon(cfg, node_home, log_level))
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+RUN_FLAGS = {"swarm.initial_peers": "--initial-peer", "status.port": "--status-port",
+             "network.client_mode": "--client-mode", "training.slowdown": "--slowdown"}
+
+
+def _check_before_start(cfg: NodeConfig, sources: ValueSources, root: Path, source_of_home: str) -> None:
+    """Exit 2 with one line per problem found before anything starts (node/preflight.py)."""
+    from swarmnode.node.preflight import probe_start, start_problems
+
+    problems = start_problems(cfg, probe_start(cfg, root), sources, root, source_of_home)
+    for line in problems[:-1]:
+        typer.echo(f"error: {line}", err=True)
+    if problems:
+        fail(problems[-1], 2)
 
 
 def _with_tcp_port(maddr: str, port: int) -> str:

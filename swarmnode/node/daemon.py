@@ -271,11 +271,11 @@ class Node:
                 except JoinError as e:
                     errors.append(str(e))
                     delay = backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s)
-                    log.warning(
-                        "join attempt %d: initial peer %s failed: %s; check the address and port, that the "
-                        "peer is running, and that a firewall lets this node reach it; retrying in %.1fs",
-                        attempt, maddr, e, delay,
-                    )
+                    # The advice once; later attempts in one short line each.
+                    advice = ("; check the address and port, that the peer is running, and that a firewall "
+                              "lets this node reach it") if attempt == 1 else ""
+                    log.warning("join attempt %d: initial peer %s failed: %s%s; retrying in %.1fs",
+                                attempt, maddr, e, advice, delay)
                     continue
                 log.info("joined the swarm through %s", maddr)
                 self.join = JoinState(self.join.initial_peers, True, attempt, None)
