@@ -100,6 +100,9 @@ def run(
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING, ERROR"),
     slowdown: Optional[float] = typer.Option(
         None, "--slowdown", help="make the node X times slower for real (X >= 1; config training.slowdown)"),
+    keep_serving: Optional[bool] = typer.Option(
+        None, "--keep-serving/--no-keep-serving",
+        help="if training fails, keep serving the swarm without it instead of exiting (training.keep_serving)"),
 ) -> None:
     """Run the node daemon in the foreground (Ctrl-C or SIGTERM stops it cleanly)."""
     from swarmnode.node.runner import run_daemon
@@ -119,6 +122,8 @@ def run(
         if problem := _slowdown_problem(slowdown):  # named as the flag, not as a line of the config file
             fail(f"--slowdown: {problem}")
         overrides["training.slowdown"] = slowdown
+    if keep_serving is not None:
+        overrides["training.keep_serving"] = keep_serving
     config_path = config if config is not None else node_home.config
     if config is not None and not config.is_file():
         fail(f"--config {config}: file not found; check the path")
@@ -137,7 +142,8 @@ def run(
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 RUN_FLAGS = {"swarm.initial_peers": "--initial-peer", "status.port": "--status-port",
-             "network.client_mode": "--client-mode", "training.slowdown": "--slowdown"}
+             "network.client_mode": "--client-mode", "training.slowdown": "--slowdown",
+             "training.keep_serving": "--keep-serving"}
 
 
 def _check_before_start(cfg: NodeConfig, sources: ValueSources, root: Path, source_of_home: str) -> None:

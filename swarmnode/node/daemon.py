@@ -22,7 +22,7 @@ from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, b
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.limits import CAPABILITY_CAPS
 from swarmnode.status.server import StatusServer
-from swarmnode.status.snapshot import JoinState, build_status
+from swarmnode.status.snapshot import JoinState, build_status, state_name
 from swarmnode.summaries import OuterResult
 from swarmnode.swarm.backoff import backoff_delay
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
@@ -76,6 +76,7 @@ class Node:
         self.join = JoinState(tuple(config.swarm.initial_peers), joined=not config.swarm.initial_peers, attempts=0, last_error=None)
         self._stop = asyncio.Event()
         self.fatal: str | None = None  # why the daemon stopped on its own (exit code 1), if it did
+        self.training_failure: str | None = None  # why training ended on an error, if it did
         self.last_maintenance: dict[str, Any] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -98,9 +99,24 @@ class Node:
             self.summaries.take_verdicts(result)
 
     def _training_failed(self, reason: str) -> None:
-        """Training cannot go on (a fatal error on the trainer thread): stop the node."""
+        """Training ended on an error (trainer thread): stop the node with exit code 1, or, with
+        training.keep_serving, serve the swarm on without training."""
         assert self._loop is not None  # training starts only inside `run`
-        self._loop.call_soon_threadsafe(self.request_stop, reason)
+        self.training_failure = reason
+        if self.config.training.keep_serving:
+            log.error("training failed: %s; serving the swarm without training (training.keep_serving)", reason)
+        else:
+            self._loop.call_soon_threadsafe(self.request_stop, f"training failed: {reason}")
+
+    @property
+    def state_label(self) -> str:
+        """status `state`: the PeerRecord state, or `failed` (training failed, the node stops) or
+        `serving` (training failed, training.keep_serving keeps the node in the swarm)."""
+        if self.fatal is not None:
+            return "failed"
+        if self.training_failure is not None and self.config.training.keep_serving:
+            return "serving"
+        return state_name(self.state)
 
     async def run(self) -> None:
         lock = DaemonLock(self.home)
@@ -308,7 +324,7 @@ class Node:
             swarm=self.config.swarm.name,
             software_version=__version__,
             protocol_version=PROTOCOL_VERSION,
-            state=self.state,
+            state=self.state_label,
             started_at=self.started_at,
             now=now,
             window=window_index(now, self.config.swarm.window_s),

@@ -6,20 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 
 from swarmnode.home import NodeHome, init_home
-
-
-def p2pd_of(home: NodeHome) -> list[psutil.Process]:
-    """Any p2pd started with this home's identity (a start that failed must leave none)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = " ".join(proc.info["cmdline"] or [])
-        if "p2pd" in cmdline and str(home.p2p_identity) in cmdline:
-            found.append(proc)
-    return found
+from tests.integration.conftest import p2pd_of
 
 
 def run_node(home: NodeHome, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
