@@ -17,3 +17,14 @@ def test_failed_training_shows_in_the_state():
     assert state_of() == "running"
     assert state_of(fatal="training failed: X", training_failure="X") == "failed"
     assert state_of(training_failure="X", keep_serving=True) == "serving"
+
+
+def test_a_mismatch_names_both_swarms_or_both_versions():
+    from swarmnode.node.daemon import describe_mismatch
+    from swarmnode.protocol import RecordOrigin
+
+    line = describe_mismatch(RecordOrigin("12D3KooWX", "swarmnode-public", 1), "swarmnode-local", 1)
+    assert line.startswith("initial peer 12D3KooWX is in swarm 'swarmnode-public' while this node is in swarm "
+                           "'swarmnode-local'")
+    line = describe_mismatch(RecordOrigin("12D3KooWX", None, 2), "swarmnode-local", 1)
+    assert "speaks protocol version 2 while this node speaks version 1" in line
