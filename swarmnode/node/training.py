@@ -225,6 +225,9 @@ class TrainingService:
             reason = failure_reason(e)
             log.debug("training failed", exc_info=True)  # the whole traceback, for --log-level DEBUG
             self.status.failed(reason)
+            if self._stopping.is_set():  # the node is stopping anyway: a clean stop stays a clean stop
+                log.warning("training ended with an error while stopping: %s", reason)
+                return
             if self.listeners.on_fatal is not None:
                 self.listeners.on_fatal(reason)  # the daemon logs it and stops, or serves on (training.keep_serving)
             else:
