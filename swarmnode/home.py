@@ -18,6 +18,13 @@ DEFAULT_HOME = Path("~/.swarmnode")
 HOME_ENV = "SWARMNODE_HOME"
 
 
+def home_source(home: Path | None) -> str:
+    """Where the home given to resolve_home came from, for error lines."""
+    if home is not None:
+        return "--home"
+    return f"environment variable {HOME_ENV}" if os.environ.get(HOME_ENV) else f"the default home {DEFAULT_HOME}"
+
+
 def resolve_home(home: Path | None) -> Path:
     if home is None:
         home = Path(os.environ.get(HOME_ENV, str(DEFAULT_HOME)))

@@ -226,7 +226,7 @@ def wait_for_minutes(swarm: LocalSwarm, deadline: float, t0: float, caption: str
 
     def refresh() -> list[dict]:
         rows = swarm.poll()
-        bad = [r["name"] for r in rows if r.get("error") == "not running"
+        bad = [r["name"] for r in rows if r.get("exited")
                or str((r.get("training") or {}).get("phase", "")).startswith("failed")]
         if bad:
             raise SystemExit(f"{', '.join(bad)} failed; see the logs under {swarm.root}")

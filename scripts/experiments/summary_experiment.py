@@ -164,7 +164,7 @@ def wait_until_trained(swarm: LocalSwarm, steps: int, caption: str, console: Con
     rows = swarm.poll()
     with Live(swarm_table(rows, caption), console=console, refresh_per_second=1) as live:
         while not all(done(r) for r in rows[:first]):
-            bad = [r["name"] for r in rows if r.get("error") == "not running"
+            bad = [r["name"] for r in rows if r.get("exited")
                    or str((r.get("training") or {}).get("phase", "")).startswith("failed")]
             if bad:
                 raise SystemExit(f"{', '.join(bad)} failed; see the logs under {swarm.root}")

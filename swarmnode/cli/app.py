@@ -20,8 +20,8 @@ from rich.live import Live
 from swarmnode import __version__
 from swarmnode.cli.help import HelpCommand, HelpGroup
 from swarmnode.cli.render import peers_table
-from swarmnode.config import ConfigError, load_config
-from swarmnode.home import NodeHome, resolve_home
+from swarmnode.config import ConfigError, NodeConfig, ValueSources, load_config, load_config_with_sources
+from swarmnode.home import NodeHome, home_source, resolve_home
 
 app = typer.Typer(
     name="swarmnode",
@@ -112,6 +112,8 @@ def run(
         "INFO", "--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING or ERROR", rich_help_panel=RARE),
     slowdown: Optional[float] = typer.Option(
         None, "--slowdown", metavar="X", help="run X times slower (X >= 1)", rich_help_panel=RARE),
+    keep_serving: Optional[bool] = typer.Option(
+        None, "--keep-serving", rich_help_panel=RARE, help="on a training failure, serve on without training"),
 ) -> None:
     """Run the node daemon in the foreground (Ctrl-C stops it cleanly).
 
@@ -121,6 +123,8 @@ def run(
 
     root = resolve_home(home)
     node_home = NodeHome(root)
+    if log_level.upper() not in LOG_LEVELS:
+        fail(f"--log-level {log_level}: expected one of {', '.join(LOG_LEVELS)}", 2)
     overrides: dict[str, Any] = {}
     if initial_peer:
         overrides["swarm.initial_peers"] = list(initial_peer)
@@ -132,16 +136,39 @@ def run(
         if problem := _slowdown_problem(slowdown):  # named as the flag, not as a line of the config file
             fail(f"--slowdown: {problem}")
         overrides["training.slowdown"] = slowdown
+    if keep_serving is not None:
+        overrides["training.keep_serving"] = keep_serving
     config_path = config if config is not None else node_home.config
+    if config is not None and not config.is_file():
+        fail(f"--config {config}: file not found; check the path")
     if config is None and not node_home.config.exists():
         fail(f"{root} is not a node home (no config.yaml); create it with: swarmnode init --home {root}")
     try:
-        cfg = load_config(config_path, overrides)
+        cfg, sources = load_config_with_sources(config_path, overrides, flags=RUN_FLAGS)
         if host_port is not None:
             cfg.network.host_maddrs = [_with_tcp_port(m, host_port) for m in cfg.network.host_maddrs]
+            sources = sources.with_flag("network.host_maddrs", "--host-port")
     except ConfigError as e:
         fail(str(e))
+    _check_before_start(cfg, sources, root, home_source(home))
     raise typer.Exit(run_daemon(cfg, node_home, log_level))
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+RUN_FLAGS = {"swarm.initial_peers": "--initial-peer", "status.port": "--status-port",
+             "network.client_mode": "--client-mode", "training.slowdown": "--slowdown",
+             "training.keep_serving": "--keep-serving"}
+
+
+def _check_before_start(cfg: NodeConfig, sources: ValueSources, root: Path, source_of_home: str) -> None:
+    """Exit 2 with one line per problem found before anything starts (node/preflight.py)."""
+    from swarmnode.node.preflight import probe_start, start_problems
+
+    problems = start_problems(cfg, probe_start(cfg, root), sources, root, source_of_home)
+    for line in problems[:-1]:
+        typer.echo(f"error: {line}", err=True)
+    if problems:
+        fail(problems[-1], 2)
 
 
 def _with_tcp_port(maddr: str, port: int) -> str:

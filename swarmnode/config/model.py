@@ -123,6 +123,10 @@ class TrainingConfig(_Section):
                               "(faster on a CPU node: no shared GIL; hf backend on cpu only)"
     )
     max_steps: int | None = Field(None, ge=1, description="stop training after this many steps (the node keeps serving)")
+    keep_serving: bool = Field(
+        False, description="when training fails after start, stay in the swarm serving peers without training "
+                           "(status state `serving`) instead of stopping with exit code 1 (`swarmnode run --keep-serving`)"
+    )
     micro_batch_tokens: int | Literal["auto"] = Field(
         "auto", description="padded positions per forward + backward (larger batches accumulate gradients over "
                             "micro-batches); auto: from the GPU's free memory, or 4 GiB of activations on a CPU"

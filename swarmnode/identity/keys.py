@@ -163,6 +163,12 @@ def create_node_key(path: Path, passphrase: str | None) -> bool:
     return True
 
 
+def _replace_hint(path: Path) -> str:
+    """The next step for a key file that cannot be used."""
+    return (f"restore it from a backup, or move it aside and run `swarmnode init --home {path.parent}` for a new one "
+            "(the node then has a new identity)")
+
+
 def load_node_key(path: Path, passphrase: str | None) -> SigningKey:
     if not path.is_file():
         raise KeyFileError(f"node key {path} not found; create a node home with: swarmnode init")
@@ -175,10 +181,12 @@ def load_node_key(path: Path, passphrase: str | None) -> SigningKey:
     try:
         key = serialization.load_pem_private_key(data, password=passphrase.encode("utf-8") if encrypted else None)
     except (ValueError, TypeError) as e:
-        hint = f"wrong {PASSPHRASE_ENV}?" if encrypted else "the file is damaged"
-        raise KeyFileError(f"cannot read node key {path}: {e} ({hint})") from None
+        first = str(e).split(". ")[0].strip().rstrip(".") or type(e).__name__  # cryptography adds a paragraph
+        if encrypted:
+            raise KeyFileError(f"cannot read node key {path}: {first} (wrong {PASSPHRASE_ENV}?)") from None
+        raise KeyFileError(f"cannot read node key {path}: {first} (the file is damaged); {_replace_hint(path)}") from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise KeyFileError(f"node key {path} is not an Ed25519 key")
+        raise KeyFileError(f"node key {path} is not an Ed25519 key; {_replace_hint(path)}")
     return SigningKey(key)
 
 
@@ -200,10 +208,10 @@ def load_p2p_identity(path: Path) -> SigningKey:
     _check_private_mode(path)
     data = path.read_bytes()
     if len(data) != 4 + 64 or not data.startswith(_LIBP2P_ED25519_PRIVATE_PREFIX):
-        raise KeyFileError(f"libp2p identity {path} is not an Ed25519 libp2p private key")
+        raise KeyFileError(f"libp2p identity {path} is not an Ed25519 libp2p private key; {_replace_hint(path)}")
     key = SigningKey(Ed25519PrivateKey.from_private_bytes(data[4:36]))
     if key.public_bytes != data[36:]:
-        raise KeyFileError(f"libp2p identity {path} is damaged (public half does not match)")
+        raise KeyFileError(f"libp2p identity {path} is damaged (public half does not match); {_replace_hint(path)}")
     return key
 
 

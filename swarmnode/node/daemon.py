@@ -18,11 +18,11 @@ from swarmnode.node.leftovers import describe_children, kill_leftover_children
 from swarmnode.node.scheduling import plan_loop
 from swarmnode.node.storage import maintain_stores, storage_status
 from swarmnode.node.training import TrainingListeners, TrainingService
-from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, build_peer_record
+from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, RecordOrigin, build_peer_record
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.limits import CAPABILITY_CAPS
 from swarmnode.status.server import StatusServer
-from swarmnode.status.snapshot import JoinState, build_status
+from swarmnode.status.snapshot import JoinState, build_status, state_name
 from swarmnode.summaries import OuterResult
 from swarmnode.swarm.backoff import backoff_delay
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
@@ -76,7 +76,9 @@ class Node:
         self.join = JoinState(tuple(config.swarm.initial_peers), joined=not config.swarm.initial_peers, attempts=0, last_error=None)
         self._stop = asyncio.Event()
         self.fatal: str | None = None  # why the daemon stopped on its own (exit code 1), if it did
+        self.training_failure: str | None = None  # why training ended on an error, if it did
         self.last_maintenance: dict[str, Any] | None = None
+        self._said: set[str] = set()  # one-time lines already logged
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -98,9 +100,24 @@ class Node:
             self.summaries.take_verdicts(result)
 
     def _training_failed(self, reason: str) -> None:
-        """Training cannot go on (a fatal error on the trainer thread): stop the node."""
+        """Training ended on an error (trainer thread): stop the node with exit code 1, or, with
+        training.keep_serving, serve the swarm on without training."""
         assert self._loop is not None  # training starts only inside `run`
-        self._loop.call_soon_threadsafe(self.request_stop, reason)
+        self.training_failure = reason
+        if self.config.training.keep_serving:
+            log.error("training failed: %s; serving the swarm without training (training.keep_serving)", reason)
+        else:
+            self._loop.call_soon_threadsafe(self.request_stop, f"training failed: {reason}")
+
+    @property
+    def state_label(self) -> str:
+        """status `state`: the PeerRecord state, or `failed` (training failed, the node stops) or
+        `serving` (training failed, training.keep_serving keeps the node in the swarm)."""
+        if self.fatal is not None:
+            return "failed"
+        if self.training_failure is not None and self.config.training.keep_serving:
+            return "serving"
+        return state_name(self.state)
 
     async def run(self) -> None:
         lock = DaemonLock(self.home)
@@ -251,6 +268,8 @@ class Node:
                 self.intake.ingest(values, self.transport.dht_time())
             for peer_id in self.table.expire(self.transport.dht_time()):
                 log.info("peer %s left (record expired)", peer_id)
+            if self.config.swarm.initial_peers:
+                self._check_initial_peers()
             if self.training is not None and self.training.base_fingerprint:
                 # Read by the trainer thread: summaries go out only while someone can merge them.
                 self.training.same_base_peers = len(self.table.with_base(self.training.base_fingerprint, self.transport.dht_time()))
@@ -271,19 +290,50 @@ class Node:
                 except JoinError as e:
                     errors.append(str(e))
                     delay = backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s)
-                    log.warning(
-                        "join attempt %d: initial peer %s failed: %s; check the address and port, that the "
-                        "peer is running, and that a firewall lets this node reach it; retrying in %.1fs",
-                        attempt, maddr, e, delay,
-                    )
+                    # The advice once; later attempts in one short line each.
+                    advice = ("; check the address and port, that the peer is running, and that a firewall "
+                              "lets this node reach it") if attempt == 1 else ""
+                    log.warning("join attempt %d: initial peer %s failed: %s%s; retrying in %.1fs",
+                                attempt, maddr, e, advice, delay)
                     continue
-                log.info("joined the swarm through %s", maddr)
+                if (mismatch := self._mismatch_of(maddr)) is not None:
+                    errors.append(mismatch)  # said once already (_check_initial_peers)
+                    continue
+                if not self.join.joined:
+                    log.info("reached initial peer %s; waiting for its peer record", maddr)
                 self.join = JoinState(self.join.initial_peers, True, attempt, None)
                 self.state = peer_record_pb2.NODE_STATE_RUNNING
                 break
             else:
                 self.join = JoinState(self.join.initial_peers, False, attempt, errors[-1] if errors else None)
                 await asyncio.sleep(backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s))
+
+    def _mismatch_of(self, maddr: str) -> str | None:
+        """Why the initial peer at `maddr` cannot be joined through (it publishes records of
+        another swarm or protocol version), or None; once the peer is in the table it is None."""
+        peer_id = maddr.rsplit("/p2p/", 1)[-1].split("/")[0]
+        origin = self.intake.foreign.peek(peer_id)
+        if origin is None or peer_id in self.table:
+            return None
+        return describe_mismatch(origin, self.config.swarm.name, PROTOCOL_VERSION)
+
+    def _check_initial_peers(self) -> None:
+        """Say once that the join took (an initial peer's record is in the table) or why it did
+        not (it is of another swarm or protocol version: then do not claim the join either)."""
+        for maddr in self.config.swarm.initial_peers:
+            joined_line = f"joined the swarm through {maddr}"
+            if joined_line not in self._said and maddr.rsplit("/p2p/", 1)[-1].split("/")[0] in self.table:
+                self._said.add(joined_line)
+                log.info("%s", joined_line)
+            mismatch = self._mismatch_of(maddr)
+            if mismatch is None:
+                continue
+            if mismatch not in self._said:
+                self._said.add(mismatch)
+                log.error("%s", mismatch)
+            if self.join.joined and len(self.table) == 0:
+                self.join = JoinState(self.join.initial_peers, False, self.join.attempts, mismatch)
+                self.state = peer_record_pb2.NODE_STATE_JOINING
 
     async def _maintain_storage(self) -> None:
         """Retention and WAL checkpoints of the home's SQLite stores, every maintenance_interval_s,
@@ -308,7 +358,7 @@ class Node:
             swarm=self.config.swarm.name,
             software_version=__version__,
             protocol_version=PROTOCOL_VERSION,
-            state=self.state,
+            state=self.state_label,
             started_at=self.started_at,
             now=now,
             window=window_index(now, self.config.swarm.window_s),
@@ -351,6 +401,17 @@ class Node:
     @property
     def model_fingerprint(self) -> str:
         return self.training.fingerprint if self.training is not None else ""
+
+
+def describe_mismatch(origin: RecordOrigin, swarm: str, protocol_version: int) -> str:
+    """One line: the initial peer belongs to another swarm, or speaks another protocol version."""
+    if origin.protocol_version != protocol_version:
+        return (f"initial peer {origin.peer_id} speaks protocol version {origin.protocol_version} while this node "
+                f"speaks version {protocol_version}: it cannot join through it; run the same swarmnode version "
+                "or give the address of a peer that does")
+    return (f"initial peer {origin.peer_id} is in swarm '{origin.swarm}' while this node is in swarm '{swarm}': "
+            f"it cannot join through it; give the address of a node of '{swarm}', or set swarm.name to "
+            f"'{origin.swarm}' to join that swarm")
 
 
 class _Stopping(Exception):

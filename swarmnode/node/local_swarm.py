@@ -21,6 +21,14 @@ class LocalSwarmError(Exception):
     pass
 
 
+def exited_row(name: str, exit_code: int | None) -> dict[str, Any]:
+    """The table row of a node whose process has ended: `failed (exit N)` if it stopped on its own
+    with an error (e.g. its training failed), else `not running`."""
+    failed = exit_code is not None and exit_code > 0
+    return {"name": name, "error": f"failed (exit {exit_code})" if failed else "not running",
+            "exited": True, "exit_code": exit_code}
+
+
 def _die_with_parent() -> None:
     # A node of a local swarm gets SIGTERM (clean shutdown) if the launcher dies.
     if sys.platform.startswith("linux"):
@@ -135,7 +143,8 @@ class LocalSwarm:
     def training_done(self, rows: list[dict[str, Any]]) -> bool:
         """Every node has finished its training steps (training.max_steps) or failed."""
         return all("error" not in r and (r.get("training") or {}).get("phase") in ("done", "stopped")
-                   or str((r.get("training") or {}).get("phase", "")).startswith("failed") for r in rows)
+                   or str((r.get("training") or {}).get("phase", "")).startswith("failed")
+                   or r.get("exit_code") not in (None, 0) for r in rows)
 
     def poll(self) -> list[dict[str, Any]]:
         """One row per node: its status document, or {"name", "error"} if it does not answer."""
@@ -144,7 +153,7 @@ class LocalSwarm:
             url = read_runtime(node.home).get("status_url")
             alive = node.process is not None and node.process.poll() is None
             if not alive:
-                rows.append({"name": node.name, "error": "not running"})
+                rows.append(exited_row(node.name, node.process.returncode if node.process is not None else None))
                 continue
             try:
                 rows.append({"name": node.name, **fetch(url, timeout=1.0)} if url else {"name": node.name, "error": "starting"})

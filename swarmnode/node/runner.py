@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import sys
 
 from swarmnode.config import NodeConfig
@@ -34,14 +35,23 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO") -> i
         return 1
     from swarmnode.node.daemon import Node, make_transport
 
-    node = Node(config, identity, home, lambda policy: make_transport(config, home, policy))
     try:
+        node = Node(config, identity, home, lambda policy: make_transport(config, home, policy))
         asyncio.run(node.run())
     except HomeLocked as e:
         log.error("%s", e)
         return 1
     except TransportStartError as e:
         log.error("%s", e)
+        return 1
+    except OSError as e:  # what the checks before start could not foresee (a port taken since, a disk gone)
+        where = f" ({e.filename})" if e.filename else ""
+        log.error("cannot go on: %s%s", e.strerror or e, where)
+        log.debug("the error in full", exc_info=True)
+        return 1
+    except sqlite3.Error as e:  # a store in the home that cannot be opened or written
+        log.error("cannot use the stores in node home %s: %s", home.root, e)
+        log.debug("the error in full", exc_info=True)
         return 1
     if node.fatal is not None:
         log.error("exiting: %s", node.fatal)  # the last line a user sees: why the node stopped

@@ -61,8 +61,8 @@ from swarmnode.trainer.loop import AsyncRunner, Quotas, RolloutConfig, make_buff
 from swarmnode.trainer.process_loop import ProcessAsyncRunner
 from swarmnode.trainer.trainer import Trainer
 
-__all__ = ["CheckpointFailures", "OutgoingSummary", "TrainingListeners", "TrainingService", "fetch_ahead_steps",
-           "generator_options", "trainer_config"]
+__all__ = ["CheckpointFailures", "OutgoingSummary", "TrainingListeners", "TrainingService", "failure_reason",
+           "fetch_ahead_steps", "generator_options", "trainer_config"]
 
 log = logging.getLogger("swarmnode.training")
 OUTGOING_CAPACITY = 256  # generated batches waiting to be shared; the oldest go when full
@@ -80,9 +80,19 @@ class TrainingListeners:
     on_implausible: Callable[[dict[str, int]], None] = _ignore
     # Each outer step that judged peers' summaries (summary gossip takes its verdicts).
     on_outer_step: Callable[[OuterResult], None] = _ignore
-    # A one-line reason the node must stop (storage.max_checkpoint_failures writes in a row
-    # failed); None: the reason is logged and the node serves on without training.
+    # A one-line reason training ended on an error (any exception on the trainer thread, e.g.
+    # storage.max_checkpoint_failures writes in a row failed); None: the reason is logged and
+    # the node serves on without training.
     on_fatal: Callable[[str], None] | None = None
+
+
+def failure_reason(error: BaseException) -> str:
+    """One line for an error that ended training: a checkpoint failure's own words, else the
+    error's type and the first line of its message."""
+    if isinstance(error, CheckpointFailures):
+        return str(error)
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
 
 
 def fetch_ahead_steps(config: NodeConfig) -> float:
@@ -211,15 +221,17 @@ class TrainingService:
     def _main(self) -> None:
         try:
             self._train()
-        except CheckpointFailures as e:
-            self.status.failed(str(e))
+        except Exception as e:  # noqa: BLE001 - any error ends training: the daemon decides what follows
+            reason = failure_reason(e)
+            log.debug("training failed", exc_info=True)  # the whole traceback, for --log-level DEBUG
+            self.status.failed(reason)
+            if self._stopping.is_set():  # the node is stopping anyway: a clean stop stays a clean stop
+                log.warning("training ended with an error while stopping: %s", reason)
+                return
             if self.listeners.on_fatal is not None:
-                self.listeners.on_fatal(str(e))  # the daemon logs it and stops
+                self.listeners.on_fatal(reason)  # the daemon logs it and stops, or serves on (training.keep_serving)
             else:
-                log.error("training stopped: %s", e)
-        except Exception as e:  # noqa: BLE001 - shown in status; the node keeps serving the swarm
-            log.exception("training stopped")
-            self.status.failed(f"{type(e).__name__}: {e}")
+                log.error("training stopped: %s", reason)
 
     def _train(self) -> None:
         """Build the training, making each part visible to the node as soon as it is ready, then

@@ -6,7 +6,8 @@
   (check_structure / check_ranges -> check_<message>_structure / check_<message>_ranges)
 - signed_values.py: the checks every peer-signed value shares in context: check_lifetime,
   age_problem, open_announcement (a DHT announcement), open_served (a payload over a stream)
-- peer_record.py: PeerRecordFields, build_peer_record, check_peer_record
+- peer_record.py: PeerRecordFields, build_peer_record, check_peer_record, record_origin (whose
+  record of another swarm or version this is)
 - rollout_messages.py: rollout announcements and batches: build_rollout_announcement,
   check_rollout_announcement -> CheckedRolloutAnnouncement, seal_rollout_batch, open_rollout_batch
 - summary_messages.py: summary announcements and gradient summaries: build_summary_announcement,
@@ -28,7 +29,7 @@ from swarmnode.protocol.codec import (
 from swarmnode.protocol.generated.gradient_summary_pb2 import GradientSummary, SummaryAnnouncement
 from swarmnode.protocol.generated.peer_record_pb2 import Capability, DeviceInfo, PeerRecord
 from swarmnode.protocol.generated.rollout_batch_pb2 import RolloutBatch
-from swarmnode.protocol.peer_record import PeerRecordFields, build_peer_record, check_peer_record
+from swarmnode.protocol.peer_record import PeerRecordFields, RecordOrigin, build_peer_record, check_peer_record, record_origin
 from swarmnode.protocol.summary_messages import (
     CheckedSummaryAnnouncement,
     build_summary_announcement,
@@ -52,7 +53,9 @@ __all__ = [
     "RolloutBatch",
     "SummaryAnnouncement",
     "VerifiedMessage",
+    "RecordOrigin",
     "build_peer_record",
+    "record_origin",
     "build_summary_announcement",
     "check_peer_record",
     "check_summary_announcement",

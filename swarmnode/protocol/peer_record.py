@@ -10,9 +10,11 @@ from swarmnode.protocol.codec import (
     Rejected,
     RejectReason,
     VerifiedMessage,
+    max_envelope_bytes,
     open_envelope,
     seal,
 )
+from swarmnode.protocol.generated import envelope_pb2
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S, check_lifetime
 
@@ -79,3 +81,37 @@ def check_peer_record(data: object, *, subkey: object, swarm: str, now: float,
         raise Rejected(RejectReason.WRONG_SWARM, f"swarm {record.swarm!r}")
     check_lifetime(record.timestamp, record.expires_at, now=now, max_ttl_s=max_ttl_s, sender=sender)
     return record
+
+
+@dataclass(frozen=True)
+class RecordOrigin:
+    """Who published a peer record this node cannot use: its peer id, and the swarm it is in
+    (None when its protocol version cannot be read) and the protocol version it speaks."""
+
+    peer_id: str
+    swarm: str | None
+    protocol_version: int
+
+
+def record_origin(data: object) -> RecordOrigin | None:
+    """The origin of a PeerRecord of another swarm or protocol version, found under a key this
+    node does not use; None for anything else. Only for saying why a join did not take: a record
+    of this version is verified (signature, key binding) before its swarm is believed; the sender
+    of another version's envelope is taken as it says."""
+    if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) > max_envelope_bytes(MessageKind.PEER_RECORD):
+        return None
+    try:
+        envelope = envelope_pb2.SignedEnvelope.FromString(bytes(data))
+    except Exception:  # noqa: BLE001 - any bytes may arrive here
+        return None
+    if envelope.protocol_version != PROTOCOL_VERSION:
+        sender = envelope.sender_id
+        return RecordOrigin(sender, None, envelope.protocol_version) if 0 < len(sender) <= 128 else None
+    try:
+        verified = open_envelope(data, MessageKind.PEER_RECORD)
+    except Rejected:
+        return None
+    record: peer_record_pb2.PeerRecord = verified.message  # type: ignore[assignment]
+    if record.peer_id != verified.sender_id or not verify_binding(record.peer_id, record.public_key, record.peer_id_binding):
+        return None
+    return RecordOrigin(record.peer_id, record.swarm, PROTOCOL_VERSION)

@@ -102,6 +102,16 @@ def _explain_connect_failure(error: BaseException) -> str:
     return text.splitlines()[0][:200]
 
 
+def _explain_start_failure(error: BaseException, host_maddrs: list[str], timeout_s: float) -> str:
+    """One line for a p2pd that did not start: a taken port is no slow machine."""
+    text = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+    if "address already in use" in str(error).lower():
+        return (f"p2pd cannot listen on {', '.join(host_maddrs)}: address already in use; pick a free port "
+                "(--host-port, or network.host_maddrs; 0 for any free port)")
+    return (f"p2pd did not start: {text}; raise network.p2pd_startup_timeout_s (now {timeout_s:g}s) "
+            f"or check network.host_maddrs {host_maddrs}")
+
+
 class HivemindTransport(Transport):
     def __init__(
         self,
@@ -127,6 +137,7 @@ class HivemindTransport(Transport):
         self._policy = policy
         self._p2p: Any = None
         self._node: Any = None
+        self._dial_reasons: dict[str, str] = {}  # initial peer -> the reason its last real dial failed
 
     @property
     def peer_id(self) -> str:
@@ -148,10 +159,7 @@ class HivemindTransport(Transport):
                     auto_nat=self._auto_nat,
                 )
         except P2PDaemonError as e:
-            raise TransportStartError(
-                f"p2pd did not start: {e}; raise network.p2pd_startup_timeout_s "
-                f"(now {self._startup_timeout_s:g}s) or check network.host_maddrs {self._host_maddrs}"
-            ) from None
+            raise TransportStartError(_explain_start_failure(e, self._host_maddrs, self._startup_timeout_s)) from None
         validator = None
         if self._policy is not None:
             from swarmnode.swarm.hivemind_validator import PolicyValidator
@@ -210,7 +218,7 @@ class HivemindTransport(Transport):
             # hivemind's P2P has no public "dial this address"; its daemon client does.
             await asyncio.wait_for(self._p2p._client.connect(peer, [address]), timeout)
         except Exception as e:  # noqa: BLE001 - report any dial failure as one line
-            raise JoinError(f"could not connect ({_explain_connect_failure(e)})") from None
+            raise JoinError(f"could not connect ({self._stable_dial_reason(maddr, e)})") from None
         node_id = await self._node.protocol.call_ping(peer)
         if node_id is None:
             raise JoinError("connected, but it did not answer a DHT ping (is it a swarmnode node?)")
@@ -219,6 +227,15 @@ class HivemindTransport(Transport):
             await asyncio.wait_for(self._node.find_nearest_nodes([self._node.node_id]), timeout)
         except Exception as e:  # noqa: BLE001 - the peer answered; a failed lookup is retried by the caller
             raise JoinError(f"connected, but the neighbour lookup failed ({type(e).__name__})") from None
+
+    def _stable_dial_reason(self, maddr: str, error: BaseException) -> str:
+        """The reason a dial failed; libp2p answers a redial soon after a failure with "dial
+        backoff", which says nothing new: the reason stays the one the last real dial gave."""
+        reason = _explain_connect_failure(error)
+        if "dial backoff" in str(error).lower() and maddr in self._dial_reasons:
+            return self._dial_reasons[maddr]
+        self._dial_reasons[maddr] = reason
+        return reason
 
     def routing_table_size(self) -> int:
         if self._node is None:

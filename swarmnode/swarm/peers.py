@@ -7,8 +7,9 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from swarmnode.protocol import PeerRecord, Rejected, RejectReason, check_peer_record
+from swarmnode.protocol import PeerRecord, RecordOrigin, Rejected, RejectReason, check_peer_record, record_origin
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, check_rollout_announcement
+from swarmnode.protocol.codec import PROTOCOL_VERSION
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, check_summary_announcement
 from swarmnode.swarm.lru_map import LRUMap
@@ -165,6 +166,9 @@ class Verdicts:
 DHT_EXPIRATION_SLACK_S = 1.0
 
 
+FOREIGN_PEERS_KEPT = 64  # peers of other swarms remembered (only to explain a join)
+
+
 class RecordIntake:
     """Judges DHT values (when stored and when read) and feeds accepted peer records to the table.
 
@@ -185,6 +189,9 @@ class RecordIntake:
         # Subkeys (peers) admitted under each current key: at most max_values_per_key each.
         self._subkeys: dict[str, set] = {}
         self.values_over_key_cap = 0
+        # Peers seen publishing records for another swarm or protocol version (refused as
+        # unknown keys): peer id -> origin, to say why a join through them did not take.
+        self.foreign = LRUMap[str, RecordOrigin](capacity=FOREIGN_PEERS_KEPT)
 
     def _judged(self, digest: bytes, check: Callable[[], Any]) -> Any:
         """check()'s result, or None when it raises Rejected (counted once per distinct value)."""
@@ -295,3 +302,6 @@ class RecordIntake:
         if not seen:
             self.stats.reject(RejectReason.UNKNOWN_KEY, None)
             self._verdicts.put(digest, None)
+            origin = record_origin(value)
+            if origin is not None and (origin.swarm != self.swarm or origin.protocol_version != PROTOCOL_VERSION):
+                self.foreign[origin.peer_id] = origin

@@ -47,6 +47,16 @@ def child_pids(home: NodeHome) -> list[int]:
     return [c["pid"] for c in read_runtime(home).get("children", [])]
 
 
+def p2pd_of(home: NodeHome) -> list[psutil.Process]:
+    """Every running p2pd started with this home's libp2p identity (found by its command line)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if "p2pd" in cmdline and str(home.p2p_identity) in cmdline and alive(proc.pid):
+            found.append(proc)
+    return found
+
+
 def alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE

@@ -27,7 +27,7 @@ def test_unreachable_initial_peer_is_retried_with_one_line_per_attempt(tmp_path,
             stdout=log, stderr=subprocess.STDOUT,
         )
     try:
-        attempt_line = re.compile(r"join attempt (\d+): initial peer (\S+) failed: (.+); check .+; retrying in ([\d.]+)s")
+        attempt_line = re.compile(r"join attempt (\d+): initial peer (\S+) failed: ([^;]+)(; check .+)?; retrying in ([\d.]+)s")
         attempts = wait_until(
             lambda: [m for m in map(attempt_line.search, log_path.read_text().splitlines()) if m][2:] and
             [m for m in map(attempt_line.search, log_path.read_text().splitlines()) if m],
@@ -35,7 +35,9 @@ def test_unreachable_initial_peer_is_retried_with_one_line_per_attempt(tmp_path,
         )
         assert [int(m.group(1)) for m in attempts[:3]] == [1, 2, 3]
         assert all(m.group(2) == ghost for m in attempts)
-        delays = [float(m.group(4)) for m in attempts[:3]]
+        delays = [float(m.group(5)) for m in attempts[:3]]
+        assert attempts[0].group(4) and not any(m.group(4) for m in attempts[1:])  # the advice once
+        assert len({m.group(3) for m in attempts}) == 1, "one stable reason across retries"
         assert delays == sorted(delays) and delays[1] > delays[0]  # backoff grows
         status = status_json(home)
         assert status["join"]["joined"] is False and status["join"]["attempts"] >= 3

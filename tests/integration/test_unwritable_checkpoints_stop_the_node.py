@@ -40,6 +40,6 @@ def test_failing_checkpoint_writes_show_in_status_then_stop_the_daemon(tmp_path,
     log = node.log_path.read_text()
     assert f"checkpoint write of version 5 to {checkpoints / 'v00000005'} failed (1 in a row): FileExistsError" in log
     stop = next(line for line in log.splitlines() if "stopping: " in line)
-    assert "stopping: checkpoint writes failed 2 times in a row (last: FileExistsError: " in stop
+    assert "stopping: training failed: checkpoint writes failed 2 times in a row (last: FileExistsError: " in stop
     assert stop.endswith(f"make {checkpoints} a writable folder with free space, then restart")
     assert "storage maintenance failed" not in log

@@ -5,7 +5,14 @@ import sys
 
 import pytest
 
-from swarmnode.config import ConfigError, NodeConfig, bundled_config_path, default_config_text, load_config
+from swarmnode.config import (
+    ConfigError,
+    NodeConfig,
+    bundled_config_path,
+    default_config_text,
+    load_config,
+    load_config_with_sources,
+)
 from swarmnode.config.model import SummariesConfig
 
 
@@ -127,3 +134,25 @@ def test_slowdown_defaults_to_full_speed_and_reaches_the_node(tmp_path):
     assert NodeConfig().training.slowdown == 1.0
     assert load_config(None, environ={"SWARMNODE__TRAINING__SLOWDOWN": "2.5"}).training.slowdown == 2.5
     assert load_config(write(tmp_path, "training:\n  slowdown: 4\n"), {"training.slowdown": 3.0}, environ={}).training.slowdown == 3.0
+
+
+def test_value_sources_name_flag_environment_file_and_default(tmp_path):
+    path = write(tmp_path, "status:\n  port: 9000\nswarm:\n  name: x\n")
+    _, sources = load_config_with_sources(path, {"status.port": 9001}, environ={"SWARMNODE__SWARM__NAME": "y"},
+                                          flags={"status.port": "--status-port"})
+    assert sources.of("status.port") == "--status-port"
+    assert sources.of("swarm.name") == "environment variable SWARMNODE__SWARM__NAME"
+    assert sources.of("swarm.window_s") == "the default swarm.window_s"
+    assert sources.fix("swarm.window_s") == f"set swarm.window_s in {path}"
+    _, sources = load_config_with_sources(path, environ={})
+    assert sources.of("status.port") == f"status.port in {path}"
+
+
+def test_a_bad_value_from_a_flag_or_the_environment_is_not_blamed_on_the_file(tmp_path):
+    path = write(tmp_path, "swarm:\n  name: x\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={"SWARMNODE__RECORDS__TTL_S": "soon"})
+    assert "environment variable SWARMNODE__RECORDS__TTL_S" in str(info.value) and str(path) not in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, {"status.port": 70000}, environ={}, flags={"status.port": "--status-port"})
+    assert "in --status-port: status.port:" in str(info.value) and str(path) not in str(info.value)

@@ -82,3 +82,17 @@ def test_damaged_p2p_identity_is_refused(tmp_path):
     path.write_bytes(b"garbage")
     with pytest.raises(KeyFileError, match="not an Ed25519"):
         load_p2p_identity(path)
+
+
+def test_a_damaged_key_file_gets_a_next_step(tmp_path):
+    from swarmnode.identity.keys import create_node_key, create_p2p_identity, load_node_key, load_p2p_identity
+
+    node_key, p2p = tmp_path / "node_key.pem", tmp_path / "p2p_identity.key"
+    create_node_key(node_key, None)
+    create_p2p_identity(p2p)
+    node_key.write_text("-----BEGIN PRIVATE KEY-----\ngarbage\n-----END PRIVATE KEY-----\n")
+    p2p.write_bytes(p2p.read_bytes()[:-1] + b"\x00")
+    for load in (lambda: load_node_key(node_key, None), lambda: load_p2p_identity(p2p)):
+        with pytest.raises(KeyFileError) as info:
+            load()
+        assert f"swarmnode init --home {tmp_path}" in str(info.value) and "\n" not in str(info.value)

@@ -32,6 +32,20 @@ def test_checkpoint_failures_stop_training_through_on_fatal(tmp_path):
     service.metrics.close()
 
 
+def test_any_error_on_the_trainer_thread_reaches_on_fatal_as_one_line(tmp_path):
+    reasons = []
+    service = TrainingService(NodeConfig(), tmp_path, listeners=TrainingListeners(on_fatal=reasons.append))
+
+    def train():
+        raise RuntimeError("CUDA out of memory.\nTried to allocate 2 GiB")
+
+    service._train = train
+    service._main()
+    assert reasons == ["RuntimeError: CUDA out of memory."] and service.error == reasons[0]
+    assert service.snapshot()["phase"] == "failed: RuntimeError: CUDA out of memory."
+    service.metrics.close()
+
+
 def test_the_training_service_wants_peers_groups_until_the_pool_holds_ahead_steps(tmp_path):
     from swarmnode.config import NodeConfig
     from swarmnode.node.training import TrainingService, fetch_ahead_steps

@@ -74,3 +74,21 @@ def test_honest_speeds_pass_and_every_speed_is_bounded(make_identity):
             assert reason(me, **{name: bad}) == RejectReason.INVALID_FIELD, (name, bad)
         for bad in (cap * 1.01, 3.4e38):
             assert reason(me, **{name: bad}) == RejectReason.OUT_OF_RANGE, (name, bad)
+
+
+def test_record_origin_names_the_swarm_or_the_protocol_version(make_identity):
+    from swarmnode.protocol import PROTOCOL_VERSION, record_origin
+    from swarmnode.protocol.generated import envelope_pb2
+
+    peer = make_identity()
+    value = build_peer_record(peer, record_fields("other-swarm"), 100.0, 10.0)
+    origin = record_origin(value)
+    assert (origin.peer_id, origin.swarm, origin.protocol_version) == (peer.peer_id, "other-swarm", PROTOCOL_VERSION)
+    envelope = envelope_pb2.SignedEnvelope.FromString(value)
+    envelope.protocol_version = PROTOCOL_VERSION + 1
+    origin = record_origin(envelope.SerializeToString())
+    assert (origin.peer_id, origin.swarm, origin.protocol_version) == (peer.peer_id, None, PROTOCOL_VERSION + 1)
+    envelope.protocol_version = PROTOCOL_VERSION
+    envelope.signature = bytes(64)  # a forged record of this version is believed about nothing
+    assert record_origin(envelope.SerializeToString()) is None
+    assert record_origin(b"garbage") is None and record_origin("not bytes") is None

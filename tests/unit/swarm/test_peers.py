@@ -69,6 +69,14 @@ def test_policy_admits_only_valid_records_under_known_keys(make_identity):
     assert stats.rejected == {"dht_expiration": 1, "malformed": 1, "unknown_key": 1}
 
 
+def test_records_of_another_swarm_refused_as_unknown_keys_are_remembered_by_peer(make_identity):
+    peer = make_identity()
+    intake = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0)
+    intake.refuse_unknown_key(b"\x02" * 20, build_peer_record(peer, record_fields("other"), 100.0, 10.0))
+    intake.refuse_unknown_key(b"\x03" * 20, b"x")
+    assert [(p, o.swarm) for p, o in intake.foreign.items()] == [(peer.peer_id, "other")]
+
+
 def test_a_record_with_an_impossible_speed_is_dropped_and_counted(make_identity):
     me, honest, liar = make_identity(), make_identity(), make_identity()
     table, stats = PeerTable(me.peer_id), MessageStats()
