@@ -1,6 +1,6 @@
 """Chunked top-k compression of a pseudo-gradient, with low-bit values and error feedback.
 
-SparseLoCo's scheme (RESEARCH.md): each tensor is flattened and cut into chunks of
+SparseLoCo's scheme: each tensor is flattened and cut into chunks of
 `chunk_size` elements; each chunk keeps its `per_chunk` largest-magnitude entries, sent as a
 uint16 offset within the chunk and a `bits`-bit code against one float16 scale per chunk
 (the chunk's largest kept magnitude). Code q of b bits stands for

@@ -1,6 +1,6 @@
 """The outer step: merge this node's pseudo-gradient with peers' summaries, then move the anchor.
 
-DiLoCo / NoLoCo (RESEARCH.md) without a barrier: every H local steps the node takes its own
+DiLoCo / NoLoCo without a barrier: every H local steps the node takes its own
 pseudo-gradient (anchor - weights, dense) and the freshest summaries of a few peers (sparse,
 decoded), weights each peer's by its staleness on this node's own clock and by how often its
 summaries were merged lately (a fast sender does not dominate), averages, and applies

@@ -41,7 +41,7 @@ def test_precedence_file_env_overrides(tmp_path):
         ("swarm:\n  nmae: x\n", "unknown field 'swarm.nmae'; did you mean 'name'?"),
         ("records:\n  ttl_s: soon\n", "records.ttl_s:"),
         ("status:\n  port: 70000\n", "status.port:"),
-        ("swarm:\n  initial_peers: ['/ip4/1.2.3.4/tcp/5']\n", "no /p2p/<peer id> part"),
+        ("swarm:\n  initial_peers: ['/ip4/127.0.0.1/tcp/5']\n", "no /p2p/<peer id> part"),
         ("swarm: [\n", "not valid YAML"),
         ("- a\n- b\n", "top level must be a mapping"),
         ("training:\n  generator: fork\n", "training.generator:"),
