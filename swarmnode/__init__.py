@@ -2,6 +2,7 @@
 
 Subpackages, lowest layer first (each imports only from those above it in this list):
 
+- assets/: the bundled tiny policies (data; imports nothing)
 - identity/: the node's Ed25519 signing key and libp2p identity, and the binding between them
 - config/: NodeConfig (the pydantic model of the YAML config) and its loader
 - home.py: the node home (key files, config, the runtime file the CLI reads), DaemonLock
@@ -16,7 +17,6 @@ Subpackages, lowest layer first (each imports only from those above it in this l
 - status/: the status document, its HTTP endpoint and Prometheus view, and a client
 - node/: the daemon: its loops move bytes between the swarm, the trainer and the stores
 - cli/: the `swarmnode` command (__main__.py runs it)
-- assets/: the bundled tiny policies
 """
 
 __version__ = "0.1.0"

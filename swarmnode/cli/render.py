@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from swarmnode.cli.format import age, counts, data_size, human
+from swarmnode.cli.format import age, counts, data_size, human, number
 from swarmnode.cli.headline import address_line
 
 NOT_RUNNING = Text("not running yet", style="dim")
@@ -207,10 +207,6 @@ def trust_line(summaries: dict[str, Any]) -> Text:
     return Text(line, style="red") if low["harmful"] else Text(line)
 
 
-def _fmt(value: Any, spec: str = "") -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def _count(n: int | None) -> str:
     """A count in at most 5 characters: 9999, 12k, 999k, 1.2M."""
     if n is None:
@@ -250,9 +246,9 @@ def swarm_table(rows: list[dict[str, Any]], caption: str | None = None) -> Table
             f"…{r['peer_id'][-6:]}" if len(r["peer_id"]) > 7 else r["peer_id"],
             "loading" if phase == "loading model" else "done" if phase == "done" else r["state"],
             str(len(r["peers"])),
-            _fmt(training.get("policy_version")) if running else "-",
-            _fmt(training.get("local_reward_mean"), ".3f") if running else "-",
-            _fmt(training.get("heldout_accuracy"), ".3f"),
+            number(training.get("policy_version")) if running else "-",
+            number(training.get("local_reward_mean"), ".3f") if running else "-",
+            number(training.get("heldout_accuracy"), ".3f"),
             _count(rollouts.get("groups_published")),
             _count(rollouts.get("groups_accepted")),
             Text(_count(rejected), style="red") if rejected else _count(rejected),

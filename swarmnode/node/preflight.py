@@ -13,16 +13,15 @@ import shutil
 import socket
 import tempfile
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
+from swarmnode.assets import BUNDLED_PREFIX, bundled_names
 from swarmnode.config import NodeConfig, ValueSources
 from swarmnode.tasks import UnknownTask, get_task
 
 # Below this much free space in the home's file system a node cannot keep its stores and
 # checkpoints for long: refuse to start rather than fail on the first checkpoint.
 MIN_FREE_BYTES = 100 * 2**20
-BUNDLED_PREFIX = "bundled:"  # as in swarmnode.policy.loading (not imported: it pulls in torch)
 LOCAL_PATH_PREFIXES = ("/", "./", "../", "~")
 
 
@@ -83,8 +82,7 @@ def _lookup_model(name: str) -> ModelLookup:
     """Offline only: a bundled name among the assets, a local folder with config.json, a hub id
     well formed (and, with HF_HUB_OFFLINE set, in the local cache). Nothing is downloaded."""
     if name.startswith(BUNDLED_PREFIX):
-        assets = Path(str(resources.files("swarmnode.assets")))
-        known = tuple(sorted(p.name for p in assets.iterdir() if (p / "config.json").is_file()))
+        known = bundled_names()
         return ModelLookup("bundled", name[len(BUNDLED_PREFIX):] in known, known=known)
     folder = Path(name).expanduser()
     if name.startswith(LOCAL_PATH_PREFIXES) or folder.exists():

@@ -4,14 +4,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 # The fingerprint cache lives in the node home (stdlib only there); re-exported for the trainer.
+from swarmnode.assets import BUNDLED_PREFIX, bundled_folder
 from swarmnode.home import BASE_FINGERPRINT_FILE, cached_base_fingerprint  # noqa: F401
 
-BUNDLED_PREFIX = "bundled:"
 BUNDLED_TINY = "bundled:tiny-policy"
 
 
@@ -23,7 +22,7 @@ def resolve_model_path(name_or_path: str) -> str:
     """"bundled:<name>" -> the folder shipped in swarmnode/assets; anything else unchanged."""
     if name_or_path.startswith(BUNDLED_PREFIX):
         name = name_or_path[len(BUNDLED_PREFIX):]
-        path = Path(str(resources.files("swarmnode.assets").joinpath(name)))
+        path = bundled_folder(name)
         if not (path / "config.json").is_file():
             raise PolicyLoadError(f"bundled model {name!r} is not in {path.parent}; rebuild it with scripts/dev/build_tiny_policy.py")
         return str(path)

@@ -3,7 +3,7 @@ from swarmnode.status.snapshot import TRAINING_NOT_RUNNING
 from tests.unit.status.helpers import SUMMARIES, status
 
 PEER_ID = "12D3KooWQnwEGNqcM2nAcPtRR9rAX8Hrg4k6kvQZJSYtk9PvBQAs"  # a real id's length: 52 characters
-ADDRESSES = [f"/ip4/127.0.0.1/tcp/43567/p2p/{PEER_ID}", f"/ip4/192.168.17.203/tcp/43567/p2p/{PEER_ID}"]
+ADDRESSES = [f"/ip4/127.0.0.1/tcp/43567/p2p/{PEER_ID}", f"/ip4/198.18.17.203/tcp/43567/p2p/{PEER_ID}"]
 BASE = "a1c04df6ea1c2c67"
 
 TRAINING = {
