@@ -5,6 +5,7 @@
 # Extra arguments go to the main pytest run (and skip the vllm tests).
 set -euo pipefail
 source "$(dirname "$0")/_venv.sh"
+source "$ROOT/scripts/_system.sh"
 cd "$ROOT"
 "$PY" -m pytest -q -p no:cacheprovider "$@"
 if [ "$#" -eq 0 ] && [ "${SWARMNODE_SKIP_VLLM_TESTS:-0}" != "1" ]; then

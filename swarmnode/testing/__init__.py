@@ -5,4 +5,6 @@ never import from tests/).
 
 - `hostile/`: adversarial peers that speak the real protocol, for tests/integration and
   scripts/experiments (see its own map).
+- `internet/`: an emulated internet in network namespaces (public hosts, homes behind NAT
+  routers) with real daemons on its hosts, for tests/integration and scripts/experiments.
 """

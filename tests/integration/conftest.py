@@ -83,3 +83,16 @@ def make_swarm(tmp_path, local_config):
     yield make
     for swarm in swarms:
         swarm.stop()
+
+
+@pytest.fixture
+def internet():
+    """An emulated internet (network namespaces, NAT routers; see swarmnode/testing/internet),
+    torn down after the test; skipped with its one reason where it cannot be built."""
+    from swarmnode.testing.internet import Internet, why_unavailable
+
+    reason = why_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    with Internet() as net:
+        yield net
