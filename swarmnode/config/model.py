@@ -36,7 +36,7 @@ class NetworkConfig(_Section):
     host_maddrs: list[str] = Field(default_factory=lambda: ["/ip4/0.0.0.0/tcp/0"])
     announce_maddrs: list[str] = Field(default_factory=list)
     client_mode: bool = Field(False, description="for nodes that cannot accept inbound connections")
-    p2pd_startup_timeout_s: float = Field(15.0, gt=0, description="how long p2pd may take to start")
+    p2pd_startup_timeout_s: float = Field(120.0, gt=0, description="how long p2pd may take to start (a busy machine needs more than 15 s)")
     use_relay: bool = True
     auto_nat: bool = True
     join_backoff_initial_s: float = Field(1.0, gt=0)

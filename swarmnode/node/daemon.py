@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import signal
 import time
 from typing import Any, Callable
@@ -24,7 +25,7 @@ from swarmnode.protocol.limits import CAPABILITY_CAPS
 from swarmnode.status.server import StatusServer
 from swarmnode.status.snapshot import JoinState, build_status, state_name
 from swarmnode.summaries import OuterResult
-from swarmnode.swarm.backoff import backoff_delay
+from swarmnode.swarm.backoff import backoff_delay, jittered
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.swarm.transport import JoinError, RecordPolicy, Transport
 from swarmnode.swarm.windows import peer_records_key, window_index, windows_to_read
@@ -79,6 +80,7 @@ class Node:
         self.training_failure: str | None = None  # why training ended on an error, if it did
         self.last_maintenance: dict[str, Any] | None = None
         self._said: set[str] = set()  # one-time lines already logged
+        self._had_peers = False  # the peer table held someone since the last join
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -276,37 +278,57 @@ class Node:
             await asyncio.sleep(cfg.poll_interval_s)
 
     async def _join_loop(self) -> None:
-        """Join through the initial peers, retrying with backoff; rejoin if the routing table empties."""
+        """Join through the initial peers (in random order, with jittered backoff); join again
+        when the routing table or the peer table empties (every peer gone, or a partition)."""
         net = self.config.network
+        rng = random.Random()
         while True:
-            if self.join.joined and self.transport.routing_table_size() > 0:
+            if self.join.joined and not self._lost_every_peer():
                 await asyncio.sleep(net.join_backoff_max_s)
                 continue
+            if self.join.joined:
+                log.warning("lost every peer; joining again through the initial peers")
+                self.join = JoinState(self.join.initial_peers, False, 0, "lost every peer")
+                self.state = peer_record_pb2.NODE_STATE_JOINING
             attempt = self.join.attempts + 1
             errors = []
-            for maddr in self.config.swarm.initial_peers:
+            delay = jittered(backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s), rng.random())
+            for maddr in rng.sample(self.config.swarm.initial_peers, len(self.config.swarm.initial_peers)):
                 try:
                     await self.transport.join(maddr, JOIN_DIAL_TIMEOUT_S)
                 except JoinError as e:
-                    errors.append(str(e))
-                    delay = backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s)
-                    # The advice once; later attempts in one short line each.
-                    advice = ("; check the address and port, that the peer is running, and that a firewall "
-                              "lets this node reach it") if attempt == 1 else ""
-                    log.warning("join attempt %d: initial peer %s failed: %s%s; retrying in %.1fs",
-                                attempt, maddr, e, advice, delay)
+                    errors.append((maddr, str(e)))
+                    log.debug("join attempt %d: initial peer %s failed: %s", attempt, maddr, e)
                     continue
                 if (mismatch := self._mismatch_of(maddr)) is not None:
-                    errors.append(mismatch)  # said once already (_check_initial_peers)
+                    errors.append((maddr, mismatch))  # said once already (_check_initial_peers)
                     continue
                 if not self.join.joined:
                     log.info("reached initial peer %s; waiting for its peer record", maddr)
                 self.join = JoinState(self.join.initial_peers, True, attempt, None)
+                self._had_peers = False
                 self.state = peer_record_pb2.NODE_STATE_RUNNING
                 break
             else:
-                self.join = JoinState(self.join.initial_peers, False, attempt, errors[-1] if errors else None)
-                await asyncio.sleep(backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s))
+                self.join = JoinState(self.join.initial_peers, False, attempt, errors[-1][1] if errors else None)
+                # The advice once; later attempts in one short line per initial peer.
+                advice = ("; check the address and port, that the peer is running, and that a firewall "
+                          "lets this node reach it") if attempt == 1 else ""
+                for maddr, reason in errors:
+                    if reason.startswith("initial peer "):  # another swarm or version: said once already
+                        continue
+                    log.warning("join attempt %d: initial peer %s failed: %s%s; retrying in %.1fs",
+                                attempt, maddr, reason, advice, delay)
+                await asyncio.sleep(delay)
+
+    def _lost_every_peer(self) -> bool:
+        """The DHT routing table is empty, or the peer table emptied after it had peers."""
+        if self.transport.routing_table_size() == 0:
+            return True
+        if len(self.table) > 0:
+            self._had_peers = True
+            return False
+        return self._had_peers
 
     def _mismatch_of(self, maddr: str) -> str | None:
         """Why the initial peer at `maddr` cannot be joined through (it publishes records of
