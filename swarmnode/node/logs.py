@@ -79,7 +79,9 @@ def route_hivemind_logs() -> None:
 
 
 def one_line(error: BaseException) -> str:
-    """An exception as `Type: first line of its message`."""
+    """An exception as `Type: first line of its message` (a task group's one error: that error)."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
     text = str(error).strip()
     return f"{type(error).__name__}: {text.splitlines()[0][:300]}" if text else type(error).__name__
 

@@ -12,8 +12,10 @@ from swarmnode.node.logs import (
     FILE_ONLY,
     RecordedRun,
     file_handler,
+    log_crash,
     log_start,
     log_uncaught_exceptions,
+    one_line,
     previous_run_text,
     setup_logging,
     start_line,
@@ -144,3 +146,24 @@ def test_summary_loop_logs_one_line_per_interval(caplog):
         asyncio.run(a_while())
     lines = [r.getMessage() for r in caplog.records]
     assert 4 <= len(lines) <= 5 and set(lines) == {"summary: state running; no model; peers 0"}
+
+
+def test_a_crash_is_one_line_on_the_console_naming_the_file_that_has_the_traceback(tmp_path, capsys, restored_logging):
+    path = tmp_path / "node.log"
+    setup_logging("INFO", path)
+
+    async def loop_that_fails():
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(asyncio.sleep(0))
+            tasks.create_task(asyncio.to_thread(int, "not a number"))
+
+    try:
+        asyncio.run(loop_that_fails())
+    except Exception as e:  # noqa: BLE001 - what run_daemon catches
+        assert one_line(e) == "ValueError: invalid literal for int() with base 10: 'not a number'"
+        log_crash(e, "the daemon", path)
+    console = capsys.readouterr().err.strip()
+    assert console.endswith("ERROR swarmnode: the daemon crashed: ValueError: invalid literal for int() with base 10: "
+                            f"'not a number' (traceback in {path})") and "\n" not in console
+    text = path.read_text()
+    assert "Traceback (most recent call last)" in text and "ExceptionGroup: unhandled errors in a TaskGroup" in text
