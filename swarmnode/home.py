@@ -1,4 +1,5 @@
-"""The node home: key files, config, and the runtime file a running daemon leaves for the CLI."""
+"""The node home: key files, config, the runtime file a running daemon leaves for the CLI, the
+record of the last run (did it end cleanly?) and the logs folder."""
 from __future__ import annotations
 
 import fcntl
@@ -58,6 +59,20 @@ class NodeHome:
     @property
     def lock_file(self) -> Path:
         return self.run_dir / "daemon.lock"
+
+    @property
+    def last_run_file(self) -> Path:
+        """The newest run's pid, start time and how it ended (begin_run, end_run)."""
+        return self.run_dir / "last_run.json"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def node_log(self) -> Path:
+        """What `swarmnode run` logs (rotated to node.log.1, ...; `swarmnode logs` shows it)."""
+        return self.logs_dir / "node.log"
 
     @property
     def base_fingerprint_file(self) -> Path:
@@ -122,20 +137,44 @@ class DaemonLock:
             self._fd = None
 
 
+def _write_json(path: Path, info: dict[str, Any]) -> None:
+    """Atomically replace `path` (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(info, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def write_runtime(home: NodeHome, info: dict[str, Any]) -> None:
     """Atomically replace the runtime file (the CLI may read it at any moment)."""
-    home.run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = home.runtime_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(info, indent=2), encoding="utf-8")
-    os.replace(tmp, home.runtime_file)
+    _write_json(home.runtime_file, info)
 
 
 def read_runtime(home: NodeHome) -> dict[str, Any]:
-    try:
-        data = json.loads(home.runtime_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return _read_json(home.runtime_file) or {}
+
+
+def begin_run(home: NodeHome, pid: int, now: float) -> dict[str, Any] | None:
+    """Record that a run of this home started (call it holding the DaemonLock). Returns the
+    previous run's record, or None when there is none: {"pid", "started_at", "ended"}, where
+    `ended` is None for a run that never reached end_run (killed or crashed), else how it ended."""
+    previous = _read_json(home.last_run_file)
+    _write_json(home.last_run_file, {"pid": pid, "started_at": now, "ended": None})
+    return previous
+
+
+def end_run(home: NodeHome, ended: str, now: float) -> None:
+    """Record how this run ended ("cleanly", "failed: ...", "crashed: ..."), for the next start."""
+    record = _read_json(home.last_run_file) or {}
+    _write_json(home.last_run_file, {**record, "ended": ended, "ended_at": now})
 
 
 def remove_runtime(home: NodeHome) -> None:

@@ -1,8 +1,9 @@
 """The typer command-line interface (no logic the daemon needs).
 
-- app.py: the `swarmnode` command (init, run, status, peers, swarm local, bench async) and main
+- app.py: the `swarmnode` command (init, run, status, peers, logs, swarm local, bench async) and main
 - headline.py: the one-screen `swarmnode status` and the frames of `status --watch`
 - render.py: rich tables and lines for status documents (peers_table, status_view (--full), swarm_table)
 - format.py: status values written for people (ages, sizes, counts, histograms)
+- logfile.py: `swarmnode logs`: the log's last lines, and following it across rotation
 - help.py: help pages with plain placeholders and paragraphs that wrap at the terminal's width
 """

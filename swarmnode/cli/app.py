@@ -1,4 +1,4 @@
-"""The `swarmnode` command: init, run, status, peers, swarm local.
+"""The `swarmnode` command: init, run, status, peers, logs, swarm local.
 
 The CLI holds no logic the daemon needs: it parses flags, calls into swarmnode.node /
 swarmnode.status, and prints. Every user mistake ends as one line on stderr and exit code 1
@@ -151,7 +151,7 @@ def run(
     except ConfigError as e:
         fail(str(e))
     _check_before_start(cfg, sources, root, home_source(home))
-    raise typer.Exit(run_daemon(cfg, node_home, log_level))
+    raise typer.Exit(run_daemon(cfg, node_home, log_level, sources.described()))
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -255,6 +255,35 @@ def peers(
         typer.echo(json.dumps(doc, indent=2))
     else:
         Console().print(peers_table(doc["peers"]))
+
+
+@app.command(cls=HelpCommand)
+def logs(
+    home: Optional[Path] = HomeOption,
+    follow: bool = typer.Option(False, "-f", "--follow", help="print new lines as they come, across rotation (Ctrl-C quits)"),
+    lines: int = typer.Option(20, "-n", "--lines", min=0, metavar="N", help="how many of the last lines to print"),
+) -> None:
+    """Show the node's log, <home>/logs/node.log (-f follows it)."""
+    from swarmnode.cli.logfile import follow as follow_log
+    from swarmnode.cli.logfile import last_lines
+
+    node_home = NodeHome(resolve_home(home))
+    path = node_home.node_log
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        fail(f"no log at {path}: no node has run with home {node_home.root} yet "
+             f"(start one with: swarmnode run --home {node_home.root})")
+    except OSError as e:
+        fail(f"cannot read the log {path}: {e.strerror or e}")
+    with f:
+        sys.stdout.write(last_lines(f, lines).decode("utf-8", errors="replace"))
+        sys.stdout.flush()
+        if follow:
+            try:
+                follow_log(f, path, lambda text: (sys.stdout.write(text), sys.stdout.flush()))
+            except KeyboardInterrupt:
+                pass
 
 
 @swarm_app.command("local", cls=HelpCommand)

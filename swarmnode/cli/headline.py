@@ -65,7 +65,9 @@ def peers_text(s: dict[str, Any]) -> str:
     states = counts(_tally(p.get("state", "?") for p in peers))
     base = (s.get("summaries") or {}).get("base_fingerprint")
     same = sum(1 for p in peers if base and p.get("base_fingerprint") == base)
-    same_text = f", {same} same base" if base else ""
+    # Another base: rollouts are shared (re-scored), gradient summaries are not (a node without a model says no base)
+    other = sum(1 for p in peers if base and p.get("base_fingerprint") not in ("", None, base))
+    same_text = (f", {same} same base" + (f", {other} other base" if other else "")) if base else ""
     return f"{len(peers)} ({states}{same_text}); routing table {s.get('routing_table_size', 0)}"
 
 

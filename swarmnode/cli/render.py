@@ -10,12 +10,9 @@ from rich.text import Text
 
 from swarmnode.cli.format import age, counts, data_size, human, number
 from swarmnode.cli.headline import address_line
+from swarmnode.swarm.peers import short_id
 
 NOT_RUNNING = Text("not running yet", style="dim")
-
-
-def _short(peer_id: str) -> str:
-    return peer_id if len(peer_id) <= 16 else f"{peer_id[:8]}…{peer_id[-6:]}"
 
 
 def _rate(value: float | None) -> str:
@@ -48,7 +45,7 @@ def peers_table(peers: list[dict[str, Any]]) -> Table:
         device = p.get("device", {})
         capability = p.get("capability", {})
         table.add_row(
-            _short(p["peer_id"]),
+            short_id(p["peer_id"]),
             age(p.get("age_s", 0.0)),
             p.get("state", "?"),
             f"cpu {device.get('cpu_cores', '?')}c" if device.get("kind") == "cpu" else device.get("name", "?"),

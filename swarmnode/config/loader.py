@@ -96,6 +96,13 @@ class ValueSources:
             return f"change {self.of(dotted)}"
         return f"set {dotted} in {self.file}" if self.file is not None else f"set {dotted} in the config file"
 
+    def described(self) -> str:
+        """The whole config's origin in words, for the log's start line: the file (or "defaults")
+        and the flags and environment variables that changed it."""
+        origin = str(self.file) if self.file is not None else "defaults"
+        changed = sorted(set(self.flags.values())) + sorted(set(self.env_vars.values()))
+        return f"{origin} with {', '.join(changed)}" if changed else origin
+
     def with_flag(self, dotted: str, flag: str) -> "ValueSources":
         """These sources with `dotted` set by `flag` (a flag applied after loading)."""
         return ValueSources(self.file, self.file_keys, self.env_vars, {**self.flags, dotted: flag})

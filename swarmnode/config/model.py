@@ -300,6 +300,16 @@ class StorageConfig(_Section):
     max_checkpoint_failures: int = Field(3, ge=1, description="failed checkpoint writes in a row before the daemon stops")
 
 
+class LoggingConfig(_Section):
+    """The node's log file, `<home>/logs/node.log` (`swarmnode logs`), and its periodic summary line."""
+
+    max_bytes: int = Field(10 * 2**20, ge=1024, description="logs/node.log is rotated to node.log.1 once it would grow past this")
+    backup_count: int = Field(5, ge=1, le=1000, description="rotated logs kept (node.log.1 ... node.log.N); the oldest is deleted")
+    summary_interval_s: float = Field(
+        60.0, gt=0, description="how often the log gets a one-line summary (step, reward, held-out accuracy, peers, sharing)"
+    )
+
+
 class NodeConfig(_Section):
     swarm: SwarmConfig = Field(default_factory=SwarmConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
@@ -312,6 +322,7 @@ class NodeConfig(_Section):
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
     @model_validator(mode="after")
     def _own_lifetimes_within_the_cap(self) -> "NodeConfig":

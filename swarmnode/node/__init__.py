@@ -5,6 +5,9 @@ The daemon and its loops:
 - daemon.py: `Node`, the event loop that owns the transport, the peer-record loops, the status
   server and every other loop below (started in `run`, cancelled on shutdown); `make_transport`.
 - runner.py: `run_daemon`, `swarmnode run`'s logging, identity and event loop around a Node.
+- logs.py: the console and `<home>/logs/node.log` (`setup_logging`, rotation, tracebacks to the
+  file only), the start line and `RecordedRun` (did the last run end cleanly?), `summary_loop`.
+- peer_log.py: `PeerLog`, peers joining and leaving and peers of another base, told once each.
 - scheduling.py: `plan_loop`, once per swarm window a new plan for the runner's quotas
   (`current_plan`, `plan_limits`, `peer_supplies`; the math is in swarmnode/scheduler).
 - gossip/ (its own map): `RolloutGossip` (this node's rollout batches out, peers' in) and

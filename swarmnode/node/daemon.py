@@ -16,6 +16,8 @@ from swarmnode.identity import NodeIdentity
 from swarmnode.node.capability import detect_device, matmul_gflops
 from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
 from swarmnode.node.leftovers import describe_children, kill_leftover_children
+from swarmnode.node.logs import FILE_ONLY, RecordedRun, log_start, summary_loop
+from swarmnode.node.peer_log import PeerLog
 from swarmnode.node.scheduling import plan_loop
 from swarmnode.node.storage import maintain_stores, storage_status
 from swarmnode.node.training import TrainingListeners, TrainingService
@@ -43,12 +45,15 @@ class Node:
         identity: NodeIdentity,
         home: NodeHome,
         make_transport: Callable[[RecordPolicy], Transport],
+        config_source: str = "defaults",  # for the log's start line (ValueSources.described)
     ):
         self.config = config
+        self.config_source = config_source
         self.identity = identity
         self.home = home
         limits = config.limits
         self.table = PeerTable(identity.peer_id, capacity=limits.max_peers)
+        self.peer_log = PeerLog(capacity=limits.max_peers)
         self.stats = MessageStats(max_senders=limits.max_tracked_senders)
         self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s,
                                    max_ttl_s=limits.max_record_ttl_s, max_values_per_key=limits.max_values_per_key)
@@ -125,12 +130,14 @@ class Node:
         lock = DaemonLock(self.home)
         lock.acquire()
         try:
-            stale = read_runtime(self.home)
-            if stale:
-                killed = kill_leftover_children(stale)
-                if killed:
-                    log.info("cleaned up leftovers of a previous run of this home: killed pids %s", killed)
-            await self._run_locked()
+            with RecordedRun(self.home, lambda: self.fatal) as previous:
+                log_start(__version__, self.config_source, self.home.root, previous)
+                stale = read_runtime(self.home)
+                if stale:
+                    killed = kill_leftover_children(stale)
+                    if killed:
+                        log.info("cleaned up leftovers of a previous run of this home: killed pids %s", killed)
+                await self._run_locked()
         finally:
             remove_runtime(self.home)
             lock.release()
@@ -191,6 +198,7 @@ class Node:
         tasks.create_task(self._measure_capability())
         tasks.create_task(self._publish_loop())
         tasks.create_task(self._poll_loop())
+        tasks.create_task(summary_loop(self.snapshot, self.config.logging.summary_interval_s))
         if self.config.swarm.initial_peers:
             tasks.create_task(self._join_loop())
         if self.gossip is not None:
@@ -211,8 +219,11 @@ class Node:
         lines.append("join this node with any of (e.g. --initial-peer ADDR):")
         lines += [f"  {m}" for m in self.multiaddrs]
         lines.append(f"status: {status_url}/status  (swarmnode status --home {self.home.root})")
+        lines.append(f"log: {self.home.node_log}  (swarmnode logs -f --home {self.home.root})")
         for line in lines:
             print(line, flush=True)
+        log.info("node %s in swarm '%s' at %s; status %s", self.identity.peer_id, self.config.swarm.name,
+                 ", ".join(self.multiaddrs), status_url, extra=FILE_ONLY)  # the banner, for the log file
 
     # -- loops ---------------------------------------------------------------------------------
 
@@ -268,8 +279,8 @@ class Node:
                     log.warning("reading peer records failed (%s)", e)
                     continue
                 self.intake.ingest(values, self.transport.dht_time())
-            for peer_id in self.table.expire(self.transport.dht_time()):
-                log.info("peer %s left (record expired)", peer_id)
+            expired = self.table.expire(self.transport.dht_time())
+            self.peer_log.update(self.table.entries(), expired, self.training.base_fingerprint if self.training else "")
             if self.config.swarm.initial_peers:
                 self._check_initial_peers()
             if self.training is not None and self.training.base_fingerprint:

@@ -39,12 +39,21 @@ def _die_with_parent() -> None:
 class LocalNode:
     index: int
     home: NodeHome
-    log_path: Path
     process: subprocess.Popen | None = None
 
     @property
     def name(self) -> str:
         return f"node{self.index}"
+
+    @property
+    def log_path(self) -> Path:
+        """The node's own log (`swarmnode logs --home HOME`)."""
+        return self.home.node_log
+
+    @property
+    def stdout_path(self) -> Path:
+        """The process's console output of its latest start (what it printed before its log was open, too)."""
+        return self.home.logs_dir / "stdout.log"
 
 
 class LocalSwarm:
@@ -61,7 +70,7 @@ class LocalSwarm:
         self.node_args = node_args or (lambda index: [])
         # The module each node runs as `python -m <module> run ...` (a test's wrapper of the CLI).
         self.node_module = node_module or (lambda index: "swarmnode")
-        self.nodes = [LocalNode(i, NodeHome(root / f"node{i}"), root / f"node{i}" / "node.log") for i in range(size)]
+        self.nodes = [LocalNode(i, NodeHome(root / f"node{i}")) for i in range(size)]
         self.bootstrap_maddrs: list[str] = []
 
     # -- processes -----------------------------------------------------------------------------
@@ -73,18 +82,21 @@ class LocalSwarm:
             for maddr in self.bootstrap_maddrs:
                 args += ["--initial-peer", maddr]
         args += self.extra_args + self.node_args(node.index)
-        log = open(node.log_path, "ab")
+        node.stdout_path.parent.mkdir(parents=True, exist_ok=True)
+        console = open(node.stdout_path, "wb")  # this start's console only: the log file keeps the history
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.node_env(node.index)}
-        node.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
-        log.close()
+        node.process = subprocess.Popen(args, stdout=console, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
+        console.close()
 
     def wait_ready(self, node: LocalNode, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
         """Wait until the node's status endpoint answers; return its runtime info."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if node.process is not None and node.process.poll() is not None:
-                tail = node.log_path.read_text(errors="replace").strip().splitlines()[-1:] if node.log_path.exists() else []
-                raise LocalSwarmError(f"{node.name} exited with code {node.process.returncode}: {' '.join(tail)} (log: {node.log_path})")
+                out = node.stdout_path
+                tail = out.read_text(errors="replace").strip().splitlines()[-1:] if out.exists() else []
+                raise LocalSwarmError(f"{node.name} exited with code {node.process.returncode}: {' '.join(tail)} "
+                                      f"(its output: {out}; its log: {node.log_path})")
             runtime = read_runtime(node.home)
             if runtime.get("pid") == (node.process.pid if node.process else None) and runtime.get("status_url"):
                 try:
@@ -93,7 +105,8 @@ class LocalSwarm:
                 except NoDaemon:
                     pass
             time.sleep(0.2)
-        raise LocalSwarmError(f"{node.name} did not start within {timeout:.0f}s (log: {node.log_path})")
+        raise LocalSwarmError(f"{node.name} did not start within {timeout:.0f}s (its output: {node.stdout_path}; "
+                              f"its log: {node.log_path})")
 
     def start(self, on_progress: Callable[[str], None] = lambda _: None) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

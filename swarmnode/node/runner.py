@@ -4,30 +4,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import sys
 
 from swarmnode.config import NodeConfig
-from swarmnode.home import HomeLocked, NodeHome
+from swarmnode.home import DaemonLock, HomeLocked, NodeHome
 from swarmnode.identity import KeyFileError, load_identity
+from swarmnode.node.logs import FILE_ONLY, log_crash, log_uncaught_exceptions, route_hivemind_logs, setup_logging
 from swarmnode.swarm.transport import TransportStartError
 
-
-def setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-        stream=sys.stderr,
-    )
-    # hivemind logs every DHT hiccup at WARNING; the node reports what matters itself.
-    for noisy in ("hivemind", "asyncio"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
+log = logging.getLogger("swarmnode")
 
 
-def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO") -> int:
-    """Run a node until SIGINT/SIGTERM. Returns the process exit code."""
-    setup_logging(log_level)
-    log = logging.getLogger("swarmnode")
+def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", config_source: str = "defaults") -> int:
+    """Run a node until SIGINT/SIGTERM. Returns the process exit code. Everything it logs goes to
+    the console and to `home.node_log`; a crash's traceback to the log file only."""
+    if (busy := _locked_by_another(home)) is not None:  # its log is not this process's to write (or rotate)
+        setup_logging(log_level)
+        log.error("%s", busy)
+        return 1
+    try:
+        setup_logging(log_level, home.node_log, config.logging.max_bytes, config.logging.backup_count)
+    except OSError as e:
+        setup_logging(log_level)
+        log.error("cannot write the log file %s: %s; make %s a writable folder", home.node_log, e.strerror or e,
+                  home.logs_dir)
+        return 1
+    log_uncaught_exceptions(home.node_log)
     try:
         identity = load_identity(home.node_key, home.p2p_identity)
     except KeyFileError as e:
@@ -35,25 +36,39 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO") -> i
         return 1
     from swarmnode.node.daemon import Node, make_transport
 
+    route_hivemind_logs()
     try:
-        node = Node(config, identity, home, lambda policy: make_transport(config, home, policy))
+        node = Node(config, identity, home, lambda policy: make_transport(config, home, policy), config_source=config_source)
         asyncio.run(node.run())
-    except HomeLocked as e:
-        log.error("%s", e)
-        return 1
-    except TransportStartError as e:
+    except (HomeLocked, TransportStartError) as e:
         log.error("%s", e)
         return 1
     except OSError as e:  # what the checks before start could not foresee (a port taken since, a disk gone)
         where = f" ({e.filename})" if e.filename else ""
         log.error("cannot go on: %s%s", e.strerror or e, where)
-        log.debug("the error in full", exc_info=True)
+        log.error("the error in full", exc_info=True, extra=FILE_ONLY)
         return 1
     except sqlite3.Error as e:  # a store in the home that cannot be opened or written
         log.error("cannot use the stores in node home %s: %s", home.root, e)
-        log.debug("the error in full", exc_info=True)
+        log.error("the error in full", exc_info=True, extra=FILE_ONLY)
+        return 1
+    except Exception as e:  # noqa: BLE001 - a bug: one line here, the traceback in the log file
+        log_crash(e, "the daemon", home.node_log)
         return 1
     if node.fatal is not None:
         log.error("exiting: %s", node.fatal)  # the last line a user sees: why the node stopped
         return 1
     return 0
+
+
+def _locked_by_another(home: NodeHome) -> HomeLocked | None:
+    """Whether another daemon holds the home (a probe: Node.run takes the lock for the run)."""
+    lock = DaemonLock(home)
+    try:
+        lock.acquire()
+    except HomeLocked as e:
+        return e
+    except OSError:  # an unwritable run folder: Node.run meets it again and says so
+        return None
+    lock.release()
+    return None

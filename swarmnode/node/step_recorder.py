@@ -104,7 +104,8 @@ class HeldoutEvaluation:
         self.last_at = self.clock()  # after it: an evaluation longer than eval_every_s must not run every step
         self.metrics.record(version, {f"heldout_accuracy/{k}": v for k, v in accuracy.items()})
         self.status.evaluated(accuracy["mean"])
-        log.info("policy version %d: held-out accuracy %.3f", version, accuracy["mean"])
+        # DEBUG: it can run every few seconds; the log's summary line carries the latest (logging.summary_interval_s)
+        log.debug("policy version %d: held-out accuracy %.3f", version, accuracy["mean"])
         return accuracy
 
 
@@ -175,7 +176,9 @@ class StepRecorder:
         """Training begins: status says so, the first evaluation runs, and then the step cadence
         starts (it leaves out loading and the first evaluation)."""
         self.status.training(self.trainer.version, self.steps)
-        self.evaluation.run(self.trainer.version)
+        accuracy = self.evaluation.run(self.trainer.version)
+        log.info("training from policy version %d (step %d): held-out accuracy %.3f", self.trainer.version, self.steps,
+                 accuracy["mean"])
         self.last_step_end = time.perf_counter()
 
     def after_step(self, result: StepResult) -> None:
@@ -209,7 +212,9 @@ class StepRecorder:
 
     def finish(self, items_generated: int) -> None:
         """max_steps are done: a last evaluation, and a checkpoint written before this returns."""
-        self.evaluation.run(self.trainer.version)
+        accuracy = self.evaluation.run(self.trainer.version)
+        log.info("training done at step %d (policy version %d): held-out accuracy %.3f", self.steps, self.trainer.version,
+                 accuracy["mean"])
         self._save(self.trainer.version, items_generated)
         self.checkpoints.wait()
         self.check_checkpoints()

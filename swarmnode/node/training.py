@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from swarmnode.config import NodeConfig
+from swarmnode.node.logs import FILE_ONLY
 from swarmnode.node.step_recorder import (
     CheckpointFailures,
     HeldoutEvaluation,
@@ -223,7 +224,7 @@ class TrainingService:
             self._train()
         except Exception as e:  # noqa: BLE001 - any error ends training: the daemon decides what follows
             reason = failure_reason(e)
-            log.debug("training failed", exc_info=True)  # the whole traceback, for --log-level DEBUG
+            log.error("training failed", exc_info=True, extra=FILE_ONLY)  # the traceback, in the log file only
             self.status.failed(reason)
             if self._stopping.is_set():  # the node is stopping anyway: a clean stop stays a clean stop
                 log.warning("training ended with an error while stopping: %s", reason)

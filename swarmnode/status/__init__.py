@@ -4,5 +4,6 @@
   and its parts (peer_to_dict, summaries_status, JoinState, ...)
 - server.py: StatusServer, the aiohttp endpoint (/status, /peers, /metrics)
 - prometheus.py: make_registry, the Prometheus view of the same document (StatusCollector)
+- summary_line.py: summary_line, one line of the document for the node's log
 - client.py: fetch (read a daemon's endpoint), status_url_for_home, NoDaemon
 """

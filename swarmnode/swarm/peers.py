@@ -17,6 +17,11 @@ from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index
 
 
+def short_id(peer_id: str) -> str:
+    """A peer id short enough for a log line or a table column: its head and its tail."""
+    return peer_id if len(peer_id) <= 16 else f"{peer_id[:8]}…{peer_id[-6:]}"
+
+
 @dataclass
 class PeerEntry:
     record: PeerRecord

@@ -105,7 +105,7 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
         checkpoint = latest_checkpoint(homes[0].root)
         finite = {f: all(bool(t.isfinite().all()) for t in load_file(str(checkpoint / f)).values())
                   for f in ("model.safetensors", "outer.safetensors")}
-        bent = {i: (homes[i].root / "node.log").read_text(errors="replace") for i in DISHONEST}
+        bent = {i: swarm.nodes[i].stdout_path.read_text(errors="replace") for i in DISHONEST}  # its console
 
     elapsed = time.monotonic() - started
 

@@ -53,6 +53,10 @@ def test_training_that_fails_after_start_stops_the_node_in_one_line(tmp_path, lo
     assert any("stopping: training failed: " in line for line in lines)
     assert not any(alive(p.pid) for p in p2pd) and not p2pd_of(home)
     assert not home.runtime_file.exists()
+    # The node's own log keeps the one line and, below it, the traceback the console left out.
+    log = home.node_log.read_text()
+    assert "ERROR swarmnode: stopping: training failed: " in log and "Traceback (most recent call last)" in log
+    assert log.index("ERROR swarmnode.training: training failed\nTraceback (most recent call last)") < log.index("exiting: ")
 
 
 def test_keep_serving_stays_in_the_swarm_and_says_so(tmp_path, local_config):
@@ -70,6 +74,7 @@ def test_keep_serving_stays_in_the_swarm_and_says_so(tmp_path, local_config):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         assert not p2pd_of(home)
+        assert "Traceback (most recent call last)" in home.node_log.read_text()
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -17,6 +17,7 @@ from safetensors.torch import load_file
 
 from swarmnode.node.local_swarm import LocalSwarm
 from swarmnode.policy.loading import resolve_model_path
+from swarmnode.swarm.peers import short_id
 from tests.integration.conftest import status_json, wait_until
 
 
@@ -76,6 +77,11 @@ def test_same_base_nodes_merge_summaries_and_resume_the_outer_loop(tmp_path, sum
         assert s2["training"]["steps"] > 0
         base = s0["summaries"]["base_fingerprint"]
         assert sorted(p["base_fingerprint"] == base for p in s0["peers"]) == [False, True]
+        # ...and node0's log names node2 as a peer of another base, once.
+        other = [line for line in swarm.nodes[0].log_path.read_text().splitlines() if "started from other base weights" in line]
+        assert len(other) == 1 and f"peer {short_id(s2['peer_id'])} started from other base weights " \
+            f"(base {s2['summaries']['base_fingerprint']}, this node's {base}): " in other[0], other
+        assert other[0].endswith("gradient summaries are not exchanged with it")
 
         # The outer state goes into checkpoints; a SIGKILLed node resumes it. (node1: a joiner
         # finds the swarm again through its initial peer, node0.)

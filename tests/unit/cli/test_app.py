@@ -69,3 +69,47 @@ def test_status_addrs_prints_only_the_multiaddrs(endpoint):
 def test_status_json_is_the_served_document(endpoint):
     url, served = endpoint
     assert json.loads(status(url, "--json")) == served["doc"]
+
+
+def test_logs_of_a_home_where_no_node_ran_is_one_line_naming_the_path(tmp_path):
+    result = CliRunner().invoke(app, ["logs", "--home", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.output == (f"error: no log at {tmp_path}/logs/node.log: no node has run with home {tmp_path} yet "
+                             f"(start one with: swarmnode run --home {tmp_path})\n")
+
+
+def test_logs_prints_the_last_lines(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "node.log").write_text("".join(f"2025-01-02 03:04:{i:02d} INFO swarmnode: line {i}\n" for i in range(30)))
+    result = CliRunner().invoke(app, ["logs", "--home", str(tmp_path), "-n", "5"])
+    assert result.exit_code == 0
+    assert result.output.splitlines() == [f"2025-01-02 03:04:{i:02d} INFO swarmnode: line {i}" for i in range(25, 30)]
+    assert len(CliRunner().invoke(app, ["logs", "--home", str(tmp_path)]).output.splitlines()) == 20  # the default
+
+
+def test_logs_follow_prints_new_lines_as_they_come_and_quits_on_ctrl_c(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    log = tmp_path / "logs" / "node.log"
+    log.parent.mkdir()
+    log.write_text("old line\n")
+    proc = subprocess.Popen([sys.executable, "-m", "swarmnode", "logs", "-f", "-n", "1", "--home", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "old line\n"
+        with open(log, "a") as f:
+            f.write("new line\n")
+        assert proc.stdout.readline() == "new line\n"  # flushed as it comes, not at exit
+        log.rename(log.with_name("node.log.1"))  # rotated: the follower goes on with the new file
+        time.sleep(0.2)
+        log.write_text("after rotation\n")
+        assert proc.stdout.readline() == "after rotation\n"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0 and proc.stderr.read() == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -117,3 +117,11 @@ def test_values_are_written_for_people():
     assert histogram({"10": 1, "2": 5, "0": 32}) == "0:32 2:5 10:1" and histogram(None) == "-"
     assert human({"arith": 5000, "sort": 3120}) == "arith 5000, sort 3120"
     assert human({"p": {"a": 1}}) == "p (a 1)" and human([]) == "none" and human(0.123456) == "0.1235"
+
+
+def test_peers_of_another_base_are_counted_apart():
+    doc = realistic_status()
+    doc["peers"][0]["base_fingerprint"] = "0123456789abcdef"  # started from other weights
+    doc["peers"][1]["base_fingerprint"] = ""  # a node without a model says no base
+    flat = " ".join(" ".join(screen(headline_view(doc))).split())
+    assert "peers 3 (joining 1, running 2, 1 same base, 1 other base)" in flat

@@ -66,6 +66,10 @@ def test_precedence_file_env_overrides(tmp_path):
         ("training:\n  slowdown: .nan\n", "training.slowdown: Input should be a finite number"),
         ("training:\n  slowdown: .inf\n", "training.slowdown:"),
         ("training:\n  slowdown: fast\n", "training.slowdown:"),
+        ("logging:\n  max_bytes: 100\n", "logging.max_bytes: Input should be greater than or equal to 1024 (got 100)"),
+        ("logging:\n  backup_count: 0\n", "logging.backup_count: Input should be greater than or equal to 1 (got 0)"),
+        ("logging:\n  summary_interval_s: 0\n", "logging.summary_interval_s: Input should be greater than 0 (got 0)"),
+        ("logging:\n  max_byte: 2048\n", "unknown field 'logging.max_byte'; did you mean 'max_bytes'?"),
     ],
 )
 def test_errors_are_one_line_naming_the_field(tmp_path, text, expected):
@@ -156,3 +160,19 @@ def test_a_bad_value_from_a_flag_or_the_environment_is_not_blamed_on_the_file(tm
     with pytest.raises(ConfigError) as info:
         load_config(path, {"status.port": 70000}, environ={}, flags={"status.port": "--status-port"})
     assert "in --status-port: status.port:" in str(info.value) and str(path) not in str(info.value)
+
+
+def test_logging_defaults_and_default_yaml_agree():
+    cfg = load_config(bundled_config_path("default.yaml"), environ={})
+    assert cfg.logging == NodeConfig().logging
+    assert (cfg.logging.max_bytes, cfg.logging.backup_count, cfg.logging.summary_interval_s) == (10 * 2**20, 5, 60.0)
+    assert load_config(None, environ={"SWARMNODE__LOGGING__BACKUP_COUNT": "2"}).logging.backup_count == 2
+
+
+def test_value_sources_describe_the_whole_config(tmp_path):
+    path = write(tmp_path, "swarm:\n  name: x\n")
+    _, sources = load_config_with_sources(path, {"status.port": 9001}, environ={"SWARMNODE__SWARM__NAME": "y"},
+                                          flags={"status.port": "--status-port"})
+    assert sources.described() == f"{path} with --status-port, SWARMNODE__SWARM__NAME"
+    assert load_config_with_sources(path, environ={})[1].described() == str(path)
+    assert load_config_with_sources(None, environ={})[1].described() == "defaults"

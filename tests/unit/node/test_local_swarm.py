@@ -27,3 +27,20 @@ def test_a_node_that_exited_with_an_error_shows_as_failed_and_counts_as_finished
     done = {"name": "node0", "state": "running", "training": {"phase": "done"}}
     assert swarm.training_done([done, exited_row("node1", 1)])
     assert not swarm.training_done([done, {"name": "node1", "error": "not answering"}])
+
+
+def test_a_node_that_fails_before_its_log_opens_is_named_with_its_console_output(tmp_path):
+    """The node's console goes to <home>/logs/stdout.log (a real `swarmnode run` that exits at its config check)."""
+    import pytest
+
+    from swarmnode.config import bundled_config_path
+    from swarmnode.node.local_swarm import LocalSwarm, LocalSwarmError
+
+    swarm = LocalSwarm(tmp_path, 1, bundled_config_path("local.yaml"), node_env=lambda i: {"SWARMNODE__RECORDS__TTL_S": "soon"})
+    with swarm, pytest.raises(LocalSwarmError) as info:
+        swarm.start()
+    node = swarm.nodes[0]
+    assert (node.log_path, node.stdout_path) == (tmp_path / "node0" / "logs" / "node.log", tmp_path / "node0" / "logs" / "stdout.log")
+    message = str(info.value)
+    assert message.startswith("node0 exited with code 1: error: config error in environment variable SWARMNODE__RECORDS__TTL_S")
+    assert message.endswith(f"(its output: {node.stdout_path}; its log: {node.log_path})") and "\n" not in message

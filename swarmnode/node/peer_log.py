@@ -1,0 +1,82 @@
+"""Peers joining and leaving the peer table, and peers of another base, each told in the log once.
+
+The daemon's poll loop hands `PeerLog.update` the table after every read of peers' records: a
+peer new to the table joined; one gone from it left (its record expired, or the full table
+dropped it). A peer that started from other base weights than this node stays in the table and
+shares rollouts (the receiver re-scores them), but gradient summaries are exchanged only among
+peers of one base: that is said once per peer. A flood of fresh identities costs a bounded
+number of lines per poll: the first MAX_NAMED are named, the rest counted in one line.
+"""
+from __future__ import annotations
+
+import logging
+
+from swarmnode.status.snapshot import state_name
+from swarmnode.swarm.lru_map import LRUMap
+from swarmnode.swarm.peers import PeerEntry, short_id
+
+log = logging.getLogger("swarmnode.peers")
+MAX_NAMED = 5  # peers named one a line per poll and direction; the rest in one line
+
+
+def _count(n: int) -> str:
+    return f"{n} peer{'s' if n != 1 else ''}"
+
+
+def _state(entry: PeerEntry) -> str:
+    try:
+        return state_name(entry.record.state)
+    except ValueError:  # a state this version does not know
+        return f"state {entry.record.state}"
+
+
+def joined_lines(joined: list[PeerEntry], total: int) -> list[str]:
+    lines = [f"peer {short_id(e.peer_id)} joined (swarmnode {e.record.software_version or '?'}, {_state(e)}; "
+             f"{_count(total)} now)" for e in joined[:MAX_NAMED]]
+    if len(joined) > MAX_NAMED:
+        lines.append(f"{len(joined) - MAX_NAMED} more peers joined ({_count(total)} now)")
+    return lines
+
+
+def left_lines(left: list[str], expired: set[str], total: int) -> list[str]:
+    lines = [f"peer {short_id(p)} left ("
+             f"{'its record expired' if p in expired else 'dropped: the peer table is full (limits.max_peers)'}; "
+             f"{_count(total)} now)" for p in left[:MAX_NAMED]]
+    if len(left) > MAX_NAMED:
+        lines.append(f"{len(left) - MAX_NAMED} more peers left ({_count(total)} now)")
+    return lines
+
+
+def other_base_line(peer_id: str, their_base: str, own_base: str) -> str:
+    return (f"peer {short_id(peer_id)} started from other base weights (base {their_base}, this node's {own_base}): "
+            "rollouts are shared with it (re-scored by the receiver), gradient summaries are not exchanged with it")
+
+
+class PeerLog:
+    """What the log has been told of the peer table: who is in it, and which peers of another
+    base were named (at most `capacity` remembered)."""
+
+    def __init__(self, capacity: int = 1024):
+        self._known: set[str] = set()
+        self._other_base_named: LRUMap[str, str] = LRUMap(capacity)  # peer -> the base it was named with
+
+    def lines(self, entries: list[PeerEntry], expired: list[str], own_base: str) -> list[str]:
+        """The lines the table's change since the last call makes: joins, leaves, and each peer
+        of another base not named yet (once this node knows its own base)."""
+        current = {e.peer_id for e in entries}
+        joined = [e for e in entries if e.peer_id not in self._known]
+        left = sorted(self._known - current)
+        self._known = current
+        out = joined_lines(joined, len(current)) + left_lines(left, set(expired), len(current))
+        if not own_base:
+            return out
+        unnamed = [e for e in entries if e.base_fingerprint and e.base_fingerprint != own_base
+                   and self._other_base_named.peek(e.peer_id) != e.base_fingerprint]
+        for e in unnamed[:MAX_NAMED]:  # the rest at the next calls: a bounded number of lines each time
+            self._other_base_named[e.peer_id] = e.base_fingerprint
+            out.append(other_base_line(e.peer_id, e.base_fingerprint, own_base))
+        return out
+
+    def update(self, entries: list[PeerEntry], expired: list[str], own_base: str) -> None:
+        for line in self.lines(entries, expired, own_base):
+            log.info("%s", line)

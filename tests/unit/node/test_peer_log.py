@@ -1,0 +1,50 @@
+"""node/peer_log.py: a line when a peer joins and when it leaves, a bounded number under a flood,
+and a peer of another base named once."""
+import logging
+
+from swarmnode.node.peer_log import MAX_NAMED, PeerLog
+from swarmnode.protocol.generated import peer_record_pb2
+from swarmnode.swarm.peers import PeerEntry, short_id
+
+OWN_BASE, OTHER_BASE = "a1c04df6ea1c2c67", "0123456789abcdef"
+
+
+def entry(i: int, base: str = OWN_BASE) -> PeerEntry:
+    record = peer_record_pb2.PeerRecord(peer_id=f"12D3KooW{i:044d}", software_version="0.1.0", base_fingerprint=base,
+                                        state=peer_record_pb2.NODE_STATE_RUNNING)
+    return PeerEntry(record=record, first_seen=float(i), last_seen=float(i))
+
+
+def test_joins_and_leaves_once_each_with_a_short_id():
+    peers, one, two = PeerLog(), entry(1), entry(2)
+    pid = one.peer_id
+    assert short_id(pid) == f"{pid[:8]}…{pid[-6:]}" and len(short_id(pid)) == 15
+    assert peers.lines([one], [], OWN_BASE) == [f"peer {short_id(pid)} joined (swarmnode 0.1.0, running; 1 peer now)"]
+    assert peers.lines([one], [], OWN_BASE) == []  # a refreshed record is no news
+    assert peers.lines([one, two], [], OWN_BASE) == [f"peer {short_id(two.peer_id)} joined (swarmnode 0.1.0, running; 2 peers now)"]
+    assert peers.lines([two], [pid], OWN_BASE) == [f"peer {short_id(pid)} left (its record expired; 1 peer now)"]
+    assert peers.lines([], [], OWN_BASE) == [
+        f"peer {short_id(two.peer_id)} left (dropped: the peer table is full (limits.max_peers); 0 peers now)"]
+
+
+def test_a_flood_of_identities_costs_a_bounded_number_of_lines():
+    flood = [entry(i) for i in range(50)]
+    lines = PeerLog().lines(flood, [], OWN_BASE)
+    assert len(lines) == MAX_NAMED + 1 and lines[-1] == f"{50 - MAX_NAMED} more peers joined (50 peers now)"
+
+
+def test_a_peer_of_another_base_is_named_once_and_stays(caplog):
+    peers, other = PeerLog(), entry(7, OTHER_BASE)
+    no_model = entry(8, base="")
+    # Until this node knows its own base (its model is loading), nobody is named.
+    assert len(peers.lines([other, no_model], [], "")) == 2
+    with caplog.at_level(logging.INFO, logger="swarmnode.peers"):
+        peers.update([other, no_model], [], OWN_BASE)
+        peers.update([other, no_model], [], OWN_BASE)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"peer {short_id(other.peer_id)} started from other base weights (base {OTHER_BASE}, this node's {OWN_BASE}): "
+        "rollouts are shared with it (re-scored by the receiver), gradient summaries are not exchanged with it"]
+    many = [entry(i, OTHER_BASE) for i in range(10, 10 + 2 * MAX_NAMED)]
+    assert sum("other base" in line for line in peers.lines(many, [], OWN_BASE)) == MAX_NAMED  # the rest next time
+    assert sum("other base" in line for line in peers.lines(many, [], OWN_BASE)) == MAX_NAMED
+    assert not any("other base" in line for line in peers.lines(many, [], OWN_BASE))
