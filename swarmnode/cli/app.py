@@ -208,6 +208,9 @@ def status(
     if addrs:
         doc = _fetch_or_exit(home, url, "/status")
         if not doc.get("multiaddrs"):
+            if (doc.get("network") or {}).get("reachability") == "private":
+                fail("peers cannot dial this node (behind NAT or a firewall): it has no address to join through; "
+                     "forward its TCP port and set network.announce_maddrs, or give out another node's address")
             fail(f"the daemon has no multiaddrs yet (state {doc.get('state')}); try again in a few seconds")
         for maddr in doc["multiaddrs"]:
             typer.echo(maddr)

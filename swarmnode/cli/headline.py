@@ -58,6 +58,21 @@ def join_text(s: dict[str, Any]) -> str:
     return f"not yet ({join.get('attempts', 0)} attempts)"
 
 
+def network_text(s: dict[str, Any]) -> str:
+    """Whether peers can dial this node, and how it is reached when they cannot."""
+    net = s.get("network") or {}
+    reach = net.get("reachability", "unknown")
+    seen = f" at {net['observed_ip']}" if net.get("observed_ip") else ""
+    if reach == "public":
+        relaying = len(net.get("relayed_for") or [])
+        return f"public{seen}" + (f"; relaying for {relaying}" if relaying else "")
+    if reach == "private":
+        relays = len(net.get("relays") or [])
+        via = f"reached through {relays} relay{'s' if relays != 1 else ''}" if relays else "no relay yet"
+        return f"behind NAT (seen{seen or ' nowhere'}): {via}; no address to give out"
+    return "not checked yet (peers dial it back once it has peers)"
+
+
 def peers_text(s: dict[str, Any]) -> str:
     peers = s.get("peers") or []
     if not peers:
@@ -142,11 +157,24 @@ def problems(s: dict[str, Any]) -> list[str]:
         found.append(f"{rollouts['store_errors']} store writes failed (disk full?)")
     if rollouts.get("peers_ignored"):
         found.append(f"{rollouts['peers_ignored']} times a peer was ignored for bad rollouts")
+    failing = failing_peers(s)
+    if failing:
+        found.append(f"requests to {failing} peer{'s' if failing != 1 else ''} failed in the last 5 min "
+                     "(swarmnode status --json: network.failed_requests)")
     rejected = (s.get("messages") or {}).get("rejected") or {}
     foreign = sum(rejected.get(reason, 0) for reason in ("wrong_swarm", "unknown_key", "unsupported_version"))
     if foreign:
         found.append(f"{foreign} messages of another swarm or protocol version rejected")
     return found
+
+
+def failing_peers(s: dict[str, Any], within_s: float = 300.0) -> int:
+    """Known peers whose requests failed lately (a peer that left is no problem)."""
+    net = s.get("network") or {}
+    known = {p.get("peer_id") for p in s.get("peers") or []}
+    now = s.get("dht_time") or time.time()
+    return sum(1 for peer, f in (net.get("failed_requests") or {}).items()
+               if peer in known and now - f.get("last_at", 0) < within_s)
 
 
 def headline_lines(s: dict[str, Any], fold_addresses: bool = False) -> list[HeadlineLine]:
@@ -158,7 +186,8 @@ def headline_lines(s: dict[str, Any], fold_addresses: bool = False) -> list[Head
         more = f" (+{len(addrs) - 1} more: swarmnode status --addrs)" if len(addrs) > 1 else ""
         lines += [HeadlineLine(labelled("address", f"to join through it{more}:")),
                   HeadlineLine(address_line(addrs[0], fold_addresses))]
-    lines += [HeadlineLine(labelled("join", join_text(s))), HeadlineLine(labelled("peers", peers_text(s)))]
+    lines += [HeadlineLine(labelled("network", network_text(s))), HeadlineLine(labelled("join", join_text(s))),
+              HeadlineLine(labelled("peers", peers_text(s)))]
     training = s.get("training") or {}
     lines += [HeadlineLine(line) for line in training_lines(training)]
     if training.get("model"):

@@ -42,6 +42,13 @@ class NetworkConfig(_Section):
     join_backoff_initial_s: float = Field(1.0, gt=0)
     join_backoff_max_s: float = Field(60.0, gt=0)
     dht_wait_timeout_s: float = Field(3.0, gt=0, description="a DHT request is deemed lost after this long")
+    reachability: Literal["auto", "public", "private"] = Field(
+        "auto", description="auto: peers dial this node back to find out; public / private: say so and skip the check")
+    reachability_check_interval_s: float = Field(300.0, gt=0, description="how often peers are asked to dial back")
+    relays: int = Field(2, ge=0, le=4, description="relay reservations a node that cannot be dialled keeps on public peers")
+    relay_service: bool = Field(True, description="relay requests for nodes behind NAT while this node is reachable")
+    relay_capacity: int = Field(32, ge=0, le=4096, description="nodes this node relays for at once")
+    relay_max_forwards: int = Field(128, ge=1, description="relayed requests in flight at once")
 
     @field_validator("host_maddrs", "announce_maddrs")
     @classmethod

@@ -3,7 +3,10 @@
 The daemon and its loops:
 
 - daemon.py: `Node`, the event loop that owns the transport, the peer-record loops, the status
-  server and every other loop below (started in `run`, cancelled on shutdown); `make_transport`.
+  server and every other loop below (started in `run`, cancelled on shutdown).
+- network.py: `NetworkService`, whether peers can dial this node (dial-back checks) and what it
+  does about it (relay reservations, DHT client mode, the addresses it gives out);
+  `make_transport`, hivemind's transport wrapped in swarm/routed_transport.py's relaying.
 - runner.py: `run_daemon`, `swarmnode run`'s logging, identity and event loop around a Node.
 - logs.py: the console and `<home>/logs/node.log` (`setup_logging`, rotation, tracebacks to the
   file only), the start line and `RecordedRun` (did the last run end cleanly?), `summary_loop`.
@@ -31,6 +34,7 @@ The node's training, on its own thread:
   `OuterSteps`, the outer step every summaries.every_steps steps and its `OutgoingSummary`.
 - training_status.py: `TrainingStatus`, the lock-protected state behind status.training.
 """
-from swarmnode.node.daemon import Node, make_transport
+from swarmnode.node.daemon import Node
+from swarmnode.node.network import NetworkService, make_transport
 
-__all__ = ["Node", "make_transport"]
+__all__ = ["NetworkService", "Node", "make_transport"]

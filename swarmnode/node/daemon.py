@@ -16,6 +16,7 @@ from swarmnode.identity import NodeIdentity
 from swarmnode.node.capability import detect_device, matmul_gflops
 from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
 from swarmnode.node.leftovers import describe_children, kill_leftover_children
+from swarmnode.node.network import NetworkService
 from swarmnode.node.logs import FILE_ONLY, RecordedRun, log_start, summary_loop
 from swarmnode.node.peer_log import PeerLog
 from swarmnode.node.scheduling import plan_loop
@@ -29,7 +30,8 @@ from swarmnode.status.snapshot import JoinState, build_status, state_name
 from swarmnode.summaries import OuterResult
 from swarmnode.swarm.backoff import backoff_delay, jittered
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.transport import JoinError, RecordPolicy, Transport
+from swarmnode.swarm.routed_transport import RoutedTransport
+from swarmnode.swarm.transport import JoinError, RecordPolicy
 from swarmnode.swarm.windows import peer_records_key, window_index, windows_to_read
 
 log = logging.getLogger("swarmnode")
@@ -44,7 +46,7 @@ class Node:
         config: NodeConfig,
         identity: NodeIdentity,
         home: NodeHome,
-        make_transport: Callable[[RecordPolicy], Transport],
+        make_transport: Callable[[RecordPolicy], RoutedTransport],
         config_source: str = "defaults",  # for the log's start line (ValueSources.described)
     ):
         self.config = config
@@ -58,6 +60,9 @@ class Node:
         self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s,
                                    max_ttl_s=limits.max_record_ttl_s, max_values_per_key=limits.max_values_per_key)
         self.transport = make_transport(self.intake)
+        initial_ids = [m.rsplit("/p2p/", 1)[-1].split("/")[0] for m in config.swarm.initial_peers]
+        self.network = NetworkService(config, self.transport, self.table.entries, initial_ids)
+        self.transport.route_of = self._route_of
         self.training: TrainingService | None = None
         self.standings: PeerStandings | None = None
         self.gossip: RolloutGossip | None = None
@@ -151,14 +156,15 @@ class Node:
             await self.transport.start()
             if self.transport.peer_id != self.identity.peer_id:
                 raise RuntimeError("p2pd runs another identity than the home's libp2p key")
-            self.multiaddrs = await self.transport.multiaddrs()
+            self.network.listen_maddrs = await self.transport.multiaddrs()
+            self.multiaddrs = self.network.usable_multiaddrs()
             status_url = await status.start()
             children, sockets = describe_children(self.transport.child_processes())
             write_runtime(self.home, {
                 "pid": os.getpid(),
                 "peer_id": self.identity.peer_id,
                 "status_url": status_url,
-                "multiaddrs": self.multiaddrs,
+                "multiaddrs": self.network.listen_maddrs,
                 "children": children,
                 "sockets": sockets,
                 "started_at": self.started_at,
@@ -198,6 +204,7 @@ class Node:
         tasks.create_task(self._measure_capability())
         tasks.create_task(self._publish_loop())
         tasks.create_task(self._poll_loop())
+        tasks.create_task(self.network.run(self.transport.dht_time))
         tasks.create_task(summary_loop(self.snapshot, self.config.logging.summary_interval_s))
         if self.config.swarm.initial_peers:
             tasks.create_task(self._join_loop())
@@ -216,8 +223,11 @@ class Node:
 
     def _announce(self, status_url: str) -> None:
         lines = [f"swarmnode {__version__} node {self.identity.peer_id} in swarm '{self.config.swarm.name}'"]
-        lines.append("join this node with any of (e.g. --initial-peer ADDR):")
+        lines.append("join this node with any of (e.g. --initial-peer ADDR):" if self.multiaddrs else
+                     "no address to join this node through (network.reachability is private)")
         lines += [f"  {m}" for m in self.multiaddrs]
+        if not self.network.forced:
+            lines.append("  (unchecked until peers dial it back: `swarmnode status` shows the result)")
         lines.append(f"status: {status_url}/status  (swarmnode status --home {self.home.root})")
         lines.append(f"log: {self.home.node_log}  (swarmnode logs -f --home {self.home.root})")
         for line in lines:
@@ -246,13 +256,15 @@ class Node:
         return PeerRecordFields(
             software_version=__version__,
             swarm=self.config.swarm.name,
-            multiaddrs=tuple(self.multiaddrs),
+            multiaddrs=tuple(self.network.usable_multiaddrs()),
             model_fingerprint=self.model_fingerprint,
             base_fingerprint=self.training.base_fingerprint if self.training is not None else "",
             device=self.device,
             capability=self._current_capability(),
             state=self.state,
             client_mode=self.config.network.client_mode,
+            reachability=self.network.reachability,
+            relays=self.network.relays(),
         )
 
     async def _publish_loop(self) -> None:
@@ -396,7 +408,7 @@ class Node:
             now=now,
             window=window_index(now, self.config.swarm.window_s),
             window_s=self.config.swarm.window_s,
-            multiaddrs=self.multiaddrs,
+            multiaddrs=self.network.usable_multiaddrs(),
             client_mode=self.config.network.client_mode,
             routing_table_size=self.transport.routing_table_size(),
             join=self.join,
@@ -413,6 +425,7 @@ class Node:
                                    self.last_maintenance),
             limits=self._limits_snapshot(),
             summaries=self.summaries.snapshot() if self.summaries is not None else None,
+            network=self.network.snapshot(),
         )
 
     def _limits_snapshot(self) -> dict[str, int]:
@@ -430,6 +443,13 @@ class Node:
         if self.standings is None:
             return {}
         return {peer: info["quality"] for peer, info in self.standings.ledger.snapshot(self.transport.dht_time()).items()}
+
+    def _route_of(self, peer_id: str) -> tuple[int, tuple[str, ...]]:
+        """What a peer's record says about reaching it: its reachability and its relays."""
+        entry = self.table.get(peer_id)
+        if entry is None:
+            return peer_record_pb2.REACHABILITY_UNKNOWN, ()
+        return entry.record.reachability, tuple(entry.record.relays)
 
     @property
     def model_fingerprint(self) -> str:
@@ -449,20 +469,3 @@ def describe_mismatch(origin: RecordOrigin, swarm: str, protocol_version: int) -
 
 class _Stopping(Exception):
     """Raised inside the task group to cancel every loop on shutdown."""
-
-
-def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy) -> Transport:
-    from swarmnode.swarm.hivemind_transport import HivemindTransport
-
-    net = config.network
-    return HivemindTransport(
-        identity_path=home.p2p_identity,
-        host_maddrs=net.host_maddrs,
-        announce_maddrs=net.announce_maddrs,
-        client_mode=net.client_mode,
-        startup_timeout_s=net.p2pd_startup_timeout_s,
-        use_relay=net.use_relay,
-        auto_nat=net.auto_nat,
-        wait_timeout_s=net.dht_wait_timeout_s,
-        policy=policy,
-    )

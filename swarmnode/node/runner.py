@@ -34,7 +34,8 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", conf
     except KeyFileError as e:
         log.error("%s", e)
         return 1
-    from swarmnode.node.daemon import Node, make_transport
+    from swarmnode.node.daemon import Node
+    from swarmnode.node.network import make_transport
 
     route_hivemind_logs()
     try:

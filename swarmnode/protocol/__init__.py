@@ -12,6 +12,8 @@
   check_rollout_announcement -> CheckedRolloutAnnouncement, seal_rollout_batch, open_rollout_batch
 - summary_messages.py: summary announcements and gradient summaries: build_summary_announcement,
   check_summary_announcement -> CheckedSummaryAnnouncement, seal_summary, open_summary
+- relay_messages.py: dial-back and relay messages (not signed: they travel between two
+  authenticated peers and carry the swarm's signed messages), their protocols and bounded decoders
 - generated/: the *_pb2 modules generated from protocols/ (scripts/dev/gen_protos.py)
 """
 from swarmnode.protocol.codec import (

@@ -22,6 +22,7 @@ MAX_PEER_ID_CHARS = 128
 MAX_MULTIADDRS = 16
 MAX_MULTIADDR_CHARS = 256
 MAX_SHORT_STRING_CHARS = 128
+MAX_RELAYS = 4  # relays a node names in its record
 
 MAX_GROUPS_PER_BATCH = 256
 MAX_COMPLETIONS_PER_GROUP = 64
@@ -100,6 +101,10 @@ def check_peer_record_structure(record: peer_record_pb2.PeerRecord) -> str | Non
         return "expires_at must be after timestamp"
     if record.state not in peer_record_pb2.NodeState.values():
         return f"unknown state {record.state}"
+    if record.reachability not in peer_record_pb2.Reachability.values():
+        return f"unknown reachability {record.reachability}"
+    if len(record.relays) > MAX_RELAYS or any(not 0 < len(r) <= MAX_PEER_ID_CHARS for r in record.relays):
+        return f"more than {MAX_RELAYS} relays, or a relay id missing or too long"
     return None
 
 

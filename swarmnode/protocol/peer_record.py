@@ -34,6 +34,8 @@ class PeerRecordFields:
     # Hash of the initial weights (policy.loading.base_fingerprint), "" when unknown: peers with
     # the same base may merge each other's gradient summaries (PeerTable.with_base).
     base_fingerprint: str = ""
+    reachability: int = 0  # REACHABILITY_UNKNOWN / _PUBLIC / _PRIVATE (node/network.py)
+    relays: tuple[str, ...] = ()  # peer ids holding this node's relay reservations, while private
 
 
 def build_peer_record(identity: NodeIdentity, fields: PeerRecordFields, now: float, ttl_s: float) -> bytes:
@@ -54,6 +56,8 @@ def build_peer_record(identity: NodeIdentity, fields: PeerRecordFields, now: flo
         expires_at=now + ttl_s,
         client_mode=fields.client_mode,
         base_fingerprint=fields.base_fingerprint,
+        reachability=fields.reachability,
+        relays=list(fields.relays),
     )
     return seal(identity, MessageKind.PEER_RECORD, record)
 

@@ -143,6 +143,9 @@ def capability_to_dict(capability: peer_record_pb2.Capability) -> dict[str, Any]
             **speed_figures({k: getattr(capability, k) for k in SPEED_DIGITS})}
 
 
+REACHABILITY_NAMES = {0: "unknown", 1: "public", 2: "private"}  # peer_record.proto Reachability
+
+
 def peer_to_dict(entry: PeerEntry, now: float) -> dict[str, Any]:
     r = entry.record
     return {
@@ -157,6 +160,8 @@ def peer_to_dict(entry: PeerEntry, now: float) -> dict[str, Any]:
         "base_fingerprint": getattr(r, "base_fingerprint", ""),
         "client_mode": r.client_mode,
         "multiaddrs": list(r.multiaddrs),
+        "reachability": REACHABILITY_NAMES.get(r.reachability, "unknown"),
+        "relays": list(r.relays),
         "device": device_to_dict(r.device),
         "capability": capability_to_dict(r.capability),
         # The figures the scheduler plans with, at the top of each entry (also under capability).
@@ -189,6 +194,7 @@ def build_status(
     storage: dict[str, Any] | None = None,
     limits: dict[str, int] | None = None,
     summaries: dict[str, Any] | None = None,
+    network: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "schema": STATUS_SCHEMA,
@@ -221,4 +227,5 @@ def build_status(
         "storage": dict(storage if storage is not None else STORAGE_NONE),
         "limits": dict(limits or {}),
         "summaries": summaries_status(summaries),
+        "network": network,
     }

@@ -285,3 +285,13 @@ class HivemindTransport(Transport):
         except Exception as e:  # noqa: BLE001 - any failure of a remote call is the peer's problem
             raise RequestFailed(f"{protocol} to {peer_id[:16]}: {_explain_connect_failure(e)}") from None
         return response.value
+
+    async def remote_ip(self, peer_id: str) -> str | None:
+        for info in await self._p2p.list_peers():
+            if str(info.peer_id) != peer_id:
+                continue
+            for addr in info.addrs:  # the connections' remote addresses, as p2pd sees them
+                parts = str(addr).split("/")
+                if len(parts) > 2 and parts[1] in ("ip4", "ip6") and "p2p-circuit" not in parts:
+                    return parts[2]
+        return None

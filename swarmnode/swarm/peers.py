@@ -86,6 +86,10 @@ class PeerTable:
         return [e.peer_id for e in self.entries()
                 if e.base_fingerprint == base_fingerprint and (now is None or e.record.expires_at > now)]
 
+    def get(self, peer_id: str) -> PeerEntry | None:
+        """The peer's entry, without making it recently refreshed."""
+        return self._entries.peek(peer_id)
+
     def __contains__(self, peer_id: str) -> bool:
         return peer_id in self._entries
 

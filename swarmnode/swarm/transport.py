@@ -98,3 +98,7 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     async def request(self, peer_id: str, protocol: str, payload: bytes, timeout: float) -> bytes:
         """Send `payload` to `peer_id` on `protocol` and return its answer; raise RequestFailed."""
+
+    @abc.abstractmethod
+    async def remote_ip(self, peer_id: str) -> str | None:
+        """The IP address a connected peer's connection comes from (what NAT made of it), or None."""
