@@ -156,9 +156,10 @@ def incompatible_problems(peers: list[dict[str, Any]]) -> list[str]:
     older = sum(1 for p in peers if p.get("upgrade") == "peer")
     found = []
     if newer:
-        found.append(f"{newer} peer{'s' if newer != 1 else ''} speak newer protocol versions: upgrade swarmnode on this node")
+        found.append(f"{newer} {'peer speaks' if newer == 1 else 'peers speak'} newer protocol versions: "
+                     "upgrade swarmnode on this node")
     if older:
-        found.append(f"{older} peer{'s' if older != 1 else ''} run an older swarmnode (skipped until they upgrade)")
+        found.append(f"{older} {'peer runs' if older == 1 else 'peers run'} an older swarmnode (skipped until upgraded)")
     return found
 
 
