@@ -63,7 +63,8 @@ DEFAULT_ATTACKS = tuple(a for a in ALL if a != "identity_flood") + ("stall", "id
 SHORT = {"out_of_range": "range", "implausible_logprobs": "implaus", "from_future": "future", "sender_mismatch": "sender",
          "key_binding": "binding", "invalid_field": "invalid", "unsupported_version": "version", "bad_signature": "sig",
          "dht_expiration": "dht_exp", "prompt_mismatch": "prompt", "model_mismatch": "model", "rate_limited": "rate",
-         "unknown_task": "task", "wrong_kind": "kind", "subkey_mismatch": "subkey", "unknown_key": "key"}
+         "unknown_task": "task", "wrong_kind": "kind", "subkey_mismatch": "subkey", "unknown_key": "key",
+         "incompatible_version": "incompat"}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

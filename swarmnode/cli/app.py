@@ -48,9 +48,11 @@ def fail(message: str, code: int = 1) -> NoReturn:
 @app.command(cls=HelpCommand)
 def version() -> None:
     """Print the software and protocol versions."""
-    from swarmnode.protocol import PROTOCOL_VERSION
+    from swarmnode.protocol import codec
 
-    typer.echo(f"swarmnode {__version__} (protocol v{PROTOCOL_VERSION})")
+    lowest, highest = codec.SUPPORTED_PROTOCOL_VERSIONS
+    spoken = f"v{lowest}" if lowest == highest else f"v{lowest}–v{highest}"
+    typer.echo(f"swarmnode {__version__} (protocol {spoken})")
 
 
 @app.command(cls=HelpCommand)

@@ -165,6 +165,20 @@ def problems(s: dict[str, Any]) -> list[str]:
     foreign = sum(rejected.get(reason, 0) for reason in ("wrong_swarm", "unknown_key", "unsupported_version"))
     if foreign:
         found.append(f"{foreign} messages of another swarm or protocol version rejected")
+    found += incompatible_problems(s.get("incompatible_peers") or [])
+    return found
+
+
+def incompatible_problems(peers: list[dict[str, Any]]) -> list[str]:
+    """Peers of protocol versions this node does not speak, by the side that should upgrade."""
+    newer = sum(1 for p in peers if p.get("upgrade") == "this node")
+    older = sum(1 for p in peers if p.get("upgrade") == "peer")
+    found = []
+    if newer:
+        found.append(f"{newer} {'peer speaks' if newer == 1 else 'peers speak'} newer protocol versions: "
+                     "upgrade swarmnode on this node")
+    if older:
+        found.append(f"{older} {'peer runs' if older == 1 else 'peers run'} an older swarmnode (skipped until upgraded)")
     return found
 
 

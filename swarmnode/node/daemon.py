@@ -22,9 +22,10 @@ from swarmnode.node.peer_log import PeerLog
 from swarmnode.node.scheduling import plan_loop
 from swarmnode.node.storage import maintain_stores, storage_status
 from swarmnode.node.training import TrainingListeners, TrainingService
-from swarmnode.protocol import PROTOCOL_VERSION, Capability, PeerRecordFields, RecordOrigin, build_peer_record
+from swarmnode.protocol import Capability, PeerRecordFields, RecordOrigin, build_peer_record, codec
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.limits import CAPABILITY_CAPS
+from swarmnode.protocol.versions import VersionRange, common_version, describe_incompatible
 from swarmnode.status.server import StatusServer
 from swarmnode.status.snapshot import JoinState, build_status, state_name
 from swarmnode.summaries import OuterResult
@@ -55,7 +56,7 @@ class Node:
         self.home = home
         limits = config.limits
         self.table = PeerTable(identity.peer_id, capacity=limits.max_peers)
-        self.peer_log = PeerLog(capacity=limits.max_peers)
+        self.peer_log = PeerLog(capacity=limits.max_peers, initial_peers=config.swarm.initial_peers)
         self.stats = MessageStats(max_senders=limits.max_tracked_senders)
         self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s,
                                    max_ttl_s=limits.max_record_ttl_s, max_values_per_key=limits.max_values_per_key)
@@ -292,7 +293,8 @@ class Node:
                     continue
                 self.intake.ingest(values, self.transport.dht_time())
             expired = self.table.expire(self.transport.dht_time())
-            self.peer_log.update(self.table.entries(), expired, self.training.base_fingerprint if self.training else "")
+            self.peer_log.update(self.table.entries(), expired, self.training.base_fingerprint if self.training else "",
+                                 self.intake.incompatible_peers(self.transport.dht_time()))
             if self.config.swarm.initial_peers:
                 self._check_initial_peers()
             if self.training is not None and self.training.base_fingerprint:
@@ -357,10 +359,10 @@ class Node:
         """Why the initial peer at `maddr` cannot be joined through (it publishes records of
         another swarm or protocol version), or None; once the peer is in the table it is None."""
         peer_id = maddr.rsplit("/p2p/", 1)[-1].split("/")[0]
-        origin = self.intake.foreign.peek(peer_id)
+        origin = self.intake.origin_of(peer_id)
         if origin is None or peer_id in self.table:
             return None
-        return describe_mismatch(origin, self.config.swarm.name, PROTOCOL_VERSION)
+        return describe_mismatch(origin, self.config.swarm.name, codec.SUPPORTED_PROTOCOL_VERSIONS)
 
     def _check_initial_peers(self) -> None:
         """Say once that the join took (an initial peer's record is in the table) or why it did
@@ -402,7 +404,9 @@ class Node:
             peer_id=self.identity.peer_id,
             swarm=self.config.swarm.name,
             software_version=__version__,
-            protocol_version=PROTOCOL_VERSION,
+            protocol_version=codec.PROTOCOL_VERSION,
+            protocol_versions=codec.SUPPORTED_PROTOCOL_VERSIONS,
+            incompatible_peers=self.intake.incompatible_peers(now),
             state=self.state_label,
             started_at=self.started_at,
             now=now,
@@ -456,12 +460,11 @@ class Node:
         return self.training.fingerprint if self.training is not None else ""
 
 
-def describe_mismatch(origin: RecordOrigin, swarm: str, protocol_version: int) -> str:
-    """One line: the initial peer belongs to another swarm, or speaks another protocol version."""
-    if origin.protocol_version != protocol_version:
-        return (f"initial peer {origin.peer_id} speaks protocol version {origin.protocol_version} while this node "
-                f"speaks version {protocol_version}: it cannot join through it; run the same swarmnode version "
-                "or give the address of a peer that does")
+def describe_mismatch(origin: RecordOrigin, swarm: str, versions: VersionRange) -> str:
+    """One line: the initial peer belongs to another swarm, or speaks protocol versions this node
+    does not (in the words of the peer log's line: which side should upgrade)."""
+    if origin.swarm == swarm and common_version(versions, origin.versions) is None:
+        return describe_incompatible(f"initial peer {origin.peer_id}", origin.versions, versions)
     return (f"initial peer {origin.peer_id} is in swarm '{origin.swarm}' while this node is in swarm '{swarm}': "
             f"it cannot join through it; give the address of a node of '{swarm}', or set swarm.name to "
             f"'{origin.swarm}' to join that swarm")

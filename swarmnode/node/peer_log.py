@@ -1,19 +1,25 @@
-"""Peers joining and leaving the peer table, and peers of another base, each told in the log once.
+"""Peers joining and leaving the peer table, peers of another base and peers of protocol
+versions this node does not speak, each told in the log once.
 
 The daemon's poll loop hands `PeerLog.update` the table after every read of peers' records: a
 peer new to the table joined; one gone from it left (its record expired, or the full table
 dropped it). A peer that started from other base weights than this node stays in the table and
 shares rollouts (the receiver re-scores them), but gradient summaries are exchanged only among
-peers of one base: that is said once per peer. A flood of fresh identities costs a bounded
-number of lines per poll: the first MAX_NAMED are named, the rest counted in one line.
+peers of one base: that is said once per peer. A peer whose protocol versions do not overlap
+this node's never enters the table: the log says once which side should upgrade (an initial
+peer's line is the daemon's join check's, in the same words). A flood of fresh identities costs
+a bounded number of lines per poll: the first MAX_NAMED are named, the rest counted in one line.
 """
 from __future__ import annotations
 
 import logging
+from typing import Iterable
 
+from swarmnode.protocol import codec
+from swarmnode.protocol.versions import VersionRange, describe_incompatible
 from swarmnode.status.snapshot import state_name
 from swarmnode.swarm.lru_map import LRUMap
-from swarmnode.swarm.peers import PeerEntry, short_id
+from swarmnode.swarm.peers import IncompatiblePeer, PeerEntry, short_id
 
 log = logging.getLogger("swarmnode.peers")
 MAX_NAMED = 5  # peers named one a line per poll and direction; the rest in one line
@@ -52,13 +58,21 @@ def other_base_line(peer_id: str, their_base: str, own_base: str) -> str:
             "rollouts are shared with it (re-scored by the receiver), gradient summaries are not exchanged with it")
 
 
+def incompatible_line(peer: IncompatiblePeer, ours: VersionRange) -> str:
+    who = f"peer {short_id(peer.peer_id)} (swarmnode {peer.software_version or '?'})"
+    return describe_incompatible(who, peer.versions, ours)
+
+
 class PeerLog:
     """What the log has been told of the peer table: who is in it, and which peers of another
-    base were named (at most `capacity` remembered)."""
+    base or of other protocol versions were named (at most `capacity` remembered each)."""
 
-    def __init__(self, capacity: int = 1024):
+    def __init__(self, capacity: int = 1024, initial_peers: Iterable[str] = ()):
         self._known: set[str] = set()
         self._other_base_named: LRUMap[str, str] = LRUMap(capacity)  # peer -> the base it was named with
+        self._incompatible_named: LRUMap[str, VersionRange] = LRUMap(capacity)  # peer -> the versions named
+        # The initial peers (their ids from their multiaddrs): the daemon names those of other versions.
+        self._named_by_join = {maddr.rsplit("/p2p/", 1)[-1].split("/")[0] for maddr in initial_peers}
 
     def lines(self, entries: list[PeerEntry], expired: list[str], own_base: str) -> list[str]:
         """The lines the table's change since the last call makes: joins, leaves, and each peer
@@ -77,6 +91,18 @@ class PeerLog:
             out.append(other_base_line(e.peer_id, e.base_fingerprint, own_base))
         return out
 
-    def update(self, entries: list[PeerEntry], expired: list[str], own_base: str) -> None:
+    def incompatible_lines(self, peers: list[IncompatiblePeer], ours: VersionRange) -> list[str]:
+        """A line for each peer of versions that do not overlap `ours` not named yet with these
+        versions (at most MAX_NAMED a call: the rest at the next calls)."""
+        unnamed = [p for p in peers if p.peer_id not in self._named_by_join
+                   and self._incompatible_named.peek(p.peer_id) != p.versions]
+        for p in unnamed[:MAX_NAMED]:
+            self._incompatible_named[p.peer_id] = p.versions
+        return [incompatible_line(p, ours) for p in unnamed[:MAX_NAMED]]
+
+    def update(self, entries: list[PeerEntry], expired: list[str], own_base: str,
+               incompatible: Iterable[IncompatiblePeer] = ()) -> None:
         for line in self.lines(entries, expired, own_base):
             log.info("%s", line)
+        for line in self.incompatible_lines(list(incompatible), codec.SUPPORTED_PROTOCOL_VERSIONS):
+            log.warning("%s", line)

@@ -1,13 +1,16 @@
 """Versioned, signed wire messages (schemas in protocols/swarmnode/v1/).
 
 - codec.py: the signed envelope: seal, open_envelope -> VerifiedMessage, MessageKind, the
+  versions this node writes and speaks (codec.PROTOCOL_VERSION, codec.SUPPORTED_PROTOCOL_VERSIONS), the
   body caps (MAX_BODY_BYTES, max_envelope_bytes), Rejected and its RejectReason
 - limits.py: each message's structural and range limits, run by open_envelope
   (check_structure / check_ranges -> check_<message>_structure / check_<message>_ranges)
 - signed_values.py: the checks every peer-signed value shares in context: check_lifetime,
   age_problem, open_announcement (a DHT announcement), open_served (a payload over a stream)
-- peer_record.py: PeerRecordFields, build_peer_record, check_peer_record, record_origin (whose
-  record of another swarm or version this is)
+- peer_record.py: PeerRecordFields, build_peer_record, check_peer_record (a record of any
+  readable version), spoken_versions, record_origin (whose record of another swarm or version this is)
+- versions.py: common_version (the highest version two ranges share), who_should_upgrade,
+  describe_incompatible (the one line naming both ranges and the side that should upgrade)
 - rollout_messages.py: rollout announcements and batches: build_rollout_announcement,
   check_rollout_announcement -> CheckedRolloutAnnouncement, seal_rollout_batch, open_rollout_batch
 - summary_messages.py: summary announcements and gradient summaries: build_summary_announcement,
@@ -31,7 +34,14 @@ from swarmnode.protocol.codec import (
 from swarmnode.protocol.generated.gradient_summary_pb2 import GradientSummary, SummaryAnnouncement
 from swarmnode.protocol.generated.peer_record_pb2 import Capability, DeviceInfo, PeerRecord
 from swarmnode.protocol.generated.rollout_batch_pb2 import RolloutBatch
-from swarmnode.protocol.peer_record import PeerRecordFields, RecordOrigin, build_peer_record, check_peer_record, record_origin
+from swarmnode.protocol.peer_record import (
+    PeerRecordFields,
+    RecordOrigin,
+    build_peer_record,
+    check_peer_record,
+    record_origin,
+    spoken_versions,
+)
 from swarmnode.protocol.summary_messages import (
     CheckedSummaryAnnouncement,
     build_summary_announcement,
@@ -58,6 +68,7 @@ __all__ = [
     "RecordOrigin",
     "build_peer_record",
     "record_origin",
+    "spoken_versions",
     "build_summary_announcement",
     "check_peer_record",
     "check_summary_announcement",

@@ -1,7 +1,7 @@
 """Sealing and opening signed envelopes: the only way bytes from a peer become a message.
 
 `open_envelope` trusts nothing: it checks the size before decoding, decodes inside a guard,
-checks version, kind, key and signature lengths, verifies the Ed25519 signature and the
+checks version (one this node speaks, or, for a peer record, any readable one), kind, key and signature lengths, verifies the Ed25519 signature and the
 structural limits of the body. Every failure is a `Rejected` with a `RejectReason`; no other
 exception escapes (tests/unit/protocol/test_codec_fuzz.py feeds it random and mutated bytes).
 """
@@ -18,7 +18,15 @@ from swarmnode.identity import verify_ed25519
 from swarmnode.protocol.generated import envelope_pb2, gradient_summary_pb2, peer_record_pb2, rollout_batch_pb2
 from swarmnode.protocol.limits import check_ranges, check_structure
 
+# The wire-protocol version this node writes its messages in, and the lowest and highest it
+# speaks (PROTOCOL_VERSION among them; published in its PeerRecord). Read them as
+# `codec.PROTOCOL_VERSION` when used, never imported by value: a test's node of another version
+# (swarmnode/testing/other_version.py) sets them at start.
 PROTOCOL_VERSION = 1
+SUPPORTED_PROTOCOL_VERSIONS = (1, 1)
+# Versions whose envelopes are still opened and verified: a peer record of another version is
+# read (protobuf is forward compatible) to learn what its node speaks. Anything else is garbage.
+READABLE_PROTOCOL_VERSIONS = (1, 1000)
 SIGNATURE_DOMAIN = b"swarmnode/v1/sig\x00"
 # Envelope fields around the body: version, kind, sender id (<= 64 chars), key, signature, tags.
 ENVELOPE_OVERHEAD_BYTES = 256
@@ -68,7 +76,8 @@ class RejectReason(str, enum.Enum):
 
     MALFORMED = "malformed"  # not decodable / not bytes
     OVERSIZED = "oversized"  # over the size cap, checked before decoding
-    UNSUPPORTED_VERSION = "unsupported_version"
+    UNSUPPORTED_VERSION = "unsupported_version"  # a version no swarmnode ever spoke (0, or beyond READABLE_PROTOCOL_VERSIONS)
+    INCOMPATIBLE_VERSION = "incompatible_version"  # a peer (or its message) of a version outside the range this node speaks
     WRONG_KIND = "wrong_kind"  # e.g. a rollout batch stored where a peer record belongs
     BAD_SIGNATURE = "bad_signature"
     KEY_BINDING = "key_binding"  # signing key not bound to the claimed peer id
@@ -129,6 +138,7 @@ class VerifiedMessage:
     sender_public_key: bytes
     message: Message
     size: int
+    protocol_version: int  # the envelope's: one this node speaks, unless opened with wider `versions`
 
 
 def signing_bytes(protocol_version: int, kind: int, sender_id: str, body: bytes) -> bytes:
@@ -170,8 +180,11 @@ def _decode(message_type: type[Message], data: bytes, what: str) -> Message:
         raise Rejected(RejectReason.MALFORMED, f"{what} does not decode ({type(e).__name__})") from None
 
 
-def open_envelope(data: object, expected_kind: MessageKind) -> VerifiedMessage:
-    """Check and decode envelope bytes from a peer. Raises `Rejected`; never anything else."""
+def open_envelope(data: object, expected_kind: MessageKind, versions: tuple[int, int] | None = None) -> VerifiedMessage:
+    """Check and decode envelope bytes from a peer. Raises `Rejected`; never anything else.
+
+    `versions`: the envelope versions taken (default: SUPPORTED_PROTOCOL_VERSIONS); a readable
+    version outside them is INCOMPATIBLE_VERSION, checked before the signature (no sender proven)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise Rejected(RejectReason.MALFORMED, f"expected bytes, got {type(data).__name__}")
     data = bytes(data)
@@ -179,8 +192,12 @@ def open_envelope(data: object, expected_kind: MessageKind) -> VerifiedMessage:
     if len(data) > cap:
         raise Rejected(RejectReason.OVERSIZED, f"{len(data)} bytes > {cap}")
     envelope = _decode(envelope_pb2.SignedEnvelope, data, "envelope")
-    if envelope.protocol_version != PROTOCOL_VERSION:
+    lowest, highest = versions or SUPPORTED_PROTOCOL_VERSIONS
+    if not READABLE_PROTOCOL_VERSIONS[0] <= envelope.protocol_version <= READABLE_PROTOCOL_VERSIONS[1]:
         raise Rejected(RejectReason.UNSUPPORTED_VERSION, f"protocol version {envelope.protocol_version}")
+    if not lowest <= envelope.protocol_version <= highest:
+        raise Rejected(RejectReason.INCOMPATIBLE_VERSION,
+                       f"protocol version {envelope.protocol_version}, this node speaks {lowest}-{highest}")
     if envelope.kind != expected_kind:
         raise Rejected(RejectReason.WRONG_KIND, f"kind {envelope.kind}, expected {expected_kind.name}")
     if not 0 < len(envelope.sender_id) <= 128:
@@ -205,4 +222,5 @@ def open_envelope(data: object, expected_kind: MessageKind) -> VerifiedMessage:
         sender_public_key=envelope.sender_public_key,
         message=message,
         size=len(data),
+        protocol_version=envelope.protocol_version,
     )

@@ -4,19 +4,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from swarmnode.identity import NodeIdentity, verify_binding
+from swarmnode.protocol import codec
 from swarmnode.protocol.codec import (
-    PROTOCOL_VERSION,
+    READABLE_PROTOCOL_VERSIONS,
     MessageKind,
     Rejected,
     RejectReason,
     VerifiedMessage,
-    max_envelope_bytes,
     open_envelope,
     seal,
 )
-from swarmnode.protocol.generated import envelope_pb2
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S, check_lifetime
+from swarmnode.protocol.versions import VersionRange
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,9 @@ def build_peer_record(identity: NodeIdentity, fields: PeerRecordFields, now: flo
         public_key=identity.public_key,
         peer_id_binding=identity.bind_signing_key(),
         software_version=fields.software_version,
-        protocol_version=PROTOCOL_VERSION,
+        protocol_version=codec.PROTOCOL_VERSION,
+        min_protocol_version=codec.SUPPORTED_PROTOCOL_VERSIONS[0],
+        max_protocol_version=codec.SUPPORTED_PROTOCOL_VERSIONS[1],
         swarm=fields.swarm,
         multiaddrs=list(fields.multiaddrs),
         model_fingerprint=fields.model_fingerprint,
@@ -66,19 +68,23 @@ def check_peer_record(data: object, *, subkey: object, swarm: str, now: float,
                       max_ttl_s: float = DEFAULT_MAX_TTL_S) -> peer_record_pb2.PeerRecord:
     """Open a PeerRecord read from the DHT under `subkey` and check it in context.
 
-    Checks, in order: envelope (size, decode, signature, structure, ranges); the record's key
-    is the envelope's signing key and its peer id is the sender; the libp2p key behind the
-    peer id signed the node key (binding); it was stored under its own peer id; it belongs to
-    this swarm; it is neither expired nor from the future, nor claims more than `max_ttl_s`
-    of life. Raises `Rejected`, naming the sender only once the binding proved the identity.
+    Checks, in order: envelope (size, decode, signature, structure, ranges) of any readable
+    protocol version; the record's key is the envelope's signing key and its peer id is the
+    sender; the libp2p key behind the peer id signed the node key (binding); the versions it
+    speaks hold its envelope's (an older node's record without them is given (version, version));
+    it was stored under its own peer id; it belongs to this swarm; it is neither expired nor
+    from the future, nor claims more than `max_ttl_s` of life. Raises `Rejected`, naming the
+    sender only once the binding proved the identity. Whether this node speaks any of the
+    record's versions is for the caller (`spoken_versions`, versions.common_version).
     """
-    verified: VerifiedMessage = open_envelope(data, MessageKind.PEER_RECORD)
+    verified: VerifiedMessage = open_envelope(data, MessageKind.PEER_RECORD, READABLE_PROTOCOL_VERSIONS)
     record: peer_record_pb2.PeerRecord = verified.message  # type: ignore[assignment]
     if record.peer_id != verified.sender_id or record.public_key != verified.sender_public_key:
         raise Rejected(RejectReason.KEY_BINDING, "record's peer id or key differs from its envelope")
     if not verify_binding(record.peer_id, record.public_key, record.peer_id_binding):
         raise Rejected(RejectReason.KEY_BINDING, "signing key is not bound to the peer id")
     sender = record.peer_id  # verified from here on, but where and when a value is stored is anyone's doing:
+    _give_versions(record, verified.protocol_version, sender)
     if subkey != record.peer_id:  # ...so a misplaced value is not held against the peer that signed it
         raise Rejected(RejectReason.SUBKEY_MISMATCH, f"stored under subkey {str(subkey)[:64]!r}")
     if record.swarm != swarm:
@@ -87,35 +93,46 @@ def check_peer_record(data: object, *, subkey: object, swarm: str, now: float,
     return record
 
 
+def _give_versions(record: peer_record_pb2.PeerRecord, envelope_version: int, sender: str) -> None:
+    """Fill in the versions of an older node's record (none given: its envelope's only); raise
+    INVALID_FIELD for a range that is half given, empty, beyond the readable versions, or
+    without the envelope's own version."""
+    lowest, highest = record.min_protocol_version, record.max_protocol_version
+    if lowest == highest == 0:
+        record.min_protocol_version = record.max_protocol_version = envelope_version
+        return
+    if not (READABLE_PROTOCOL_VERSIONS[0] <= lowest <= envelope_version <= highest <= READABLE_PROTOCOL_VERSIONS[1]):
+        raise Rejected(RejectReason.INVALID_FIELD, f"protocol versions {lowest}-{highest} with an envelope of version "
+                       f"{envelope_version}", sender)
+
+
+def spoken_versions(record: peer_record_pb2.PeerRecord) -> VersionRange:
+    """The versions a checked record's node speaks (check_peer_record filled in an older node's)."""
+    return record.min_protocol_version, record.max_protocol_version
+
+
 @dataclass(frozen=True)
 class RecordOrigin:
-    """Who published a peer record this node cannot use: its peer id, and the swarm it is in
-    (None when its protocol version cannot be read) and the protocol version it speaks."""
+    """Who published a peer record this node cannot use: its peer id, the swarm it is in, and
+    the protocol versions it speaks."""
 
     peer_id: str
-    swarm: str | None
-    protocol_version: int
+    swarm: str
+    versions: VersionRange
 
 
 def record_origin(data: object) -> RecordOrigin | None:
     """The origin of a PeerRecord of another swarm or protocol version, found under a key this
-    node does not use; None for anything else. Only for saying why a join did not take: a record
-    of this version is verified (signature, key binding) before its swarm is believed; the sender
-    of another version's envelope is taken as it says."""
-    if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) > max_envelope_bytes(MessageKind.PEER_RECORD):
-        return None
+    node does not use; None for anything else. Only for saying why a join did not take: the
+    record (of any readable version) is verified (signature, key binding) before its swarm and
+    versions are believed."""
     try:
-        envelope = envelope_pb2.SignedEnvelope.FromString(bytes(data))
-    except Exception:  # noqa: BLE001 - any bytes may arrive here
-        return None
-    if envelope.protocol_version != PROTOCOL_VERSION:
-        sender = envelope.sender_id
-        return RecordOrigin(sender, None, envelope.protocol_version) if 0 < len(sender) <= 128 else None
-    try:
-        verified = open_envelope(data, MessageKind.PEER_RECORD)
+        verified = open_envelope(data, MessageKind.PEER_RECORD, READABLE_PROTOCOL_VERSIONS)
+        record: peer_record_pb2.PeerRecord = verified.message  # type: ignore[assignment]
+        if record.peer_id != verified.sender_id or not verify_binding(record.peer_id, record.public_key,
+                                                                      record.peer_id_binding):
+            return None
+        _give_versions(record, verified.protocol_version, record.peer_id)
     except Rejected:
         return None
-    record: peer_record_pb2.PeerRecord = verified.message  # type: ignore[assignment]
-    if record.peer_id != verified.sender_id or not verify_binding(record.peer_id, record.public_key, record.peer_id_binding):
-        return None
-    return RecordOrigin(record.peer_id, record.swarm, PROTOCOL_VERSION)
+    return RecordOrigin(record.peer_id, record.swarm, spoken_versions(record))

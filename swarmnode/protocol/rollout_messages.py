@@ -20,6 +20,7 @@ from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S, open_announcemen
 class CheckedRolloutAnnouncement:
     announcement: rollout_batch_pb2.RolloutAnnouncement
     public_key: bytes  # the sender's node key, bound to its peer id
+    protocol_version: int  # its envelope's
 
     @property
     def peer_id(self) -> str:
@@ -38,10 +39,13 @@ def build_rollout_announcement(identity: NodeIdentity, *, window: int, first_bat
 
 
 def check_rollout_announcement(data: object, *, subkey: object, now: float,
-                               max_ttl_s: float = DEFAULT_MAX_TTL_S) -> CheckedRolloutAnnouncement:
+                               max_ttl_s: float = DEFAULT_MAX_TTL_S,
+                               versions: tuple[int, int] | None = None) -> CheckedRolloutAnnouncement:
     """Open a rollout announcement read from the DHT under `subkey` (see `signed_values.open_announcement`)."""
-    verified = open_announcement(data, MessageKind.ROLLOUT_ANNOUNCEMENT, subkey=subkey, now=now, max_ttl_s=max_ttl_s)
-    return CheckedRolloutAnnouncement(verified.message, verified.sender_public_key)  # type: ignore[arg-type]
+    verified = open_announcement(data, MessageKind.ROLLOUT_ANNOUNCEMENT, subkey=subkey, now=now, max_ttl_s=max_ttl_s,
+                                 versions=versions)
+    return CheckedRolloutAnnouncement(verified.message, verified.sender_public_key,  # type: ignore[arg-type]
+                                      verified.protocol_version)
 
 
 def seal_rollout_batch(identity: NodeIdentity, batch: rollout_batch_pb2.RolloutBatch) -> bytes:

@@ -46,15 +46,16 @@ def age_problem(created_at: float, *, now: float, max_age_s: float) -> tuple[Rej
 
 
 def open_announcement(data: object, kind: MessageKind, *, subkey: object, now: float,
-                      max_ttl_s: float = DEFAULT_MAX_TTL_S) -> VerifiedMessage:
+                      max_ttl_s: float = DEFAULT_MAX_TTL_S, versions: tuple[int, int] | None = None) -> VerifiedMessage:
     """Open a self-certifying announcement (rollouts or summaries) read from the DHT under `subkey`.
 
     Envelope checks, then: its peer id is the sender, the libp2p key behind the peer id signed
     the envelope's key, it is stored under its own peer id, and it is neither expired nor from
     the future, nor claims more than `max_ttl_s` of life. Raises `Rejected`. Both announcement
-    messages carry peer_id, peer_id_binding, timestamp and expires_at.
+    messages carry peer_id, peer_id_binding, timestamp and expires_at. `versions`: the envelope
+    versions taken (open_envelope's; the DHT keeps announcements of every readable version).
     """
-    verified = open_envelope(data, kind)
+    verified = open_envelope(data, kind, versions)
     message: Any = verified.message
     if message.peer_id != verified.sender_id:
         raise Rejected(RejectReason.KEY_BINDING, "announcement's peer id differs from its envelope")

@@ -21,6 +21,7 @@ from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S, open_announcemen
 class CheckedSummaryAnnouncement:
     announcement: gradient_summary_pb2.SummaryAnnouncement
     public_key: bytes  # the sender's node key, bound to its peer id: a fetched summary must be signed with it
+    protocol_version: int  # its envelope's
 
     @property
     def peer_id(self) -> str:
@@ -38,14 +39,17 @@ def build_summary_announcement(identity: NodeIdentity, *, window: int, summary_i
 
 
 def check_summary_announcement(data: object, *, subkey: object, now: float,
-                               max_ttl_s: float = DEFAULT_MAX_TTL_S) -> CheckedSummaryAnnouncement:
+                               max_ttl_s: float = DEFAULT_MAX_TTL_S,
+                               versions: tuple[int, int] | None = None) -> CheckedSummaryAnnouncement:
     """Open a summary announcement read from the DHT under `subkey`. Raises `Rejected`.
 
     The same checks as a rollout announcement's (signed_values.open_announcement): envelope, peer-id
     binding, own subkey, lifetime.
     """
-    verified = open_announcement(data, MessageKind.SUMMARY_ANNOUNCEMENT, subkey=subkey, now=now, max_ttl_s=max_ttl_s)
-    return CheckedSummaryAnnouncement(verified.message, verified.sender_public_key)  # type: ignore[arg-type]
+    verified = open_announcement(data, MessageKind.SUMMARY_ANNOUNCEMENT, subkey=subkey, now=now, max_ttl_s=max_ttl_s,
+                                 versions=versions)
+    return CheckedSummaryAnnouncement(verified.message, verified.sender_public_key,  # type: ignore[arg-type]
+                                      verified.protocol_version)
 
 
 def seal_summary(identity: NodeIdentity, summary: gradient_summary_pb2.GradientSummary) -> bytes:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from swarmnode.protocol.generated import peer_record_pb2
-from swarmnode.swarm.peers import MessageStats, PeerEntry
+from swarmnode.protocol.versions import VersionRange, who_should_upgrade
+from swarmnode.swarm.peers import IncompatiblePeer, MessageStats, PeerEntry
 
 STATUS_SCHEMA = "swarmnode.status/1"
 
@@ -156,6 +157,7 @@ def peer_to_dict(entry: PeerEntry, now: float) -> dict[str, Any]:
         "expires_in_s": round(r.expires_at - now, 3),
         "state": state_name(r.state),
         "software_version": r.software_version,
+        "protocol_versions": [r.min_protocol_version, r.max_protocol_version],
         "model_fingerprint": r.model_fingerprint,
         "base_fingerprint": getattr(r, "base_fingerprint", ""),
         "client_mode": r.client_mode,
@@ -167,6 +169,13 @@ def peer_to_dict(entry: PeerEntry, now: float) -> dict[str, Any]:
         # The figures the scheduler plans with, at the top of each entry (also under capability).
         **{k: v for k, v in capability_to_dict(r.capability).items() if k != "matmul_gflops"},
     }
+
+
+def incompatible_to_dict(peer: IncompatiblePeer, ours: VersionRange, now: float) -> dict[str, Any]:
+    """A peer of protocol versions this node does not speak, and who should upgrade."""
+    return {"peer_id": peer.peer_id, "protocol_versions": list(peer.versions),
+            "software_version": peer.software_version, "upgrade": who_should_upgrade(ours, peer.versions),
+            "expires_in_s": round(peer.expires_at - now, 3)}
 
 
 def build_status(
@@ -195,13 +204,17 @@ def build_status(
     limits: dict[str, int] | None = None,
     summaries: dict[str, Any] | None = None,
     network: dict[str, Any] | None = None,
+    protocol_versions: VersionRange | None = None,
+    incompatible_peers: list[IncompatiblePeer] | None = None,
 ) -> dict[str, Any]:
+    versions = protocol_versions or (protocol_version, protocol_version)
     return {
         "schema": STATUS_SCHEMA,
         "peer_id": peer_id,
         "swarm": swarm,
         "software_version": software_version,
         "protocol_version": protocol_version,
+        "protocol_versions": list(versions),
         "state": state if isinstance(state, str) else state_name(state),
         "started_at": started_at,
         "uptime_s": round(now - started_at, 3),
@@ -218,6 +231,7 @@ def build_status(
             "last_error": join.last_error,
         },
         "peers": [peer_to_dict(e, now) for e in peers],
+        "incompatible_peers": [incompatible_to_dict(p, versions, now) for p in incompatible_peers or []],
         "messages": stats.counts(),
         "device": device_to_dict(device),
         "capability": capability_to_dict(capability),

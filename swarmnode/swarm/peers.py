@@ -1,4 +1,9 @@
-"""The peer table, the record intake that feeds it, and the accept/reject counters."""
+"""The peer table, the record intake that feeds it, and the accept/reject counters.
+
+A peer whose protocol versions do not overlap this node's stays out of the table (nothing is
+fetched from it or sent to it) and is kept apart, counted once (`incompatible_version`, never
+a strike); the DHT still admits and keeps its values, so a mixed-version swarm keeps one DHT.
+"""
 from __future__ import annotations
 
 import hashlib
@@ -8,10 +13,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from swarmnode.protocol import PeerRecord, RecordOrigin, Rejected, RejectReason, check_peer_record, record_origin
+from swarmnode.protocol import codec
+from swarmnode.protocol.codec import READABLE_PROTOCOL_VERSIONS
+from swarmnode.protocol.peer_record import spoken_versions
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, check_rollout_announcement
-from swarmnode.protocol.codec import PROTOCOL_VERSION
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, check_summary_announcement
+from swarmnode.protocol.versions import VersionRange, common_version
 from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.transport import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index
@@ -176,6 +184,24 @@ DHT_EXPIRATION_SLACK_S = 1.0
 
 
 FOREIGN_PEERS_KEPT = 64  # peers of other swarms remembered (only to explain a join)
+INCOMPATIBLE_PEERS_KEPT = 64  # peers of this swarm of other protocol versions remembered (status, log, join)
+
+
+@dataclass
+class IncompatiblePeer:
+    """A peer of this swarm whose protocol versions do not overlap this node's, from its newest record."""
+
+    peer_id: str
+    versions: VersionRange
+    software_version: str
+    timestamp: float
+    expires_at: float
+
+
+def speaks(version: int) -> bool:
+    """This node speaks `version` (codec.SUPPORTED_PROTOCOL_VERSIONS, read now)."""
+    lowest, highest = codec.SUPPORTED_PROTOCOL_VERSIONS
+    return lowest <= version <= highest
 
 
 class RecordIntake:
@@ -201,6 +227,8 @@ class RecordIntake:
         # Peers seen publishing records for another swarm or protocol version (refused as
         # unknown keys): peer id -> origin, to say why a join through them did not take.
         self.foreign = LRUMap[str, RecordOrigin](capacity=FOREIGN_PEERS_KEPT)
+        # Peers of this swarm that speak no version this node speaks (each counted once).
+        self.incompatible = LRUMap[str, IncompatiblePeer](capacity=INCOMPATIBLE_PEERS_KEPT)
 
     def _judged(self, digest: bytes, check: Callable[[], Any]) -> Any:
         """check()'s result, or None when it raises Rejected (counted once per distinct value)."""
@@ -216,7 +244,8 @@ class RecordIntake:
         return verdict
 
     def judge(self, subkey: object, value: object, expiration: float, now: float) -> PeerRecord | None:
-        """The checked peer record, or None (the rejection is counted once per distinct value)."""
+        """The checked peer record of any readable protocol version, or None (the rejection is
+        counted once per distinct value)."""
 
         def check() -> PeerRecord:
             record = check_peer_record(value, subkey=subkey, swarm=self.swarm, now=now, max_ttl_s=self.max_ttl_s)
@@ -231,7 +260,8 @@ class RecordIntake:
         must not keep it past its own expires_at. Rejections counted once per distinct value."""
 
         def check():
-            checked = check_message(value, subkey=subkey, now=now, max_ttl_s=self.max_ttl_s)
+            checked = check_message(value, subkey=subkey, now=now, max_ttl_s=self.max_ttl_s,
+                                    versions=READABLE_PROTOCOL_VERSIONS)
             if expiration > checked.announcement.expires_at + DHT_EXPIRATION_SLACK_S:
                 raise Rejected(RejectReason.DHT_EXPIRATION, "kept past the announcement's expires_at")
             return checked
@@ -239,29 +269,36 @@ class RecordIntake:
         return self._judged(Verdicts.digest(tag, subkey, value, expiration), check)
 
     def judge_announcement(self, subkey: object, value: object, expiration: float, now: float) -> CheckedRolloutAnnouncement | None:
-        """The checked rollout announcement, or None."""
+        """The checked rollout announcement of any readable protocol version, or None."""
         return self._judge_announcement("announcement", check_rollout_announcement, subkey, value, expiration, now)
 
     def announcements(self, values: list[StoredValue], now: float) -> list[CheckedRolloutAnnouncement]:
-        """Valid announcements of other peers among `values`."""
+        """Valid announcements of other peers among `values`, in a version this node speaks (one
+        of another version is skipped: its peer is counted once, by its record)."""
         checked = (self.judge_announcement(v.subkey, v.value, v.expiration, now) for v in values)
-        return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id]
+        return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id and speaks(a.protocol_version)]
 
     def judge_summary_announcement(self, subkey: object, value: object, expiration: float,
                                    now: float) -> CheckedSummaryAnnouncement | None:
-        """The checked summary announcement, or None."""
+        """The checked summary announcement of any readable protocol version, or None."""
         return self._judge_announcement("summary_announcement", check_summary_announcement, subkey, value, expiration, now)
 
     def summary_announcements(self, values: list[StoredValue], now: float) -> list[CheckedSummaryAnnouncement]:
-        """Valid summary announcements of other peers among `values`."""
+        """Valid summary announcements of other peers among `values`, in a version this node speaks."""
         checked = (self.judge_summary_announcement(v.subkey, v.value, v.expiration, now) for v in values)
-        return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id]
+        return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id and speaks(a.protocol_version)]
 
     def ingest(self, values: list[StoredValue], now: float) -> None:
         for item in values:
             record = self.judge(item.subkey, item.value, item.expiration, now)
             if record is None or record.peer_id == self.table.self_peer_id:
                 continue
+            if common_version(codec.SUPPORTED_PROTOCOL_VERSIONS, spoken_versions(record)) is None:
+                self._keep_incompatible(record)
+                continue
+            held = self.incompatible.peek(record.peer_id)
+            if held is not None and record.timestamp > held.timestamp:
+                self.incompatible.pop(record.peer_id)  # it speaks this node's versions now
             try:
                 if self.table.offer(record, now):
                     self.stats.accept("peer_record")
@@ -271,6 +308,31 @@ class RecordIntake:
                 # against the peer (a replay by a third party is just as harmless).
                 if r.reason != RejectReason.REPLAYED:
                     self.stats.reject(r.reason, r.sender)
+
+    def _keep_incompatible(self, record: PeerRecord) -> None:
+        """Remember a peer of versions this node does not speak from its newest record, counted
+        once (`incompatible_version` against it: its record is verified, but it is no strike)."""
+        held = self.incompatible.peek(record.peer_id)
+        if held is None:
+            self.stats.reject(RejectReason.INCOMPATIBLE_VERSION, record.peer_id)
+        elif record.timestamp <= held.timestamp:
+            return
+        self.incompatible[record.peer_id] = IncompatiblePeer(record.peer_id, spoken_versions(record),
+                                                             record.software_version, record.timestamp,
+                                                             record.expires_at)
+
+    def incompatible_peers(self, now: float) -> list[IncompatiblePeer]:
+        """The peers of other protocol versions whose newest record has not expired by `now`."""
+        return [p for p in self.incompatible.values() if p.expires_at > now]
+
+    def origin_of(self, peer_id: str) -> RecordOrigin | None:
+        """Why `peer_id` cannot be joined through, as far as its records said: it is of another
+        swarm, or of this swarm but of protocol versions this node does not speak; else None."""
+        foreign = self.foreign.peek(peer_id)
+        if foreign is not None:
+            return foreign
+        incompatible = self.incompatible.peek(peer_id)
+        return RecordOrigin(peer_id, self.swarm, incompatible.versions) if incompatible is not None else None
 
     # -- RecordPolicy --------------------------------------------------------------------------
 
@@ -312,5 +374,6 @@ class RecordIntake:
             self.stats.reject(RejectReason.UNKNOWN_KEY, None)
             self._verdicts.put(digest, None)
             origin = record_origin(value)
-            if origin is not None and (origin.swarm != self.swarm or origin.protocol_version != PROTOCOL_VERSION):
+            if origin is not None and (origin.swarm != self.swarm
+                                       or common_version(codec.SUPPORTED_PROTOCOL_VERSIONS, origin.versions) is None):
                 self.foreign[origin.peer_id] = origin

@@ -5,6 +5,8 @@ never import from tests/).
 
 - `hostile/`: adversarial peers that speak the real protocol, for tests/integration and
   scripts/experiments (see its own map).
+- `other_version.py`: the real node speaking other wire-protocol versions (SWARMNODE_TEST_PROTOCOL),
+  for a swarm of two versions in tests/integration.
 - `internet/`: an emulated internet in network namespaces (public hosts, homes behind NAT
   routers) with real daemons on its hosts, for tests/integration and scripts/experiments.
 """

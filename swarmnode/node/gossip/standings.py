@@ -26,8 +26,10 @@ log = logging.getLogger("swarmnode.gossip")
 # nothing from either (the samples never reach the loss).
 # The same goes for a batch too old (a slow peer's, or one kept since before our restart) or
 # too new (a peer with a skewed clock): its cursor moves past it, so it costs nothing twice.
+# A batch or summary in a protocol version this node does not speak is no offence either: the
+# peer runs another swarmnode (its records say which; one side should upgrade).
 NOT_STRIKES = frozenset({RejectReason.TOO_LONG, RejectReason.IMPLAUSIBLE_LOGPROBS, RejectReason.EXPIRED,
-                         RejectReason.FROM_FUTURE})
+                         RejectReason.FROM_FUTURE, RejectReason.INCOMPATIBLE_VERSION})
 STANDINGS_FILE = "rollouts.sqlite"
 
 

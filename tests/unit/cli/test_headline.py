@@ -125,3 +125,15 @@ def test_peers_of_another_base_are_counted_apart():
     doc["peers"][1]["base_fingerprint"] = ""  # a node without a model says no base
     flat = " ".join(" ".join(screen(headline_view(doc))).split())
     assert "peers 3 (joining 1, running 2, 1 same base, 1 other base)" in flat
+
+
+def test_peers_of_other_protocol_versions_are_a_problem_naming_who_should_upgrade():
+    from swarmnode.cli.headline import problems
+
+    doc = realistic_status()
+    doc["incompatible_peers"] = [{"peer_id": "a", "protocol_versions": [2, 3], "upgrade": "this node"},
+                                 {"peer_id": "b", "protocol_versions": [2, 2], "upgrade": "this node"},
+                                 {"peer_id": "c", "protocol_versions": [0, 0], "upgrade": "peer"}]
+    found = problems(doc)
+    assert "2 peers speak newer protocol versions: upgrade swarmnode on this node" in found
+    assert "1 peer runs an older swarmnode (skipped until upgraded)" in found

@@ -1,4 +1,5 @@
 """Builders shared by the protocol tests (and the peer-record tests of swarm and status)."""
+import contextlib
 import math
 from dataclasses import replace
 
@@ -35,6 +36,20 @@ def announcement(identity) -> RolloutAnnouncement:
     """A valid rollout announcement by `identity`."""
     return RolloutAnnouncement(peer_id=identity.peer_id, window=3, first_batch_id=1, last_batch_id=4,
                                timestamp=1.0, expires_at=2.0, peer_id_binding=identity.bind_signing_key())
+
+@contextlib.contextmanager
+def speaking(lowest: int, highest: int):
+    """Inside the block this process speaks protocol versions lowest..highest and writes its
+    messages in the lowest (as swarmnode/testing/other_version.py makes a whole node do)."""
+    from swarmnode.protocol import codec
+
+    saved = codec.PROTOCOL_VERSION, codec.SUPPORTED_PROTOCOL_VERSIONS
+    codec.PROTOCOL_VERSION, codec.SUPPORTED_PROTOCOL_VERSIONS = lowest, (lowest, highest)
+    try:
+        yield
+    finally:
+        codec.PROTOCOL_VERSION, codec.SUPPORTED_PROTOCOL_VERSIONS = saved
+
 
 def rejection(fn, *args, **kwargs) -> Rejected:
     """What `fn(*args, **kwargs)` raises: a Rejected."""

@@ -70,7 +70,8 @@ def test_rejections_are_typed(make_identity):
         RejectReason.MALFORMED: [b"\xff\xff\xff", "not bytes", _tamper(good, signature=b"short")],
         RejectReason.BAD_SIGNATURE: [_tamper(good, sender_public_key=other.public_key),
                                      _tamper(good, body=rollout_batch().SerializeToString() + b"\x08\x09")],
-        RejectReason.UNSUPPORTED_VERSION: [_tamper(good, protocol_version=2)],
+        RejectReason.UNSUPPORTED_VERSION: [_tamper(good, protocol_version=0), _tamper(good, protocol_version=1001)],
+        RejectReason.INCOMPATIBLE_VERSION: [_tamper(good, protocol_version=2)],
         RejectReason.WRONG_KIND: [_tamper(good, kind=envelope_pb2.MESSAGE_KIND_GRADIENT_SUMMARY)],
         RejectReason.OVERSIZED: [b"\x00" * (MAX_BODY_BYTES[MessageKind.ROLLOUT_BATCH] + 1024)],
     }
@@ -102,3 +103,21 @@ def test_seal_refuses_wrong_type_and_oversized(make_identity):
     big = PeerRecord(peer_id="x" * 9000)
     with pytest.raises(ValueError, match="cap"):
         seal(identity, MessageKind.PEER_RECORD, big)
+
+
+def test_an_envelope_of_another_readable_version_opens_only_where_asked(make_identity, monkeypatch):
+    from swarmnode.protocol import codec
+
+    identity = make_identity()
+    monkeypatch.setattr(codec, "PROTOCOL_VERSION", 7)  # a newer node writes version 7
+    sealed = seal(identity, MessageKind.ROLLOUT_BATCH, rollout_batch())
+    monkeypatch.undo()
+    with pytest.raises(Rejected) as info:
+        open_envelope(sealed, MessageKind.ROLLOUT_BATCH)  # this node speaks 1-1
+    assert info.value.reason == RejectReason.INCOMPATIBLE_VERSION and "version 7, this node speaks 1-1" in info.value.detail
+    verified = open_envelope(sealed, MessageKind.ROLLOUT_BATCH, codec.READABLE_PROTOCOL_VERSIONS)
+    assert (verified.protocol_version, verified.sender_id) == (7, identity.peer_id)
+    # The version is signed: an envelope whose version was changed on the way does not verify.
+    with pytest.raises(Rejected) as info:
+        open_envelope(_tamper(sealed, protocol_version=8), MessageKind.ROLLOUT_BATCH, codec.READABLE_PROTOCOL_VERSIONS)
+    assert info.value.reason == RejectReason.BAD_SIGNATURE

@@ -36,3 +36,19 @@ def test_status_peer_entries_carry_the_peers_speeds(make_identity):
                 "seconds_per_step": 2.346}
     assert {k: entry[k] for k in expected} == expected
     assert entry["capability"] == {"matmul_gflops": 10.0, **expected}
+
+
+def test_status_names_the_versions_spoken_and_the_peers_of_other_versions():
+    from swarmnode.swarm.peers import IncompatiblePeer
+
+    doc = status()
+    assert (doc["protocol_version"], doc["protocol_versions"], doc["incompatible_peers"]) == (1, [1, 1], [])
+    newer = IncompatiblePeer("12D3KooWNewer", (3, 4), "0.3.0", timestamp=1095.0, expires_at=1105.5)
+    older = IncompatiblePeer("12D3KooWOlder", (1, 1), "0.1.0", timestamp=1095.0, expires_at=1104.0)
+    doc = status(protocol_versions=(2, 2), incompatible_peers=[newer, older])
+    assert doc["protocol_versions"] == [2, 2]
+    assert doc["incompatible_peers"] == [
+        {"peer_id": "12D3KooWNewer", "protocol_versions": [3, 4], "software_version": "0.3.0", "upgrade": "this node",
+         "expires_in_s": 5.5},
+        {"peer_id": "12D3KooWOlder", "protocol_versions": [1, 1], "software_version": "0.1.0", "upgrade": "peer",
+         "expires_in_s": 4.0}]

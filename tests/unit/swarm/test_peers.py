@@ -235,3 +235,66 @@ def test_intake_keeps_at_most_max_values_per_key(make_identity):
     assert not intake.admit(key, third.peer_id, value(third), NOW + 10, NOW + 1)  # a third peer: over the cap
     assert intake.admit(key, first.peer_id, build_peer_record(first, FIELDS, NOW + 1, 10.0), NOW + 11, NOW + 1)
     assert intake.values_over_key_cap == 1
+
+
+def test_a_peer_of_other_versions_stays_out_of_the_table_counted_once_and_its_values_stay_in_the_dht(make_identity):
+    from swarmnode.protocol.summary_messages import build_summary_announcement
+    from tests.unit.protocol.helpers import speaking
+
+    me, same, newer = make_identity(), make_identity(), make_identity()
+    table, stats = PeerTable(me.peer_id), MessageStats()
+    intake = RecordIntake(table, stats, "s", window_s=10.0)
+    with speaking(2, 3):
+        newer_records = [build_peer_record(newer, FIELDS, t, 10.0) for t in (100.0, 102.0)]
+        newer_announcement = announce(newer)
+        newer_summary = build_summary_announcement(newer, window=100, summary_id=1, base_fingerprint=BASE,
+                                                   size_bytes=10, now=NOW, ttl_s=TTL)
+    values = [StoredValue(same.peer_id, build_peer_record(same, FIELDS, 100.0, 10.0), 110.0),
+              StoredValue(newer.peer_id, newer_records[0], 110.0)]
+    for now in (101.0, 101.5):  # two polls
+        intake.ingest(values, now=now)
+    intake.ingest([StoredValue(newer.peer_id, newer_records[1], 112.0)], now=102.5)  # its next record
+    assert same.peer_id in table and newer.peer_id not in table  # never fetched from, never sent to
+    assert stats.rejected == {"incompatible_version": 1}  # once for the peer, not once per record
+    assert stats.rejected_by_sender[newer.peer_id] == {"incompatible_version": 1}
+    [kept] = intake.incompatible_peers(now=103.0)
+    assert (kept.peer_id, kept.versions, kept.expires_at) == (newer.peer_id, (2, 3), 112.0)
+    assert intake.incompatible_peers(now=112.0) == []  # its newest record expired
+    origin = intake.origin_of(newer.peer_id)
+    assert (origin.swarm, origin.versions) == ("s", (2, 3)) and intake.origin_of(same.peer_id) is None
+    # The DHT keeps its values (a swarm of two versions keeps one DHT); this node does not use its announcements.
+    assert intake.admit(peer_records_key("s", 10), newer.peer_id, newer_records[1], expiration=112.0, now=102.5)
+    assert intake.admit(rollouts_key("s", 100), newer.peer_id, newer_announcement, expiration=NOW + TTL, now=NOW + 1)
+    assert intake.admit(summaries_key("s", 100), newer.peer_id, newer_summary, expiration=NOW + TTL, now=NOW + 1)
+    ours = announce(same)
+    got = intake.announcements([StoredValue(newer.peer_id, newer_announcement, NOW + TTL),
+                                StoredValue(same.peer_id, ours, NOW + TTL)], now=NOW + 1)
+    assert [a.peer_id for a in got] == [same.peer_id]
+    assert intake.summary_announcements([StoredValue(newer.peer_id, newer_summary, NOW + TTL)], now=NOW + 1) == []
+    assert stats.rejected == {"incompatible_version": 1}
+
+
+def test_a_peer_that_speaks_this_nodes_versions_again_joins_the_table(make_identity):
+    from tests.unit.protocol.helpers import speaking
+
+    me, peer = make_identity(), make_identity()
+    table, stats = PeerTable(me.peer_id), MessageStats()
+    intake = RecordIntake(table, stats, "s", window_s=10.0)
+    with speaking(2, 2):
+        of_version_2 = build_peer_record(peer, FIELDS, 100.0, 10.0)
+    intake.ingest([StoredValue(peer.peer_id, of_version_2, 110.0)], now=101.0)
+    assert peer.peer_id not in table and intake.incompatible_peers(101.0)
+    intake.ingest([StoredValue(peer.peer_id, build_peer_record(peer, FIELDS, 103.0, 10.0), 113.0)], now=103.5)
+    assert peer.peer_id in table and intake.incompatible_peers(103.5) == []
+
+
+def test_records_of_another_swarm_and_version_under_unknown_keys_are_remembered(make_identity):
+    from tests.unit.protocol.helpers import speaking
+
+    peer, newer = make_identity(), make_identity()
+    intake = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0)
+    with speaking(2, 3):
+        newer_record = build_peer_record(newer, record_fields("s"), 100.0, 10.0)
+    intake.refuse_unknown_key(b"\x04" * 20, newer_record)
+    intake.refuse_unknown_key(b"\x05" * 20, build_peer_record(peer, record_fields("s"), 100.0, 10.0))  # ours: no
+    assert [(p, o.swarm, o.versions) for p, o in intake.foreign.items()] == [(newer.peer_id, "s", (2, 3))]

@@ -2,6 +2,7 @@
 batches and fetch answers, and a RolloutGossip built on them."""
 from swarmnode.config import NodeConfig
 from swarmnode.node.gossip import PeerStandings, RolloutGossip
+from swarmnode.protocol.codec import PROTOCOL_VERSION
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, seal_rollout_batch
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
@@ -62,7 +63,7 @@ def make_gossip(tmp_path, make_identity, **limits):
     standings = PeerStandings.open(config, stats, tmp_path, transport.dht_time)
     gossip = RolloutGossip(config, me, transport, Training(), records, standings)
     announcement = rollout_batch_pb2.RolloutAnnouncement(peer_id=peer.peer_id, first_batch_id=1, last_batch_id=9)
-    return gossip, peer, CheckedRolloutAnnouncement(announcement, peer.public_key)
+    return gossip, peer, CheckedRolloutAnnouncement(announcement, peer.public_key, PROTOCOL_VERSION)
 
 
 def envelopes(answer: bytes) -> list[bytes]:

@@ -81,6 +81,21 @@ def test_honest_differences_are_counted_but_not_strikes(tmp_path, make_identity)
     gossip.close()
 
 
+def test_batches_of_a_protocol_version_this_node_does_not_speak_are_dropped_but_not_strikes(tmp_path, make_identity):
+    from tests.unit.protocol.helpers import speaking
+
+    gossip, peer, announced = make_gossip(tmp_path, make_identity)
+    limit = gossip.standings.ledger.strike_limit = 2
+    gossip.standings.ledger.advance(peer.peer_id, 0)
+    with speaking(2, 3):  # the peer upgraded after this node read its announcement
+        newer = [sealed(peer, i) for i in range(1, limit + 3)]
+    gossip.transport.response = response(*newer)
+    asyncio.run(gossip._fetch_from(announced))
+    assert gossip.training.received == [] and not gossip.standings.ledger.ignored(peer.peer_id, NOW)
+    assert gossip.standings.stats.rejected_by_sender[peer.peer_id] == {"incompatible_version": limit + 2}
+    gossip.close()
+
+
 def test_a_stalling_peer_slows_only_itself_and_failing_peers_are_backed_off(tmp_path, make_identity):
     from swarmnode.swarm.transport import RequestFailed
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from swarmnode.config import NodeConfig
-from swarmnode.protocol.codec import Rejected, RejectReason
+from swarmnode.protocol.codec import PROTOCOL_VERSION, Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.signed_values import MAX_CLOCK_SKEW_S
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, seal_summary
@@ -102,7 +102,7 @@ def test_fetched_summaries_enter_the_inbox_only_when_every_check_passes(make_ide
         transport.response = raw
         a = pb.SummaryAnnouncement(peer_id=peer.peer_id, window=0, summary_id=summary_id, base_fingerprint=BASE,
                                    size_bytes=len(raw) if size is None else size)
-        await gossip._fetch_from(CheckedSummaryAnnouncement(a, peer.public_key))
+        await gossip._fetch_from(CheckedSummaryAnnouncement(a, peer.public_key, PROTOCOL_VERSION))
 
     expected: dict[str, int] = {}
     for name, (_, reason) in sorted(CORRUPTIONS.items()):
@@ -144,7 +144,7 @@ def test_a_stalling_peer_does_not_hold_up_summaries_from_others(make_identity):
     async def read_announcements():
         return [CheckedSummaryAnnouncement(pb.SummaryAnnouncement(peer_id=ident.peer_id, window=0, base_fingerprint=BASE,
                                                                   summary_id=announced[ident.peer_id], size_bytes=1000),
-                                           ident.public_key)
+                                           ident.public_key, PROTOCOL_VERSION)
                 for ident in (staller, honest)]
 
     async def request(peer, protocol, data, timeout):
@@ -190,7 +190,8 @@ def test_each_outer_step_fetches_only_what_it_will_merge(make_identity):
 
     async def read_announcements():
         return [CheckedSummaryAnnouncement(pb.SummaryAnnouncement(peer_id=i.peer_id, window=0, base_fingerprint=BASE,
-                                                                  summary_id=loop.clock(), size_bytes=1000), i.public_key)
+                                                                  summary_id=loop.clock(), size_bytes=1000), i.public_key,
+                                           PROTOCOL_VERSION)
                 for i in peers]
 
     async def request(peer, protocol, data, timeout):
@@ -279,7 +280,7 @@ def test_untrusted_peers_are_fetched_last_but_not_never():
 
     from swarmnode.node.gossip.summaries import EXPLORE_SHARE, fetch_order
 
-    candidates = [CheckedSummaryAnnouncement(pb.SummaryAnnouncement(peer_id=p), b"") for p in ("a", "b", "low")]
+    candidates = [CheckedSummaryAnnouncement(pb.SummaryAnnouncement(peer_id=p), b"", PROTOCOL_VERSION) for p in ("a", "b", "low")]
     rng = random.Random(0)
     firsts = [fetch_order(candidates, lambda peer: peer != "low", rng)[0].announcement.peer_id for _ in range(3000)]
     lasts = [fetch_order(candidates, lambda peer: peer != "low", rng)[-1].announcement.peer_id for _ in range(3000)]
