@@ -64,6 +64,7 @@ class Node:
         initial_ids = [m.rsplit("/p2p/", 1)[-1].split("/")[0] for m in config.swarm.initial_peers]
         self.network = NetworkService(config, self.transport, self.table.entries, initial_ids)
         self.transport.route_of = self._route_of
+        self.transport.addresses_of = lambda peer: list(entry.record.multiaddrs) if (entry := self.table.get(peer)) else []
         self.training: TrainingService | None = None
         self.standings: PeerStandings | None = None
         self.gossip: RolloutGossip | None = None

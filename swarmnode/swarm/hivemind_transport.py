@@ -295,3 +295,17 @@ class HivemindTransport(Transport):
                 if len(parts) > 2 and parts[1] in ("ip4", "ip6") and "p2p-circuit" not in parts:
                     return parts[2]
         return None
+
+    async def connect(self, peer_id: str, maddrs: list[str], timeout: float) -> None:
+        from hivemind.p2p import PeerID
+        from hivemind.utils.multiaddr import Multiaddr
+
+        try:
+            suffix = Multiaddr(f"/p2p/{peer_id}")
+            # hivemind's Multiaddr encodes a /p2p/ part p2pd cannot read: dial the bare address
+            addresses = [Multiaddr(m).decapsulate(suffix) if m.endswith(f"/p2p/{peer_id}") else Multiaddr(m) for m in maddrs]
+            await asyncio.wait_for(self._p2p._client.connect(PeerID.from_base58(peer_id), addresses), timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any dial failure is one reason
+            raise RequestFailed(f"connect to {peer_id[:16]}: {_explain_connect_failure(e)}") from None

@@ -37,6 +37,8 @@ RELAY_PROTOCOLS = (wire.RELAY_RESERVE_PROTOCOL, wire.RELAY_FORWARD_PROTOCOL, wir
 DIAL_TIMEOUT_S = 2.0  # one dial-back TCP connect
 DIRECT_RETRY_S = 300.0  # how often a relayed peer is tried directly
 MAX_DIRECT_PROBES = 4  # direct tries at once
+REDIAL_S = 30.0  # a peer's record addresses are dialled at most this often
+DIAL_BY_RECORD_TIMEOUT_S = 10.0
 
 
 async def tcp_port_open(ip: str, port: int, timeout_s: float) -> bool:
@@ -64,6 +66,8 @@ class RoutedTransport(Transport):
         self.relaying = False  # offer relay reservations (node/network.py: only while public)
         self.my_relays: set[str] = set()  # peers holding this node's reservations
         self.route_of: Callable[[str], tuple[int, tuple[str, ...]]] = lambda peer: (REACHABILITY_UNKNOWN, ())
+        self.addresses_of: Callable[[str], list[str]] = lambda peer: []  # the multiaddrs in its record
+        self._dialled: LRUMap[str, float] = LRUMap(max_tracked_peers)  # peer -> when dialled by its record
         self._relay_timeout_cap_s = relay_timeout_cap_s
         self._max_forwards = max_forwards
         self._forwards = 0
@@ -103,6 +107,9 @@ class RoutedTransport(Transport):
     async def join(self, maddr: str, timeout: float) -> None:
         await self.inner.join(maddr, timeout)
 
+    async def connect(self, peer_id: str, maddrs: list[str], timeout: float) -> None:
+        await self.inner.connect(peer_id, maddrs, timeout)
+
     def routing_table_size(self) -> int:
         return self.inner.routing_table_size()
 
@@ -133,7 +140,7 @@ class RoutedTransport(Transport):
             relays = ()  # it answered a direct ping: try it directly (its relays if that fails)
         if not relays:
             try:
-                return await self.inner.request(peer_id, protocol, payload, timeout)
+                return await self._direct_request(peer_id, protocol, payload, timeout)
             except RequestFailed as e:
                 if direct is None or not direct[0]:
                     self._note_failure(peer_id, protocol, str(e).split(": ", 1)[-1])
@@ -142,6 +149,23 @@ class RoutedTransport(Transport):
                 relays = route(*self.route_of(peer_id), self.peer_id, False)
         self._maybe_probe_direct(peer_id, now)
         return await self._through_relays(peer_id, relays, protocol, payload, timeout)
+
+    async def _direct_request(self, peer_id: str, protocol: str, payload: bytes, timeout: float) -> bytes:
+        """A request straight to the peer. p2pd finds a peer's address only where its own DHT
+        knows it; when that fails, dial the addresses of the peer's signed record once (at most
+        every 30 s per peer) and ask again."""
+        try:
+            return await self.inner.request(peer_id, protocol, payload, timeout)
+        except RequestFailed:
+            addresses = self.addresses_of(peer_id)
+            last = self._dialled.peek(peer_id)
+            now = time.monotonic()
+            if not addresses or (last is not None and now - last < REDIAL_S):
+                raise
+            self._dialled[peer_id] = now
+            await self.inner.connect(peer_id, addresses, min(timeout, DIAL_BY_RECORD_TIMEOUT_S))
+            self.counters["dialled_by_record"] += 1
+            return await self.inner.request(peer_id, protocol, payload, timeout)
 
     async def _through_relays(self, peer_id: str, relays: tuple[str, ...], protocol: str, payload: bytes,
                               timeout: float) -> bytes:

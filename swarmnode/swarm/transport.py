@@ -102,3 +102,7 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     async def remote_ip(self, peer_id: str) -> str | None:
         """The IP address a connected peer's connection comes from (what NAT made of it), or None."""
+
+    @abc.abstractmethod
+    async def connect(self, peer_id: str, maddrs: list[str], timeout: float) -> None:
+        """Dial `peer_id` at `maddrs` (multiaddrs without or with its /p2p/ part); raise RequestFailed."""

@@ -6,6 +6,7 @@ loop."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import Counter, deque
 from typing import Callable
@@ -17,6 +18,7 @@ from swarmnode.node.training import TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.signed_values import age_problem
 from swarmnode.protocol.rollout_messages import open_rollout_batch
+from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.trainer.intake import IntakeResult
 
 log = logging.getLogger("swarmnode.gossip")
@@ -35,6 +37,13 @@ class RolloutReceiver:
         self.fetcher = fetcher  # its per-peer accept rate
         self.reread_announcements = False  # set when a peer's batch is signed with another key
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # publish -> accepted here, seconds
+        # The same per sender (how long a batch takes over each path: direct, relayed), bounded.
+        self._sender_latencies: LRUMap[str, deque] = LRUMap(config.limits.max_tracked_senders)
+        self._latency_lock = threading.Lock()  # several worker threads take batches at once
+
+    def latencies_by_sender(self) -> dict[str, list[float]]:
+        with self._latency_lock:
+            return {peer: list(samples) for peer, samples in self._sender_latencies.items()}
 
     def take(self, peer: str, public_key: bytes, envelopes: list[bytes], after: int) -> Counter:
         """Check a response's envelopes in order and hand their groups to training; returns
@@ -76,7 +85,10 @@ class RolloutReceiver:
         cpu = time.thread_time()
         result = self.training.receive(batch, peer)
         tally["cpu_s"] += time.thread_time() - cpu
-        self.latencies.append(max(0.0, self.clock() - batch.created_at))
+        latency = max(0.0, self.clock() - batch.created_at)
+        self.latencies.append(latency)
+        with self._latency_lock:
+            self._sender_latencies.setdefault(peer, lambda: deque(maxlen=LATENCY_SAMPLES // 4)).append(latency)
         if result.groups:
             self._store(peer, batch.batch_id, result, tally)
         tally["groups_skipped_other_task"] += result.skipped_other_task

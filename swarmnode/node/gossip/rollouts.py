@@ -359,8 +359,16 @@ class RolloutGossip:
                                       "p2pd": round(p2pd_cpu, 3)},
             "uptime_s": round(uptime, 1),
             "gossip_time_share": round(swarm_cpu / uptime, 5),
-            "senders": self.standings.ledger.snapshot(self.transport.dht_time()),
+            "senders": self._senders_with_latency(),
         }
+
+    def _senders_with_latency(self) -> dict[str, dict]:
+        senders = self.standings.ledger.snapshot(self.transport.dht_time())
+        for peer, samples in self.receiver.latencies_by_sender().items():
+            if peer in senders:
+                senders[peer]["latency_p50_s"] = _percentile(samples, 0.50)
+                senders[peer]["latency_p99_s"] = _percentile(samples, 0.99)
+        return senders
 
     def limits_snapshot(self) -> dict[str, int]:
         """How often each per-peer bound was hit, and how much per-peer state is held (LIMIT_KEYS)."""

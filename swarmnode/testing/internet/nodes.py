@@ -85,6 +85,15 @@ class InternetNode:
         except json.JSONDecodeError:
             return None
 
+    def start_probe(self, interval_s: float = 0.5) -> Path:
+        """Record its status every `interval_s` (probe.py) into a JSON-lines file; returns the path."""
+        path = self.home.root.parent / f"{self.home.root.name}.probe.jsonl"
+        with open(path, "ab") as out:
+            self.internet.popen(self.host, [sys.executable, "-m", "swarmnode.testing.internet.probe", "--home",
+                                            str(self.home.root), "--interval", str(interval_s)], stdout=out,
+                                stderr=subprocess.DEVNULL)
+        return path
+
     def multiaddrs(self) -> list[str]:
         status = self.status() or {}
         return list(status.get("multiaddrs", []))

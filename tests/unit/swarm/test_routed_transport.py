@@ -15,7 +15,7 @@ class MemoryTransport(Transport):
     (made by an earlier request in either direction), like libp2p over a NAT."""
 
     def __init__(self, net: dict, name: str, can_dial: set):
-        self.net, self.name, self.can_dial, self.handlers = net, name, can_dial, {}
+        self.net, self.name, self.can_dial, self.handlers, self.dialled = net, name, can_dial, {}, []
         net[name] = self
 
     peer_id = property(lambda self: self.name)
@@ -25,6 +25,11 @@ class MemoryTransport(Transport):
     def child_processes(self): return []
     async def multiaddrs(self): return []
     async def join(self, maddr, timeout): ...
+
+    async def connect(self, peer_id, maddrs, timeout):
+        self.dialled.append((peer_id, maddrs))
+        if peer_id in self.net.get("public", ()):
+            self.can_dial.add(peer_id)
     def routing_table_size(self): return 0
     def dht_time(self): return 0.0
     async def store(self, key, subkey, value, expiration): return True
@@ -128,3 +133,19 @@ def test_dialback_dials_the_observed_ip_and_names_only_the_open_ports():
     finally:
         listening.close()
         closed.close()
+
+
+def test_a_public_peer_p2pd_cannot_find_is_dialled_at_its_record_addresses(swarm):
+    alice, relay, _, _ = swarm
+    relay.inner.net["public"] = {"relay"}
+    alice.inner.can_dial.discard("relay")  # p2pd knows no address of it
+
+    async def scenario():
+        with pytest.raises(RequestFailed):  # no record yet: nothing to dial
+            await alice.request("relay", "/test/1", b"hi", 5)
+        alice.addresses_of = lambda peer: ["/ip4/198.18.0.10/tcp/31337/p2p/relay"]
+        assert await alice.request("relay", "/test/1", b"hi", 5) == b"relay got hi from alice"
+        assert alice.inner.dialled == [("relay", ["/ip4/198.18.0.10/tcp/31337/p2p/relay"])]
+        assert alice.counters["dialled_by_record"] == 1
+
+    asyncio.run(scenario())
