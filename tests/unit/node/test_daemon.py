@@ -28,3 +28,32 @@ def test_a_mismatch_names_both_swarms_or_both_versions():
                            "'swarmnode-local'")
     line = describe_mismatch(RecordOrigin("12D3KooWX", None, 2), "swarmnode-local", 1)
     assert "speaks protocol version 2 while this node speaks version 1" in line
+
+
+def test_a_node_without_a_model_loads_no_torch_transformers_or_trainer():
+    """What `swarmnode bootstrap` runs (run_daemon defers hivemind's package imports for a node
+    without a model): a Node built and asked for its status, in a fresh interpreter."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import pathlib, sys, tempfile
+        from swarmnode.config import NodeConfig
+        from swarmnode.home import init_home
+        from swarmnode.identity import load_identity
+        from swarmnode.swarm.hivemind_imports import defer_hivemind_imports
+        defer_hivemind_imports()
+        from swarmnode.node.daemon import Node, make_transport
+        from swarmnode.node.runner import run_daemon
+        home = init_home(pathlib.Path(tempfile.mkdtemp())).home
+        config = NodeConfig.model_validate({"model": {"name_or_path": None}})
+        node = Node(config, load_identity(home.node_key, home.p2p_identity), home,
+                    lambda policy: make_transport(config, home, policy))
+        status = node.snapshot()
+        loaded = sorted(m for m in ("torch", "transformers", "swarmnode.trainer", "swarmnode.node.training") if m in sys.modules)
+        print(node.training is None, status["state"], loaded)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True starting []"
