@@ -310,6 +310,7 @@ class Node:
         while True:
             if self.join.joined and not self._lost_every_peer():
                 await asyncio.sleep(net.join_backoff_max_s)
+                await self._reach_absent_initial_peers()
                 continue
             if self.join.joined:
                 log.warning("lost every peer; joining again through the initial peers")
@@ -345,6 +346,18 @@ class Node:
                     log.warning("join attempt %d: initial peer %s failed: %s%s; retrying in %.1fs",
                                 attempt, maddr, reason, advice, delay)
                 await asyncio.sleep(delay)
+
+    async def _reach_absent_initial_peers(self) -> None:
+        """Dial again the initial peers whose record is not in the peer table. A bootstrap node
+        that restarted knows nobody: unless the swarm's nodes reach it, the nodes that join through
+        it next would stay apart from the swarm. Still down is the common case: debug lines only."""
+        for maddr in self.config.swarm.initial_peers:
+            if maddr.rsplit("/p2p/", 1)[-1].split("/")[0] in self.table:
+                continue
+            try:
+                await self.transport.join(maddr, JOIN_DIAL_TIMEOUT_S)
+            except JoinError as e:
+                log.debug("initial peer %s is still out of reach: %s", maddr, e)
 
     def _lost_every_peer(self) -> bool:
         """The DHT routing table is empty, or the peer table emptied after it had peers."""

@@ -57,3 +57,25 @@ def test_a_node_without_a_model_loads_no_torch_transformers_or_trainer():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True starting []"
+
+
+def test_initial_peers_without_a_record_are_dialled_again_and_a_failure_stops_nothing():
+    """A restarted bootstrap node knows nobody: the joined nodes dial it again (every
+    network.join_backoff_max_s), but not the initial peers whose records they hold."""
+    import asyncio
+
+    from swarmnode.swarm.transport import JoinError
+
+    known, restarted, down = "12D3KooWKnown", "12D3KooWRestarted", "12D3KooWDown"
+    dialled = []
+
+    async def join(maddr, timeout):
+        dialled.append(maddr.rsplit("/", 1)[-1])
+        if down in maddr:
+            raise JoinError("could not connect (connection refused)")
+
+    config = NodeConfig.model_validate({"swarm": {"initial_peers": [
+        f"/dns4/boot{i}.example.org/tcp/7100/p2p/{peer}" for i, peer in enumerate((known, down, restarted))]}})
+    node = SimpleNamespace(config=config, table={known}, transport=SimpleNamespace(join=join))
+    asyncio.run(Node._reach_absent_initial_peers(node))
+    assert dialled == [down, restarted]
