@@ -5,6 +5,8 @@ never import from tests/).
 
 - `hostile/`: adversarial peers that speak the real protocol, for tests/integration and
   scripts/experiments (see its own map).
+- `bootstrap_node.py`: `BootstrapNode`, a real `swarmnode bootstrap` process on 127.0.0.1 that
+  nodes join through by its /dns4/localhost address, for tests/integration and scripts/bench.
 - `internet/`: an emulated internet in network namespaces (public hosts, homes behind NAT
   routers) with real daemons on its hosts, for tests/integration and scripts/experiments.
 """
