@@ -164,8 +164,8 @@ def bootstrap(
 ) -> None:
     """Run a bootstrap node: a DHT server at a fixed address (no model).
 
-    Nodes join the swarm through it; it loads no model. Its home (keys, and config.yaml from configs/bootstrap.yaml) is made on first
-    start and keeps its peer id across restarts. See docs/operators.md.
+    Nodes join the swarm through it. Its home (keys, and config.yaml from configs/bootstrap.yaml)
+    is made on first start and keeps its peer id across restarts. See docs/operators.md.
     """
     from swarmnode.cli.bootstrap import (
         BOOTSTRAP_FLAGS, DEFAULT_BOOTSTRAP_HOME, announce_problem, bootstrap_overrides, user_address_lines)
