@@ -40,7 +40,8 @@ MEANINGS = {
     "network.use_relay": "let p2pd use libp2p circuit relays, so peers behind NAT can be reached through a relay",
     "network.auto_nat": "let p2pd find out with libp2p AutoNAT whether this node is reachable from outside",
     "network.join_backoff_max_s": "the longest retry delay after a failed join; also how often a joined node checks "
-                                  "that its routing table is not empty",
+                                  "that its routing table is not empty and dials the initial peers it has no record "
+                                  "of (a restarted bootstrap node)",
     "model.dtype": "dtype the model is loaded and trained in",
     "training.temperature": "sampling temperature of the generator",
     "training.top_p": "nucleus-sampling threshold of the generator (1: off)",

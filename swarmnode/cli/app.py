@@ -1,4 +1,4 @@
-"""The `swarmnode` command: init, run, status, peers, logs, swarm local.
+"""The `swarmnode` command: init, run, bootstrap, status, peers, logs, swarm local.
 
 The CLI holds no logic the daemon needs: it parses flags, calls into swarmnode.node /
 swarmnode.status, and prints. Every user mistake ends as one line on stderr and exit code 1
@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -20,7 +20,8 @@ from rich.live import Live
 from swarmnode import __version__
 from swarmnode.cli.help import HelpCommand, HelpGroup
 from swarmnode.cli.render import peers_table
-from swarmnode.config import ConfigError, NodeConfig, ValueSources, load_config, load_config_with_sources
+from swarmnode.cli.start import check_before_start, check_log_level, fail, load_run_config, run_daemon_until_stopped
+from swarmnode.config import ConfigError, load_config
 from swarmnode.home import NodeHome, home_source, resolve_home
 
 app = typer.Typer(
@@ -38,11 +39,6 @@ app.add_typer(bench_app, name="bench")
 
 HomeOption = typer.Option(None, "--home", metavar="DIR", help="node home (default: $SWARMNODE_HOME or ~/.swarmnode)")
 RARE = "Rarely needed"  # the help panel of `run` options most nodes leave alone
-
-
-def fail(message: str, code: int = 1) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 @app.command(cls=HelpCommand)
@@ -121,12 +117,9 @@ def run(
 
     Every config field can also be set as SWARMNODE__SECTION__FIELD=value (docs/configuration.md).
     """
-    from swarmnode.node.runner import run_daemon
-
     root = resolve_home(home)
     node_home = NodeHome(root)
-    if log_level.upper() not in LOG_LEVELS:
-        fail(f"--log-level {log_level}: expected one of {', '.join(LOG_LEVELS)}", 2)
+    check_log_level(log_level)
     overrides: dict[str, Any] = {}
     if initial_peer:
         overrides["swarm.initial_peers"] = list(initial_peer)
@@ -145,40 +138,79 @@ def run(
         fail(f"--config {config}: file not found; check the path")
     if config is None and not node_home.config.exists():
         fail(f"{root} is not a node home (no config.yaml); create it with: swarmnode init --home {root}")
-    try:
-        cfg, sources = load_config_with_sources(config_path, overrides, flags=RUN_FLAGS)
-        if host_port is not None:
-            cfg.network.host_maddrs = [_with_tcp_port(m, host_port) for m in cfg.network.host_maddrs]
-            sources = sources.with_flag("network.host_maddrs", "--host-port")
-    except ConfigError as e:
-        fail(str(e))
-    _check_before_start(cfg, sources, root, home_source(home))
-    raise typer.Exit(run_daemon(cfg, node_home, log_level, sources.described()))
+    cfg, sources = load_run_config(config_path, overrides, RUN_FLAGS, (host_port, "--host-port"))
+    check_before_start(cfg, sources, root, home_source(home))
+    run_daemon_until_stopped(cfg, sources, node_home, log_level)
 
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 RUN_FLAGS = {"swarm.initial_peers": "--initial-peer", "status.port": "--status-port",
              "network.client_mode": "--client-mode", "training.slowdown": "--slowdown",
              "training.keep_serving": "--keep-serving"}
 
 
-def _check_before_start(cfg: NodeConfig, sources: ValueSources, root: Path, source_of_home: str) -> None:
-    """Exit 2 with one line per problem found before anything starts (node/preflight.py)."""
-    from swarmnode.node.preflight import probe_start, start_problems
+@app.command(cls=HelpCommand)
+def bootstrap(
+    home: Optional[Path] = typer.Option(
+        None, "--home", metavar="DIR", help="its home, made on first start (default: ~/.swarmnode-bootstrap)"),
+    port: Optional[int] = typer.Option(
+        None, "--port", min=1, max=65535, metavar="PORT", help="TCP port on every interface (default: 7100)"),
+    announce: list[str] = typer.Option(
+        [], "--announce", metavar="MULTIADDR", help="public address users dial, e.g. /dns4/HOST/tcp/7100 (repeatable)"),
+    initial_peer: list[str] = typer.Option(
+        [], "--initial-peer", metavar="MULTIADDR", help="another bootstrap node of the swarm (repeatable)"),
+    swarm: Optional[str] = typer.Option(None, "--swarm", metavar="NAME", help="the swarm it serves (default: swarmnode-public)"),
+    status_port: Optional[int] = typer.Option(
+        None, "--status-port", min=0, max=65535, metavar="PORT", help="status endpoint port", rich_help_panel=RARE),
+    log_level: str = typer.Option(
+        "INFO", "--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING or ERROR", rich_help_panel=RARE),
+) -> None:
+    """Run a bootstrap node: a DHT server at a fixed address (no model).
 
-    problems = start_problems(cfg, probe_start(cfg, root), sources, root, source_of_home)
-    for line in problems[:-1]:
-        typer.echo(f"error: {line}", err=True)
-    if problems:
-        fail(problems[-1], 2)
+    Nodes join the swarm through it. Its home (keys, and config.yaml from configs/bootstrap.yaml)
+    is made on first start and keeps its peer id across restarts. See docs/operators.md.
+    """
+    from swarmnode.cli.bootstrap import (
+        BOOTSTRAP_FLAGS, DEFAULT_BOOTSTRAP_HOME, announce_problem, bootstrap_overrides, user_address_lines)
+
+    check_log_level(log_level)
+    if problem := announce_problem(announce):
+        fail(problem, 2)
+    root = (home if home is not None else DEFAULT_BOOTSTRAP_HOME).expanduser().resolve()
+    peer_id = _make_bootstrap_home(root)
+    node_home = NodeHome(root)
+    overrides = bootstrap_overrides(announce, initial_peer, swarm, status_port)
+    cfg, sources = load_run_config(node_home.config, overrides, BOOTSTRAP_FLAGS, (port, "--port"))
+    if cfg.model.name_or_path:
+        fail(f"{node_home.config} sets model.name_or_path ({cfg.model.name_or_path}): it is the home of a node "
+             "that trains; give the bootstrap node a home of its own (--home DIR)")
+    if cfg.network.client_mode:
+        fail(f"network.client_mode is true (from {sources.of('network.client_mode')}): a bootstrap node must "
+             f"accept connections; {sources.fix('network.client_mode')} to false")
+    check_before_start(cfg, sources, root, "--home" if home is not None else f"the default home {DEFAULT_BOOTSTRAP_HOME}")
+    for line in user_address_lines(cfg.network.announce_maddrs, cfg.network.host_maddrs, peer_id):
+        typer.echo(line)
+    run_daemon_until_stopped(cfg, sources, node_home, log_level)
 
 
-def _with_tcp_port(maddr: str, port: int) -> str:
-    parts = maddr.split("/")
-    if "tcp" not in parts:
-        raise ConfigError(f"config error: --host-port needs network.host_maddrs with /tcp/, got {maddr}")
-    parts[parts.index("tcp") + 1] = str(port)
-    return "/".join(parts)
+def _make_bootstrap_home(root: Path) -> str:
+    """Create what is missing in a bootstrap node's home (as `init` does, with configs/bootstrap.yaml);
+    return its peer id."""
+    from swarmnode.cli.bootstrap import BOOTSTRAP_CONFIG
+    from swarmnode.config import bundled_config_path
+    from swarmnode.home import init_home
+    from swarmnode.identity import KeyFileError, peer_id_from_ed25519
+    from swarmnode.identity.keys import load_p2p_identity
+
+    try:
+        result = init_home(root, bundled_config_path(BOOTSTRAP_CONFIG).read_text(encoding="utf-8"))
+        peer_id = peer_id_from_ed25519(load_p2p_identity(result.home.p2p_identity).public_bytes)
+    except OSError as e:
+        fail(f"cannot create the bootstrap node's home {root}: {e.strerror or e}; pass another --home")
+    except KeyFileError as e:
+        fail(str(e))
+    for line in result.created:
+        typer.echo(f"created {line}")
+    return peer_id
 
 
 def _fetch_or_exit(home: Optional[Path], url: Optional[str], path: str) -> dict[str, Any]:
@@ -200,7 +232,7 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="the status document (docs/status.md)"),
     watch: bool = typer.Option(False, "--watch", help="live view that fits the terminal (Ctrl-C quits)"),
 ) -> None:
-    """Show a running daemon's status on one screen (--full: everything)."""
+    """Show a running daemon's status on one screen (--full: all of it)."""
     from swarmnode.cli.headline import headline_view
     from swarmnode.cli.render import status_view
 

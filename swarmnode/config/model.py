@@ -27,7 +27,7 @@ class SwarmConfig(_Section):
     def _peers_are_maddrs(cls, value: list[str]) -> list[str]:
         for item in value:
             _check_maddr(item)
-            if "/p2p/" not in item:
+            if "/p2p/" not in item or not item.rsplit("/p2p/", 1)[1].strip("/"):
                 raise ValueError(f"{item!r} has no /p2p/<peer id> part (copy the full address the peer prints)")
         return value
 

@@ -34,7 +34,18 @@ The node's training, on its own thread:
   `OuterSteps`, the outer step every summaries.every_steps steps and its `OutgoingSummary`.
 - training_status.py: `TrainingStatus`, the lock-protected state behind status.training.
 """
-from swarmnode.node.daemon import Node
-from swarmnode.node.network import NetworkService, make_transport
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["NetworkService", "Node", "make_transport"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use, so that importing swarmnode.node.<module> (the runner of a model-less
+    # bootstrap node, say) does not load the daemon and, through it, torch and the trainer.
+    if name in __all__:
+        from swarmnode.node import daemon, network
+
+        return getattr(daemon if name == "Node" else network, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,12 +28,17 @@ def detect_device() -> DeviceInfo:
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return DeviceInfo(kind="mps", name="Apple GPU", accelerator_count=1,
                           memory_bytes=psutil.virtual_memory().total, cpu_cores=cores)
+    return cpu_device()
+
+
+def cpu_device() -> DeviceInfo:
+    """The CPU and the machine's memory (no torch: what a node without a model reports)."""
     return DeviceInfo(
         kind="cpu",
         name=(platform.processor() or platform.machine() or "cpu")[:128],
         accelerator_count=0,
         memory_bytes=psutil.virtual_memory().total,
-        cpu_cores=cores,
+        cpu_cores=os.cpu_count() or 1,
     )
 
 

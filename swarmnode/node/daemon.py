@@ -7,33 +7,34 @@ import os
 import random
 import signal
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from swarmnode import __version__
 from swarmnode.config import NodeConfig
 from swarmnode.home import DaemonLock, NodeHome, read_runtime, remove_runtime, write_runtime
 from swarmnode.identity import NodeIdentity
-from swarmnode.node.capability import detect_device, matmul_gflops
-from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
+from swarmnode.node.capability import cpu_device, detect_device, matmul_gflops
 from swarmnode.node.leftovers import describe_children, kill_leftover_children
 from swarmnode.node.network import NetworkService
 from swarmnode.node.logs import FILE_ONLY, RecordedRun, log_start, summary_loop
-from swarmnode.node.peer_log import PeerLog
-from swarmnode.node.scheduling import plan_loop
+from swarmnode.node.peer_log import PeerLog, describe_mismatch
 from swarmnode.node.storage import maintain_stores, storage_status
-from swarmnode.node.training import TrainingListeners, TrainingService
-from swarmnode.protocol import Capability, PeerRecordFields, RecordOrigin, build_peer_record, codec
+from swarmnode.protocol import Capability, PeerRecordFields, build_peer_record, codec
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.limits import CAPABILITY_CAPS
-from swarmnode.protocol.versions import VersionRange, common_version, describe_incompatible
 from swarmnode.status.server import StatusServer
 from swarmnode.status.snapshot import JoinState, build_status, state_name
-from swarmnode.summaries import OuterResult
 from swarmnode.swarm.backoff import backoff_delay, jittered
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
+from swarmnode.swarm.rollout_bookkeeping import ROLLOUT_LIMIT_KEYS
 from swarmnode.swarm.routed_transport import RoutedTransport
 from swarmnode.swarm.transport import JoinError, RecordPolicy
 from swarmnode.swarm.windows import peer_records_key, window_index, windows_to_read
+
+if TYPE_CHECKING:  # a node without a model never imports training (torch, transformers)
+    from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
+    from swarmnode.node.training import TrainingService
+    from swarmnode.summaries import OuterResult
 
 log = logging.getLogger("swarmnode")
 JOIN_DIAL_TIMEOUT_S = 10.0
@@ -62,7 +63,7 @@ class Node:
                                    max_ttl_s=limits.max_record_ttl_s, max_values_per_key=limits.max_values_per_key)
         self.transport = make_transport(self.intake)
         initial_ids = [m.rsplit("/p2p/", 1)[-1].split("/")[0] for m in config.swarm.initial_peers]
-        self.network = NetworkService(config, self.transport, self.table.entries, initial_ids)
+        self.network = NetworkService(config, identity.peer_id, self.transport, self.table.entries, initial_ids)
         self.transport.route_of = self._route_of
         self.transport.addresses_of = lambda peer: list(entry.record.multiaddrs) if (entry := self.table.get(peer)) else []
         self.training: TrainingService | None = None
@@ -71,16 +72,7 @@ class Node:
         self.summaries: SummaryGossip | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the event loop `run` runs on
         if config.model.name_or_path:
-            listeners = TrainingListeners(on_implausible=self._blame_implausible, on_outer_step=self._take_verdicts,
-                                          on_fatal=self._training_failed)
-            self.standings = PeerStandings.open(config, self.stats, home.root, self.transport.dht_time)
-            saved_trust = self.standings.load_trust() if config.summaries.enabled else []
-            self.training = TrainingService(config, home.root, quality=self._sender_quality, listeners=listeners,
-                                            saved_trust=saved_trust)
-            self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.standings)
-            if config.summaries.enabled:
-                self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.intake,
-                                               self.standings)
+            self._build_training()
         self.state = peer_record_pb2.NODE_STATE_STARTING
         self.started_at = time.time()
         self.multiaddrs: list[str] = []
@@ -93,6 +85,23 @@ class Node:
         self.last_maintenance: dict[str, Any] | None = None
         self._said: set[str] = set()  # one-time lines already logged
         self._had_peers = False  # the peer table held someone since the last join
+
+    def _build_training(self) -> None:
+        """Training and the gossip that feeds it, for a node with a model (imported only here)."""
+        from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
+        from swarmnode.node.training import TrainingListeners, TrainingService
+
+        config, identity = self.config, self.identity
+        listeners = TrainingListeners(on_implausible=self._blame_implausible, on_outer_step=self._take_verdicts,
+                                      on_fatal=self._training_failed)
+        self.standings = PeerStandings.open(config, self.stats, self.home.root, self.transport.dht_time)
+        saved_trust = self.standings.load_trust() if config.summaries.enabled else []
+        self.training = TrainingService(config, self.home.root, quality=self._sender_quality, listeners=listeners,
+                                        saved_trust=saved_trust)
+        self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.standings)
+        if config.summaries.enabled:
+            self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.intake,
+                                           self.standings)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -172,7 +181,8 @@ class Node:
                 "started_at": self.started_at,
             })
             self._announce(status_url)
-            self.device = detect_device()
+            # A node without a model computes nothing: it names its CPU and leaves torch unloaded.
+            self.device = detect_device() if self.training is not None else cpu_device()
             if self.gossip is not None:
                 await self.gossip.start()
             if self.summaries is not None:
@@ -203,7 +213,8 @@ class Node:
 
     def _create_loops(self, tasks: asyncio.TaskGroup) -> None:
         """Every loop of the running node, owned by `tasks` (cancelled with it on shutdown)."""
-        tasks.create_task(self._measure_capability())
+        if self.training is not None:
+            tasks.create_task(self._measure_capability())
         tasks.create_task(self._publish_loop())
         tasks.create_task(self._poll_loop())
         tasks.create_task(self.network.run(self.transport.dht_time))
@@ -221,6 +232,8 @@ class Node:
         if self.gossip is not None and self.training is not None:
             tasks.create_task(self._maintain_storage())
         if self.training is not None:
+            from swarmnode.node.scheduling import plan_loop
+
             tasks.create_task(plan_loop(self.config, self.training, self.table.entries, self.transport.dht_time))
 
     def _announce(self, status_url: str) -> None:
@@ -311,6 +324,7 @@ class Node:
         while True:
             if self.join.joined and not self._lost_every_peer():
                 await asyncio.sleep(net.join_backoff_max_s)
+                await self._reach_absent_initial_peers()
                 continue
             if self.join.joined:
                 log.warning("lost every peer; joining again through the initial peers")
@@ -346,6 +360,18 @@ class Node:
                     log.warning("join attempt %d: initial peer %s failed: %s%s; retrying in %.1fs",
                                 attempt, maddr, reason, advice, delay)
                 await asyncio.sleep(delay)
+
+    async def _reach_absent_initial_peers(self) -> None:
+        """Dial again the initial peers whose record is not in the peer table. A bootstrap node
+        that restarted knows nobody: unless the swarm's nodes reach it, the nodes that join through
+        it next would stay apart from the swarm. Still down is the common case: debug lines only."""
+        for maddr in self.config.swarm.initial_peers:
+            if maddr.rsplit("/p2p/", 1)[-1].split("/")[0] in self.table:
+                continue
+            try:
+                await self.transport.join(maddr, JOIN_DIAL_TIMEOUT_S)
+            except JoinError as e:
+                log.debug("initial peer %s is still out of reach: %s", maddr, e)
 
     def _lost_every_peer(self) -> bool:
         """The DHT routing table is empty, or the peer table emptied after it had peers."""
@@ -441,7 +467,7 @@ class Node:
         if self.gossip is not None:
             counts.update(self.gossip.limits_snapshot())
         else:  # a node without a model gossips no rollouts: the same keys, nothing counted
-            counts.update(dict.fromkeys(RolloutGossip.LIMIT_KEYS, 0))
+            counts.update(dict.fromkeys(ROLLOUT_LIMIT_KEYS, 0))
         return counts
 
     def _sender_quality(self) -> dict[str, float]:
@@ -459,16 +485,6 @@ class Node:
     @property
     def model_fingerprint(self) -> str:
         return self.training.fingerprint if self.training is not None else ""
-
-
-def describe_mismatch(origin: RecordOrigin, swarm: str, versions: VersionRange) -> str:
-    """One line: the initial peer belongs to another swarm, or speaks protocol versions this node
-    does not (in the words of the peer log's line: which side should upgrade)."""
-    if origin.swarm == swarm and common_version(versions, origin.versions) is None:
-        return describe_incompatible(f"initial peer {origin.peer_id}", origin.versions, versions)
-    return (f"initial peer {origin.peer_id} is in swarm '{origin.swarm}' while this node is in swarm '{swarm}': "
-            f"it cannot join through it; give the address of a node of '{swarm}', or set swarm.name to "
-            f"'{origin.swarm}' to join that swarm")
 
 
 class _Stopping(Exception):

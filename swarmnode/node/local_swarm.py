@@ -1,4 +1,5 @@
-"""N real `swarmnode run` processes on 127.0.0.1: homes under one folder, the first as bootstrap."""
+"""N real `swarmnode run` processes on 127.0.0.1: homes under one folder, the first as bootstrap
+(or, with join_through_first=False, every node joining only through the initial peers given)."""
 from __future__ import annotations
 
 import ctypes
@@ -35,6 +36,27 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)
 
 
+def wait_ready(node: LocalNode, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
+    """Wait until the node's status endpoint answers; return its runtime info."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if node.process is not None and node.process.poll() is not None:
+            out = node.stdout_path
+            tail = out.read_text(errors="replace").strip().splitlines()[-1:] if out.exists() else []
+            raise LocalSwarmError(f"{node.name} exited with code {node.process.returncode}: {' '.join(tail)} "
+                                  f"(its output: {out}; its log: {node.log_path})")
+        runtime = read_runtime(node.home)
+        if runtime.get("pid") == (node.process.pid if node.process else None) and runtime.get("status_url"):
+            try:
+                fetch(runtime["status_url"], timeout=1.0)
+                return runtime
+            except NoDaemon:
+                pass
+        time.sleep(0.2)
+    raise LocalSwarmError(f"{node.name} did not start within {timeout:.0f}s (its output: {node.stdout_path}; "
+                          f"its log: {node.log_path})")
+
+
 @dataclass
 class LocalNode:
     index: int
@@ -60,7 +82,7 @@ class LocalSwarm:
     def __init__(self, root: Path, size: int, config_path: Path, extra_args: list[str] | None = None,
                  node_env: Callable[[int], dict[str, str]] | None = None,
                  node_args: Callable[[int], list[str]] | None = None,
-                 node_module: Callable[[int], str] | None = None):
+                 node_module: Callable[[int], str] | None = None, join_through_first: bool = True):
         self.root = root
         self.config_path = config_path
         self.extra_args = list(extra_args or [])
@@ -71,6 +93,9 @@ class LocalSwarm:
         # The module each node runs as `python -m <module> run ...` (a test's wrapper of the CLI).
         self.node_module = node_module or (lambda index: "swarmnode")
         self.nodes = [LocalNode(i, NodeHome(root / f"node{i}")) for i in range(size)]
+        # False: no node is given node0's address; they join through extra_args' --initial-peer
+        # (a `swarmnode bootstrap` node, say) and find each other through it.
+        self.join_through_first = join_through_first
         self.bootstrap_maddrs: list[str] = []
 
     # -- processes -----------------------------------------------------------------------------
@@ -89,27 +114,17 @@ class LocalSwarm:
         console.close()
 
     def wait_ready(self, node: LocalNode, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
-        """Wait until the node's status endpoint answers; return its runtime info."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if node.process is not None and node.process.poll() is not None:
-                out = node.stdout_path
-                tail = out.read_text(errors="replace").strip().splitlines()[-1:] if out.exists() else []
-                raise LocalSwarmError(f"{node.name} exited with code {node.process.returncode}: {' '.join(tail)} "
-                                      f"(its output: {out}; its log: {node.log_path})")
-            runtime = read_runtime(node.home)
-            if runtime.get("pid") == (node.process.pid if node.process else None) and runtime.get("status_url"):
-                try:
-                    fetch(runtime["status_url"], timeout=1.0)
-                    return runtime
-                except NoDaemon:
-                    pass
-            time.sleep(0.2)
-        raise LocalSwarmError(f"{node.name} did not start within {timeout:.0f}s (its output: {node.stdout_path}; "
-                              f"its log: {node.log_path})")
+        return wait_ready(node, timeout)
 
     def start(self, on_progress: Callable[[str], None] = lambda _: None) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
+        if not self.join_through_first:
+            for node in self.nodes:
+                self._launch(node)
+            for node in self.nodes:
+                self.wait_ready(node)
+                on_progress(f"{node.name} is up")
+            return
         first = self.nodes[0]
         self._launch(first)
         on_progress(f"started {first.name} (bootstrap), waiting for its address")

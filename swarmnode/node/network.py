@@ -48,9 +48,10 @@ RESERVE_TIMEOUT_S = 10.0
 
 
 class NetworkService:
-    def __init__(self, config: NodeConfig, transport: RoutedTransport, peers: Callable[[], list[PeerEntry]],
-                 initial_peer_ids: list[str]):
+    def __init__(self, config: NodeConfig, peer_id: str, transport: RoutedTransport,
+                 peers: Callable[[], list[PeerEntry]], initial_peer_ids: list[str]):
         self.config = config
+        self.peer_id = peer_id
         self.transport = transport
         self._peers = peers
         self._initial = initial_peer_ids
@@ -75,7 +76,7 @@ class NetworkService:
 
     def usable_multiaddrs(self) -> list[str]:
         return usable_multiaddrs(self.listen_maddrs, self.verdict, self.config.network.announce_maddrs,
-                                 self.transport.peer_id)
+                                 self.peer_id)
 
     # -- the loops ---------------------------------------------------------------------------
 
@@ -102,7 +103,7 @@ class NetworkService:
         alike. A peer behind NAT answers too where it holds a direct connection to this node
         (it dialled this node); reached through a relay, it cannot see this node's address and
         its answer is left out."""
-        entries = [e for e in self._peers() if e.peer_id != self.transport.peer_id]
+        entries = [e for e in self._peers() if e.peer_id != self.peer_id]
         self._rng.shuffle(entries)
         order = {REACHABILITY_PUBLIC: 0, REACHABILITY_UNKNOWN: 2, REACHABILITY_PRIVATE: 4}
         ranked = [(order.get(e.record.reachability, 3) - (e.peer_id in self._initial), e.peer_id) for e in entries]
@@ -156,7 +157,7 @@ class NetworkService:
     def _relay_candidates(self, held: set[str]) -> list[str]:
         """Public peers that offer relaying, initial peers (bootstrap nodes) first."""
         entries = [e for e in self._peers() if e.record.reachability == REACHABILITY_PUBLIC
-                   and not e.record.client_mode and e.peer_id not in held and e.peer_id != self.transport.peer_id]
+                   and not e.record.client_mode and e.peer_id not in held and e.peer_id != self.peer_id]
         ids = [e.peer_id for e in entries]
         self._rng.shuffle(ids)
         return sorted(ids, key=lambda p: p not in self._initial)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from typing import Iterable
 
-from swarmnode.protocol import codec
-from swarmnode.protocol.versions import VersionRange, describe_incompatible
+from swarmnode.protocol import RecordOrigin, codec
+from swarmnode.protocol.versions import VersionRange, common_version, describe_incompatible
 from swarmnode.status.snapshot import state_name
 from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.peers import IncompatiblePeer, PeerEntry, short_id
@@ -106,3 +106,13 @@ class PeerLog:
             log.info("%s", line)
         for line in self.incompatible_lines(list(incompatible), codec.SUPPORTED_PROTOCOL_VERSIONS):
             log.warning("%s", line)
+
+
+def describe_mismatch(origin: RecordOrigin, swarm: str, versions: VersionRange) -> str:
+    """One line: the initial peer belongs to another swarm, or speaks protocol versions this node
+    does not (in the words of the peer log's line: which side should upgrade)."""
+    if origin.swarm == swarm and common_version(versions, origin.versions) is None:
+        return describe_incompatible(f"initial peer {origin.peer_id}", origin.versions, versions)
+    return (f"initial peer {origin.peer_id} is in swarm '{origin.swarm}' while this node is in swarm '{swarm}': "
+            f"it cannot join through it; give the address of a node of '{swarm}', or set swarm.name to "
+            f"'{origin.swarm}' to join that swarm")

@@ -34,6 +34,10 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", conf
     except KeyFileError as e:
         log.error("%s", e)
         return 1
+    if not config.model.name_or_path:  # no model, no torch (a bootstrap node stays small)
+        from swarmnode.swarm.hivemind_imports import defer_hivemind_imports
+
+        defer_hivemind_imports()
     from swarmnode.node.daemon import Node
     from swarmnode.node.network import make_transport
 

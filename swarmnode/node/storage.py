@@ -3,12 +3,13 @@ and the `storage` object of the status document (docs/status.md)."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from swarmnode.config.model import StorageConfig
-from swarmnode.store.checkpoints import BackgroundCheckpointer
-from swarmnode.store.metrics import MetricsStore
-from swarmnode.store.rollout_store import RolloutStore
+if TYPE_CHECKING:  # types only: the checkpointer imports torch, which a node without a model never loads
+    from swarmnode.config.model import StorageConfig
+    from swarmnode.store.checkpoints import BackgroundCheckpointer
+    from swarmnode.store.metrics import MetricsStore
+    from swarmnode.store.rollout_store import RolloutStore
 
 
 def maintain_stores(rollouts: RolloutStore, metrics: MetricsStore, config: StorageConfig, now: float) -> dict[str, Any]:

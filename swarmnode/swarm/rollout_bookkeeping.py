@@ -23,6 +23,10 @@ MAX_BATCHES_PER_FETCH = 16
 MAX_ROLLOUT_FETCH_RESPONSE_BYTES = 2 * 1024 * 1024  # under p2pd's 4 MiB message cap
 MAX_ROLLOUT_FETCH_REQUEST_BYTES = 64
 MAX_FAILURE_EXPONENT = 6  # a failing peer is asked at least every 2^6 fetch intervals
+# The per-peer bounds of rollout gossip counted in status.limits (RolloutGossip.limits_snapshot);
+# a node without a model reports them as zeros.
+ROLLOUT_LIMIT_KEYS = ("serve_refused", "accept_deferred", "fetch_waits", "tracked_senders", "senders_evicted",
+                      "held_refused")
 
 
 class RolloutOutbox:

@@ -7,6 +7,8 @@ never import from tests/).
   scripts/experiments (see its own map).
 - `other_version.py`: the real node speaking other wire-protocol versions (SWARMNODE_TEST_PROTOCOL),
   for a swarm of two versions in tests/integration.
+- `bootstrap_node.py`: `BootstrapNode`, a real `swarmnode bootstrap` process on 127.0.0.1 that
+  nodes join through by its /dns4/localhost address, for tests/integration and scripts/bench.
 - `internet/`: an emulated internet in network namespaces (public hosts, homes behind NAT
   routers) with real daemons on its hosts, for tests/integration and scripts/experiments.
 """

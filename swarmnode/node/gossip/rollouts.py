@@ -38,6 +38,7 @@ from swarmnode.protocol.codec import RejectReason
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, build_rollout_announcement, seal_rollout_batch
 from swarmnode.swarm.peers import RecordIntake
 from swarmnode.swarm.rollout_bookkeeping import (
+    ROLLOUT_LIMIT_KEYS,
     ROLLOUT_PROTOCOL,
     HeldRequests,
     RolloutOutbox,
@@ -81,7 +82,7 @@ def _percentile(values: list[float], q: float) -> float | None:
 class RolloutGossip:
     """Rollout batches: this node's served (long-polls held), peers' fetched into training."""
 
-    LIMIT_KEYS = ("serve_refused", "accept_deferred", "fetch_waits", "tracked_senders", "senders_evicted", "held_refused")
+    LIMIT_KEYS = ROLLOUT_LIMIT_KEYS
 
     def __init__(self, config: NodeConfig, identity: NodeIdentity, transport: Transport, training: TrainingService,
                  records: RecordIntake, standings: PeerStandings):

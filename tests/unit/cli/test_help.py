@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from swarmnode.cli.app import app
 from swarmnode.cli.help import reflowed
 
-COMMANDS = [[], ["version"], ["init"], ["run"], ["status"], ["peers"], ["logs"], ["swarm"], ["swarm", "local"], ["bench"],
+COMMANDS = [[], ["version"], ["init"], ["run"], ["bootstrap"], ["status"], ["peers"], ["logs"], ["swarm"], ["swarm", "local"], ["bench"],
             ["bench", "async"]]
 
 

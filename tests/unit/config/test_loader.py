@@ -28,6 +28,11 @@ def test_bundled_configs_load():
     assert "swarm:" in default_config_text()
 
 
+def test_initial_peers_take_dns_and_ip_addresses():
+    peers = ["/dns4/boot1.example.org/tcp/7100/p2p/12D3KooWA", "/ip4/203.0.113.7/tcp/7100/p2p/12D3KooWB"]
+    assert load_config(None, {"swarm.initial_peers": peers}, environ={}).swarm.initial_peers == peers
+
+
 def test_precedence_file_env_overrides(tmp_path):
     path = write(tmp_path, "records:\n  ttl_s: 30\nnetwork:\n  client_mode: false\n")
     cfg = load_config(path, {"records.ttl_s": 40}, environ={"SWARMNODE__NETWORK__CLIENT_MODE": "true", "SWARMNODE__RECORDS__TTL_S": "35"})
@@ -42,6 +47,7 @@ def test_precedence_file_env_overrides(tmp_path):
         ("records:\n  ttl_s: soon\n", "records.ttl_s:"),
         ("status:\n  port: 70000\n", "status.port:"),
         ("swarm:\n  initial_peers: ['/ip4/127.0.0.1/tcp/5']\n", "no /p2p/<peer id> part"),
+        ("swarm:\n  initial_peers: ['/dns4/boot1.example.org/tcp/7100/p2p/']\n", "no /p2p/<peer id> part"),
         ("swarm: [\n", "not valid YAML"),
         ("- a\n- b\n", "top level must be a mapping"),
         ("training:\n  generator: fork\n", "training.generator:"),

@@ -19,17 +19,53 @@ def test_failed_training_shows_in_the_state():
     assert state_of(training_failure="X", keep_serving=True) == "serving"
 
 
-def test_a_mismatch_names_both_swarms_or_both_versions():
-    from swarmnode.node.daemon import describe_mismatch
-    from swarmnode.protocol import RecordOrigin
+def test_a_node_without_a_model_loads_no_torch_transformers_or_trainer():
+    """What `swarmnode bootstrap` runs (run_daemon defers hivemind's package imports for a node
+    without a model): a Node built and asked for its status, in a fresh interpreter."""
+    import subprocess
+    import sys
+    import textwrap
 
-    line = describe_mismatch(RecordOrigin("12D3KooWX", "swarmnode-public", (1, 1)), "swarmnode-local", (1, 1))
-    assert line.startswith("initial peer 12D3KooWX is in swarm 'swarmnode-public' while this node is in swarm "
-                           "'swarmnode-local'")
-    # Of this swarm but of other versions: the peer log's words, saying which side should upgrade.
-    line = describe_mismatch(RecordOrigin("12D3KooWX", "swarmnode-local", (2, 3)), "swarmnode-local", (1, 1))
-    assert line == ("initial peer 12D3KooWX speaks protocol versions 2–3, this node 1–1: "
-                    "upgrade swarmnode on this node to join it")
-    line = describe_mismatch(RecordOrigin("12D3KooWX", "swarmnode-local", (1, 1)), "swarmnode-local", (2, 3))
-    assert line == ("initial peer 12D3KooWX speaks protocol versions 1–1, this node 2–3: "
-                    "that peer runs an older swarmnode and should upgrade")
+    code = textwrap.dedent("""
+        import pathlib, sys, tempfile
+        from swarmnode.config import NodeConfig
+        from swarmnode.home import init_home
+        from swarmnode.identity import load_identity
+        from swarmnode.swarm.hivemind_imports import defer_hivemind_imports
+        defer_hivemind_imports()
+        from swarmnode.node.daemon import Node
+        from swarmnode.node.network import make_transport
+        from swarmnode.node.runner import run_daemon
+        home = init_home(pathlib.Path(tempfile.mkdtemp())).home
+        config = NodeConfig.model_validate({"model": {"name_or_path": None}})
+        node = Node(config, load_identity(home.node_key, home.p2p_identity), home,
+                    lambda policy: make_transport(config, home, policy))
+        status = node.snapshot()
+        loaded = sorted(m for m in ("torch", "transformers", "swarmnode.trainer", "swarmnode.node.training") if m in sys.modules)
+        print(node.training is None, status["state"], loaded)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True starting []"
+
+
+def test_initial_peers_without_a_record_are_dialled_again_and_a_failure_stops_nothing():
+    """A restarted bootstrap node knows nobody: the joined nodes dial it again (every
+    network.join_backoff_max_s), but not the initial peers whose records they hold."""
+    import asyncio
+
+    from swarmnode.swarm.transport import JoinError
+
+    known, restarted, down = "12D3KooWKnown", "12D3KooWRestarted", "12D3KooWDown"
+    dialled = []
+
+    async def join(maddr, timeout):
+        dialled.append(maddr.rsplit("/", 1)[-1])
+        if down in maddr:
+            raise JoinError("could not connect (connection refused)")
+
+    config = NodeConfig.model_validate({"swarm": {"initial_peers": [
+        f"/dns4/boot{i}.example.org/tcp/7100/p2p/{peer}" for i, peer in enumerate((known, down, restarted))]}})
+    node = SimpleNamespace(config=config, table={known}, transport=SimpleNamespace(join=join))
+    asyncio.run(Node._reach_absent_initial_peers(node))
+    assert dialled == [down, restarted]

@@ -31,12 +31,12 @@ def _table_with(reachabilities: dict[str, int]) -> PeerTable:
 def test_public_peers_are_asked_first_and_initial_peers_before_others_alike():
     table = _table_with({"p1": REACHABILITY_PUBLIC, "u1": REACHABILITY_UNKNOWN, "n1": REACHABILITY_PRIVATE,
                          "u2": REACHABILITY_UNKNOWN})
-    service = NetworkService(NodeConfig(), _Transport(), table.entries, initial_peer_ids=["u2"])
+    service = NetworkService(NodeConfig(), "me", _Transport(), table.entries, initial_peer_ids=["u2"])
     assert service._probe_candidates() == ["p1", "u2", "u1"]
-    assert NetworkService(NodeConfig(), _Transport(), PeerTable("me").entries, ["x"])._probe_candidates() == []
+    assert NetworkService(NodeConfig(), "me", _Transport(), PeerTable("me").entries, ["x"])._probe_candidates() == []
 
 
 def test_a_forced_reachability_is_taken_as_is():
     config = NodeConfig.model_validate({"network": {"reachability": "public"}})
-    service = NetworkService(config, _Transport(), PeerTable("me").entries, [])
+    service = NetworkService(config, "me", _Transport(), PeerTable("me").entries, [])
     assert service.forced and service.reachability == REACHABILITY_PUBLIC and service.relays() == ()

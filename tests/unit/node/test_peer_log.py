@@ -76,3 +76,19 @@ def test_a_peer_of_other_versions_is_named_once_with_the_side_that_should_upgrad
     assert len(peers.incompatible_lines(flood, (1, 1))) == MAX_NAMED  # the rest at the next call
     assert len(peers.incompatible_lines(flood, (1, 1))) == MAX_NAMED
     assert peers.incompatible_lines(flood, (1, 1)) == []
+
+
+def test_a_mismatch_names_both_swarms_or_both_versions():
+    from swarmnode.node.peer_log import describe_mismatch
+    from swarmnode.protocol import RecordOrigin
+
+    line = describe_mismatch(RecordOrigin("12D3KooWX", "swarmnode-public", (1, 1)), "swarmnode-local", (1, 1))
+    assert line.startswith("initial peer 12D3KooWX is in swarm 'swarmnode-public' while this node is in swarm "
+                           "'swarmnode-local'")
+    # Of this swarm but of other versions: the peer log's words, saying which side should upgrade.
+    line = describe_mismatch(RecordOrigin("12D3KooWX", "swarmnode-local", (2, 3)), "swarmnode-local", (1, 1))
+    assert line == ("initial peer 12D3KooWX speaks protocol versions 2–3, this node 1–1: "
+                    "upgrade swarmnode on this node to join it")
+    line = describe_mismatch(RecordOrigin("12D3KooWX", "swarmnode-local", (1, 1)), "swarmnode-local", (2, 3))
+    assert line == ("initial peer 12D3KooWX speaks protocol versions 1–1, this node 2–3: "
+                    "that peer runs an older swarmnode and should upgrade")
