@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
 """A public swarm in an emulated internet: joins, sharing per path, a partition, churn.
 
-Four real `swarmnode run` daemons (configs/local-train.yaml, listening on every interface) in
-network namespaces (swarmnode/testing/internet; needs root): pub1 and pub2 on public addresses,
-alice and bob each in a home behind a masquerading router with a 20 Mbit/s link. pub1 is the
-initial peer (bob joins it by /dns4 name). A probe in each namespace reads the node's status
-twice a second. Phases:
+In network namespaces (swarmnode/testing/internet; needs root): a `swarmnode bootstrap` node
+"boot" on a public address, the initial peer of all (bob joins it by /dns4 name); four training
+`swarmnode run` daemons (configs/local-train.yaml, listening on every interface): pub1 and pub2
+on public addresses, alice and bob each in a home behind a masquerading router with a 20 Mbit/s
+link. A probe in each namespace reads the node's status twice a second. Phases:
 
 1. join and steady sharing (--steady-s): join times, groups per minute and batch latency per
-   path (public<->public, public<->NAT, NAT<->NAT through the relay), pub1's RSS and CPU as the
-   relay of both homes;
+   path (public<->public, public<->NAT, NAT<->NAT through the relay), the bootstrap node's RSS
+   and CPU as the relay of both homes;
 2. partition: alice's home is cut off for --cut-s, then healed: seconds until both sides
    exchange again;
-3. churn (--churn-s): bob and pub2 SIGKILLed and restarted at random, pub1 (the initial peer and
-   relay) killed and restarted once; the survivor alice's longest gap between training steps,
-   and whether each restarted node resumed from its checkpoint and exchanged again.
+3. churn (--churn-s): bob and pub2 SIGKILLed and restarted at random, the bootstrap node (initial
+   peer and relay) killed and restarted once; the survivors' (alice, pub1) longest gap between
+   training steps, and whether each restarted node resumed and exchanged again.
 
     sudo .venv/bin/python scripts/experiments/internet.py            # ~9 minutes
     sudo .venv/bin/python scripts/experiments/internet.py --steady-s 60 --cut-s 30 --churn-s 90
@@ -51,6 +51,8 @@ from swarmnode.testing.internet.measure import (  # noqa: E402
 
 PORT = 31337
 PUBLIC, HOMES = ("pub1", "pub2"), ("alice", "bob")
+TRAINERS = PUBLIC + HOMES
+SURVIVORS = ("alice", "pub1")
 console = Console()
 
 
@@ -82,20 +84,25 @@ def rss_and_cpu(pid: int) -> tuple[float, float]:
 
 
 class Run:
-    def __init__(self, workdir: Path, config: Path):
+    def __init__(self, workdir: Path, config: Path, boot_config: Path):
         self.net = Internet()
-        self.hosts = {"pub1": self.net.add_public_host("pub1"), "pub2": self.net.add_public_host("pub2")}
+        self.hosts = {name: self.net.add_public_host(name) for name in ("boot", "pub1", "pub2")}
         for name in HOMES:
             self.hosts[name] = self.net.add_home(name, uplink_mbit=20).hosts[0]
         self.nodes: dict[str, InternetNode] = {}
         self.started: dict[str, float] = {}
         self.probes: dict[str, Path] = {}
-        self.workdir, self.config = workdir, config
+        self.workdir, self.config, self.boot_config = workdir, config, boot_config
         self.ids: dict[str, str] = {}
 
     def start(self, name: str, initial: list[str]) -> None:
-        node = self.nodes.get(name) or InternetNode(self.net, self.hosts[name], self.workdir / name, self.config,
-                                                    args=sum((["--initial-peer", m] for m in initial), []))
+        args = sum((["--initial-peer", m] for m in initial), [])
+        if name == "boot":
+            node = self.nodes.get(name) or InternetNode(self.net, self.hosts[name], self.workdir / name, self.boot_config,
+                                                        args=["--port", str(PORT)], command="bootstrap")
+        else:
+            node = self.nodes.get(name) or InternetNode(self.net, self.hosts[name], self.workdir / name, self.config,
+                                                        args=args)
         self.nodes[name] = node
         node.start()
         self.started.setdefault(name, time.time())
@@ -107,18 +114,18 @@ class Run:
 
 
 def phase_join(run: Run, steady_s: float) -> dict[str, Any]:
-    pub1 = run.hosts["pub1"]
-    run.start("pub1", [])
-    run.ids["pub1"] = run.nodes["pub1"].wait_ready()["peer_id"]
-    by_ip = f"/ip4/{pub1.address}/tcp/{PORT}/p2p/{run.ids['pub1']}"
-    by_name = f"/dns4/{pub1.dns_name}/tcp/{PORT}/p2p/{run.ids['pub1']}"
-    for name in ("pub2", "alice", "bob"):
+    boot = run.hosts["boot"]
+    run.start("boot", [])
+    run.ids["boot"] = run.nodes["boot"].wait_ready()["peer_id"]
+    by_ip = f"/ip4/{boot.address}/tcp/{PORT}/p2p/{run.ids['boot']}"
+    by_name = f"/dns4/{boot.dns_name}/tcp/{PORT}/p2p/{run.ids['boot']}"
+    for name in TRAINERS:
         run.start(name, [by_name if name == "bob" else by_ip])
-    for name in ("pub2", "alice", "bob"):
+    for name in TRAINERS:
         run.ids[name] = run.nodes[name].wait_ready()["peer_id"]
-    console.print("4 nodes up; sharing for", steady_s, "s")
+    console.print("bootstrap node and 4 training nodes up; sharing for", steady_s, "s")
     time.sleep(min(60.0, steady_s / 2))  # reachability checks, relays, the first fetches
-    pid = run.nodes["pub1"].process.pid
+    pid = run.nodes["boot"].process.pid
     _, cpu0 = rss_and_cpu(pid)
     start = time.time()
     rss_samples = []
@@ -128,19 +135,22 @@ def phase_join(run: Run, steady_s: float) -> dict[str, Any]:
     end = time.time()
     _, cpu1 = rss_and_cpu(pid)
     pairs = []
-    for a in run.nodes:
+    for a in TRAINERS:
         lines = run.lines(a)
         last = next((x for x in reversed(lines) if x.get("up")), {})
-        for b in run.nodes:
+        for b in TRAINERS:
             if a == b:
                 continue
             latency = (last.get("latency") or {}).get(run.ids[b]) or [None, None]
             pairs.append({"receiver": a, "sender": b, "path": path_class(a, b),
                           "groups_per_min": round(groups_per_minute(lines, run.ids[b], start, end), 1),
                           "latency_p50_s": latency[0], "latency_p99_s": latency[1]})
-    joins = {name: join_times(run.lines(name), run.started[name]) for name in run.nodes}
-    relay = {"rss_mib_max": round(max(rss_samples), 1), "cpu_share": round((cpu1 - cpu0) / (end - start), 3),
-             "nodes_relayed": len(((run.nodes["pub1"].status() or {}).get("network") or {}).get("relayed_for") or [])}
+    joins = {name: join_times(run.lines(name), run.started[name]) for name in TRAINERS}
+    network = (run.nodes["boot"].status() or {}).get("network") or {}
+    relay = {"node": "bootstrap", "rss_mib_max": round(max(rss_samples), 1),
+             "cpu_share": round((cpu1 - cpu0) / (end - start), 3), "nodes_relayed": len(network.get("relayed_for") or []),
+             "forwarded": (network.get("counters") or {}).get("forwarded"),
+             "forwarded_mib": round(((network.get("counters") or {}).get("forwarded_bytes") or 0) / 2**20, 1)}
     return {"pairs": pairs, "joins": joins, "relay": relay, "window_s": round(end - start, 1)}
 
 
@@ -156,8 +166,8 @@ def phase_partition(run: Run, cut_s: float) -> dict[str, Any]:
     while time.time() < deadline and (back_in is None or back_out is None):
         time.sleep(2)
         alice = run.lines("alice")
-        ins = [first_exchange_after(alice, run.ids[p], healed) for p in run.nodes if p != "alice"]
-        outs = [first_exchange_after(run.lines(p), run.ids["alice"], healed) for p in run.nodes if p != "alice"]
+        ins = [first_exchange_after(alice, run.ids[p], healed) for p in TRAINERS if p != "alice"]
+        outs = [first_exchange_after(run.lines(p), run.ids["alice"], healed) for p in TRAINERS if p != "alice"]
         back_in = min((t for t in ins if t), default=None)
         back_out = min((t for t in outs if t), default=None)
     both = None if back_in is None or back_out is None else round(max(back_in, back_out) - healed, 1)
@@ -184,15 +194,15 @@ def phase_churn(run: Run, churn_s: float, seed: int) -> dict[str, Any]:
     bootstrap_done = False
     while time.time() - start < churn_s:
         time.sleep(rng.uniform(15, 30))
-        victim = "pub1" if not bootstrap_done and time.time() - start > churn_s / 2 else rng.choice(["bob", "pub2"])
-        bootstrap_done = bootstrap_done or victim == "pub1"
+        victim = "boot" if not bootstrap_done and time.time() - start > churn_s / 2 else rng.choice(["bob", "pub2"])
+        bootstrap_done = bootstrap_done or victim == "boot"
         before = (run.nodes[victim].status() or {}).get("training", {}).get("policy_version")
         run.nodes[victim].kill()
         killed = time.time()
         time.sleep(rng.uniform(3, 10))
         run.nodes[victim].start()
         run.nodes[victim].wait_ready()
-        after = wait_for_policy_version(run.nodes[victim])
+        after = wait_for_policy_version(run.nodes[victim]) if victim != "boot" else None
         events.append({"node": victim, "killed_at_s": round(killed - start, 1), "policy_version_before": before,
                        "policy_version_after_restart": after})
         restarted.append((victim, killed))
@@ -201,11 +211,14 @@ def phase_churn(run: Run, churn_s: float, seed: int) -> dict[str, Any]:
     end = time.time()
     rejoined = {}
     for victim, killed in restarted:
-        lines = run.lines(victim)
-        others = [first_exchange_after(lines, run.ids[p], killed) for p in run.nodes if p != victim]
-        rejoined[f"{victim}@{killed - start:.0f}s"] = min((t - killed for t in others if t), default=None)
+        if victim == "boot":  # the relay: both homes exchange with each other again through it
+            times = [first_exchange_after(run.lines("alice"), run.ids["bob"], killed)]
+        else:
+            times = [first_exchange_after(run.lines(victim), run.ids[p], killed) for p in TRAINERS if p != victim]
+        rejoined[f"{victim}@{killed - start:.0f}s"] = min((t - killed for t in times if t), default=None)
     return {"churn_s": churn_s, "events": events,
-            "survivor_longest_step_gap_s": round(longest_step_gap(run.lines("alice"), start, end), 1),
+            "survivor_longest_step_gap_s": {name: round(longest_step_gap(run.lines(name), start, end), 1)
+                                            for name in SURVIVORS},
             "restarted_exchange_again_s": {k: None if v is None else round(v, 1) for k, v in rejoined.items()}}
 
 
@@ -234,7 +247,7 @@ def print_table(result: dict[str, Any]) -> None:
     console.print(table)
     for name, j in result["join"]["joins"].items():
         console.print(f"join {name}: first peer {j['to_first_peer_s']:.1f} s, first group {j['to_first_group_s']:.1f} s")
-    console.print(f"relay pub1: RSS {result['join']['relay']['rss_mib_max']} MiB, CPU "
+    console.print(f"relay (bootstrap node): RSS {result['join']['relay']['rss_mib_max']} MiB, CPU "
                   f"{result['join']['relay']['cpu_share']:.2f} cores, relaying for {result['join']['relay']['nodes_relayed']}")
     console.print(f"partition: exchange again {result['partition']['exchange_again_s']} s after the heal")
     console.print(f"churn: survivor's longest step gap {result['churn']['survivor_longest_step_gap_s']} s; "
@@ -260,7 +273,12 @@ def main() -> int:
     config["network"]["host_maddrs"] = [f"/ip4/0.0.0.0/tcp/{PORT}"]
     config_path = args.workdir / "internet.yaml"
     config_path.write_text(yaml.safe_dump(config))
-    run = Run(args.workdir, config_path)
+    boot = yaml.safe_load((ROOT / "configs" / "bootstrap.yaml").read_text())
+    boot["swarm"], boot["records"] = config["swarm"], config["records"]  # the swarm's name and windows
+    boot["network"]["host_maddrs"] = [f"/ip4/0.0.0.0/tcp/{PORT}"]
+    boot_path = args.workdir / "bootstrap.yaml"
+    boot_path.write_text(yaml.safe_dump(boot))
+    run = Run(args.workdir, config_path, boot_path)
     try:
         join = phase_join(run, args.steady_s)
         partition = phase_partition(run, args.cut_s)
@@ -269,7 +287,8 @@ def main() -> int:
         for node in run.nodes.values():
             node.stop()
         run.net.close()
-    result = {"command": " ".join(sys.argv), "config": "configs/local-train.yaml, host 0.0.0.0:31337, homes 20 Mbit/s",
+    result = {"command": " ".join(sys.argv),
+              "config": "configs/local-train.yaml and configs/bootstrap.yaml, port 31337, homes 20 Mbit/s",
               "paths": summarize(join), "join": join, "partition": partition, "churn": churn}
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print_table(result)

@@ -25,7 +25,7 @@ from swarmnode.protocol.limits import CAPABILITY_CAPS
 from swarmnode.status.server import StatusServer
 from swarmnode.status.snapshot import JoinState, build_status, state_name
 from swarmnode.swarm.backoff import backoff_delay, jittered
-from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
+from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake, short_address
 from swarmnode.swarm.rollout_bookkeeping import ROLLOUT_LIMIT_KEYS
 from swarmnode.swarm.routed_transport import RoutedTransport
 from swarmnode.swarm.transport import JoinError, RecordPolicy
@@ -357,8 +357,8 @@ class Node:
                 for maddr, reason in errors:
                     if reason.startswith("initial peer "):  # another swarm or version: said once already
                         continue
-                    log.warning("join attempt %d: initial peer %s failed: %s%s; retrying in %.1fs",
-                                attempt, maddr, reason, advice, delay)
+                    log.warning("join attempt %d: %s %s%s; retrying in %.1fs",
+                                attempt, short_address(maddr), reason, advice, delay)
                 await asyncio.sleep(delay)
 
     async def _reach_absent_initial_peers(self) -> None:

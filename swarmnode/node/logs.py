@@ -32,11 +32,16 @@ FILE_ONLY = {"file_only": True}  # `extra=` of a record for the log file only (a
 log = logging.getLogger("swarmnode")
 
 
+# Libraries' deprecation notices (Python warnings, transformers' own logger): the file keeps them,
+# the console, which a user reads, does not.
+LIBRARY_NOISE = ("py.warnings", "transformers")
+
+
 class _NotFileOnly(logging.Filter):
-    """The console's filter: the records marked FILE_ONLY stay out."""
+    """The console's filter: the records marked FILE_ONLY, and libraries' notices, stay out."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not getattr(record, "file_only", False)
+        return not getattr(record, "file_only", False) and not record.name.startswith(LIBRARY_NOISE)
 
 
 def console_handler(level: int) -> logging.Handler:
@@ -65,6 +70,7 @@ def setup_logging(level: str, log_file: Path | None = None, max_bytes: int = 10 
     if log_file is not None:
         handlers.append(file_handler(log_file, number, max_bytes, backup_count))
     logging.basicConfig(level=number, handlers=handlers, force=True)
+    logging.captureWarnings(True)  # warnings.warn(...) of libraries become records of "py.warnings"
     # hivemind logs every DHT hiccup at WARNING; the node reports what matters itself.
     for noisy in ("hivemind", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.ERROR)

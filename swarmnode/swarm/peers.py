@@ -30,6 +30,13 @@ def short_id(peer_id: str) -> str:
     return peer_id if len(peer_id) <= 16 else f"{peer_id[:8]}…{peer_id[-6:]}"
 
 
+def short_address(maddr: str) -> str:
+    """A full multiaddr for a log line: its address part and the short peer id
+    (`/ip4/1.2.3.4/tcp/7100/p2p/12D3KooW…xyz` -> `/ip4/1.2.3.4/tcp/7100 (12D3KooW…abcdef)`)."""
+    address, _, peer = maddr.partition("/p2p/")
+    return f"{address} ({short_id(peer)})" if peer else maddr
+
+
 @dataclass
 class PeerEntry:
     record: PeerRecord

@@ -46,8 +46,9 @@ class InternetNode:
         if self.process is not None and self.process.poll() is None:
             raise NodeFailed(f"{self.name} is still running")
         init_home(self.home.root, self.config_path.read_text(encoding="utf-8"))
-        argv = [sys.executable, "-m", "swarmnode", self.command, "--home", str(self.home.root),
-                "--config", str(self.config_path), *self.args]
+        # `run` reads --config; `bootstrap` reads the config.yaml its home was made with
+        config = ["--config", str(self.config_path)] if self.command == "run" else []
+        argv = [sys.executable, "-m", "swarmnode", self.command, "--home", str(self.home.root), *config, *self.args]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         with open(self.console_log, "ab") as console:
             self.started_at = time.monotonic()

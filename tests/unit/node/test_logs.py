@@ -134,7 +134,7 @@ def test_start_line_says_version_config_home_and_how_the_last_run_ended(tmp_path
     with caplog.at_level(logging.INFO, logger="swarmnode"):
         log_start("0.1.0", "defaults", tmp_path, previous)
         log_start("0.1.0", "defaults", tmp_path, {"ended": "cleanly"})
-    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"]  # an unclean end stands out
+    assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.INFO]  # an unclean end stands out
 
 
 def test_summary_loop_logs_one_line_per_interval(caplog):

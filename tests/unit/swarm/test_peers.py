@@ -298,3 +298,11 @@ def test_records_of_another_swarm_and_version_under_unknown_keys_are_remembered(
     intake.refuse_unknown_key(b"\x04" * 20, newer_record)
     intake.refuse_unknown_key(b"\x05" * 20, build_peer_record(peer, record_fields("s"), 100.0, 10.0))  # ours: no
     assert [(p, o.swarm, o.versions) for p, o in intake.foreign.items()] == [(newer.peer_id, "s", (2, 3))]
+
+
+def test_short_address_keeps_the_address_and_shortens_the_peer_id():
+    from swarmnode.swarm.peers import short_address
+
+    peer = "12D3KooWRF8XmKrkCfhJV33DRaRmqU5oKT9gXi8gWYwfZ8a4mTZo"
+    assert short_address(f"/ip4/198.18.0.10/tcp/7100/p2p/{peer}") == "/ip4/198.18.0.10/tcp/7100 (12D3KooW…a4mTZo)"
+    assert short_address("/ip4/198.18.0.10/tcp/7100") == "/ip4/198.18.0.10/tcp/7100"
