@@ -146,12 +146,17 @@ def phase_join(run: Run, steady_s: float) -> dict[str, Any]:
                           "groups_per_min": round(groups_per_minute(lines, run.ids[b], start, end), 1),
                           "latency_p50_s": latency[0], "latency_p99_s": latency[1]})
     joins = {name: join_times(run.lines(name), run.started[name]) for name in TRAINERS}
+    forwarded = {}  # what each public node relayed (the homes' second relay is a training node)
+    for name in ("boot", *PUBLIC):
+        counters = (((run.nodes[name].status() or {}).get("network") or {}).get("counters") or {})
+        forwarded[name] = {"forwarded": counters.get("forwarded", 0),
+                           "forwarded_mib": round(counters.get("forwarded_bytes", 0) / 2**20, 1)}
     network = (run.nodes["boot"].status() or {}).get("network") or {}
     relay = {"node": "bootstrap", "rss_mib_max": round(max(rss_samples), 1),
              "cpu_share": round((cpu1 - cpu0) / (end - start), 3), "nodes_relayed": len(network.get("relayed_for") or []),
              "forwarded": (network.get("counters") or {}).get("forwarded"),
              "forwarded_mib": round(((network.get("counters") or {}).get("forwarded_bytes") or 0) / 2**20, 1)}
-    return {"pairs": pairs, "joins": joins, "relay": relay, "window_s": round(end - start, 1)}
+    return {"pairs": pairs, "joins": joins, "relay": relay, "forwarded_by": forwarded, "window_s": round(end - start, 1)}
 
 
 def phase_partition(run: Run, cut_s: float) -> dict[str, Any]:

@@ -72,7 +72,8 @@ class NetworkService:
         """What this node's record names: its relays, while it cannot be dialled."""
         if self.reachability != REACHABILITY_PRIVATE:
             return ()
-        return tuple(sorted(self.transport.my_relays))[:4]
+        # Initial peers (bootstrap nodes, dedicated relays) first: requesters try them in order.
+        return tuple(sorted(self.transport.my_relays, key=lambda p: (p not in self._initial, p)))[:4]
 
     def usable_multiaddrs(self) -> list[str]:
         return usable_multiaddrs(self.listen_maddrs, self.verdict, self.config.network.announce_maddrs,

@@ -40,3 +40,12 @@ def test_a_forced_reachability_is_taken_as_is():
     config = NodeConfig.model_validate({"network": {"reachability": "public"}})
     service = NetworkService(config, "me", _Transport(), PeerTable("me").entries, [])
     assert service.forced and service.reachability == REACHABILITY_PUBLIC and service.relays() == ()
+
+
+def test_initial_peers_come_first_among_the_relays_a_record_names():
+    class Transport(_Transport):
+        my_relays = {"a-public-peer", "z-bootstrap"}
+
+    config = NodeConfig.model_validate({"network": {"reachability": "private"}})
+    service = NetworkService(config, "me", Transport(), PeerTable("me").entries, ["z-bootstrap"])
+    assert service.relays() == ("z-bootstrap", "a-public-peer")
