@@ -28,11 +28,11 @@ def _rate(value: float | None) -> str:
     return f"{value / 1000:.0f}k" if value < 999_500 else f"{value / 1e6:.1f}M"
 
 
-PEER_COLUMNS = ("peer", "seen", "state", "device", "GFLOP/s", "gen\ntok/s", "train\nsmp/s", "s/step", "version")
+PEER_COLUMNS = ("peer", "known", "state", "device", "GFLOP/s", "gen\ntok/s", "train\nsmp/s", "s/step", "version")
 
 
 def peers_table(peers: list[dict[str, Any]]) -> Table:
-    """One line per peer within 80 columns: short id, how long it has been seen, state, device,
+    """One line per peer within 80 columns: short id, how long this node has known it, state, device,
     and its measured speeds (matmul at start; generation tokens/s, train samples/s and seconds
     per step from its real work, as its record claims them). Full ids: `--json`."""
     table = Table(title=f"peers ({len(peers)}; full ids and figures: --json)", title_justify="left",
@@ -104,7 +104,13 @@ def status_view(s: dict[str, Any], fold_addresses: bool = False) -> Group:
         for key in ("batches_published", "groups_published", "bytes_per_batch", "batches_fetched", "groups_accepted",
                     "groups_rejected", "fetch_failures", "peers_ignored", "latency_p50_s", "latency_p99_s", "gossip_time_share"):
             value = rollouts.get(key)
-            gossip.add_row(key.replace("_", " "), "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value)))
+            if value is None:
+                text = "-"
+            elif key == "bytes_per_batch":
+                text = data_size(value)
+            else:
+                text = f"{value:.3f}" if isinstance(value, float) else str(value)
+            gossip.add_row(key.replace("_", " "), text)
         parts += [Text(""), Text("rollout gossip", style="bold underline"), gossip]
     if s.get("summaries") and training.get("model"):  # a node without a model has nothing to summarise
         parts += [Text(""), Text("gradient summaries", style="bold underline"), summaries_grid(s["summaries"])]

@@ -133,3 +133,16 @@ def test_peers_table_shows_every_peers_figures_within_80_columns():
     assert rows["12D3KooW…000001"][-5:] == ["51234", "123k", "812", "0.42", "0.1.0.d…"]
     assert rows["12D3KooW…000002"][-4:-1] == ["41.2", "0.46", "123"]
     assert rows["12D3KooW…000003"][1:] == ["1m", "stopping", "cpu", "2c", "51234", "-", "-", "-", "0.1.0.d…"]
+
+
+def test_full_view_shows_bytes_per_batch_as_a_size():
+    from rich.console import Console
+
+    from tests.unit.status.helpers import status as sample_status
+
+    doc = sample_status()
+    doc["rollouts"] = {**(doc.get("rollouts") or {}), "bytes_per_batch": 2600.0}
+    console = Console(width=80, record=True)
+    console.print(status_view(doc))
+    text = console.export_text()
+    assert "bytes per batch" in text and "2.5 KiB" in text and "2600.000" not in text
