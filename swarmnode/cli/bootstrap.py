@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from swarmnode.swarm.reachability import listening_ports
+
 DEFAULT_BOOTSTRAP_HOME = Path("~/.swarmnode-bootstrap")
 BOOTSTRAP_CONFIG = "bootstrap.yaml"  # in configs/, shipped as swarmnode.configs
 BOOTSTRAP_PORT = 7100  # configs/bootstrap.yaml's host_maddrs; docs/operators.md tells operators to open it
@@ -41,22 +43,13 @@ def announce_problem(announce: list[str]) -> str | None:
     return None
 
 
-def listen_port(host_maddrs: list[str]) -> int | None:
-    """The TCP port of the first host multiaddr with one (/ip4/0.0.0.0/tcp/7100 -> 7100)."""
-    for maddr in host_maddrs:
-        parts = maddr.split("/")
-        if "tcp" in parts and parts.index("tcp") + 1 < len(parts) and parts[parts.index("tcp") + 1].isdigit():
-            return int(parts[parts.index("tcp") + 1])
-    return None
-
-
 def user_address_lines(announce: list[str], host_maddrs: list[str], peer_id: str) -> list[str]:
     """What to print for the operator: the full addresses users join through, or, without
     --announce, the form they take."""
     if announce:
         return ["give users these addresses (swarmnode run --initial-peer ADDR, or swarm.initial_peers):",
                 *(f"  {maddr.rstrip('/')}/p2p/{peer_id}" for maddr in announce)]
-    port = listen_port(host_maddrs) or BOOTSTRAP_PORT
+    port = next(iter(listening_ports(host_maddrs)), BOOTSTRAP_PORT)
     return ["no --announce given: users join through this host's public name or address with this node's id,",
             f"  /dns4/<this host's DNS name>/tcp/{port}/p2p/{peer_id}",
             f"  /ip4/<this host's public IP>/tcp/{port}/p2p/{peer_id}",

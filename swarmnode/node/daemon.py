@@ -25,7 +25,7 @@ from swarmnode.protocol.limits import CAPABILITY_CAPS
 from swarmnode.status.server import StatusServer
 from swarmnode.status.snapshot import JoinState, build_status, state_name
 from swarmnode.swarm.backoff import backoff_delay, jittered
-from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake, short_address
+from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake, peer_id_of, short_address
 from swarmnode.swarm.rollout_bookkeeping import ROLLOUT_LIMIT_KEYS
 from swarmnode.swarm.routed_transport import RoutedTransport
 from swarmnode.swarm.transport import JoinError, RecordPolicy
@@ -62,7 +62,7 @@ class Node:
         self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s,
                                    max_ttl_s=limits.max_record_ttl_s, max_values_per_key=limits.max_values_per_key)
         self.transport = make_transport(self.intake)
-        initial_ids = [m.rsplit("/p2p/", 1)[-1].split("/")[0] for m in config.swarm.initial_peers]
+        initial_ids = [peer_id_of(m) for m in config.swarm.initial_peers]
         self.network = NetworkService(config, identity.peer_id, self.transport, self.table.entries, initial_ids)
         self.transport.route_of = self._route_of
         self.transport.addresses_of = lambda peer: list(entry.record.multiaddrs) if (entry := self.table.get(peer)) else []
@@ -75,7 +75,6 @@ class Node:
             self._build_training()
         self.state = peer_record_pb2.NODE_STATE_STARTING
         self.started_at = time.time()
-        self.multiaddrs: list[str] = []
         self.device = peer_record_pb2.DeviceInfo()
         self.capability = Capability()
         self.join = JoinState(tuple(config.swarm.initial_peers), joined=not config.swarm.initial_peers, attempts=0, last_error=None)
@@ -168,7 +167,6 @@ class Node:
             if self.transport.peer_id != self.identity.peer_id:
                 raise RuntimeError("p2pd runs another identity than the home's libp2p key")
             self.network.listen_maddrs = await self.transport.multiaddrs()
-            self.multiaddrs = self.network.usable_multiaddrs()
             status_url = await status.start()
             children, sockets = describe_children(self.transport.child_processes())
             write_runtime(self.home, {
@@ -238,9 +236,10 @@ class Node:
 
     def _announce(self, status_url: str) -> None:
         lines = [f"swarmnode {__version__} node {self.identity.peer_id} in swarm '{self.config.swarm.name}'"]
-        lines.append("join this node with any of (e.g. --initial-peer ADDR):" if self.multiaddrs else
+        addresses = self.network.usable_multiaddrs()
+        lines.append("join this node with any of (e.g. --initial-peer ADDR):" if addresses else
                      "no address to join this node through (network.reachability is private)")
-        lines += [f"  {m}" for m in self.multiaddrs]
+        lines += [f"  {m}" for m in addresses]
         if not self.network.forced:
             lines.append("  (unchecked until peers dial it back: `swarmnode status` shows the result)")
         lines.append(f"status: {status_url}/status  (swarmnode status --home {self.home.root})")
@@ -248,7 +247,7 @@ class Node:
         for line in lines:
             print(line, flush=True)
         log.info("node %s in swarm '%s' at %s; status %s", self.identity.peer_id, self.config.swarm.name,
-                 ", ".join(self.multiaddrs), status_url, extra=FILE_ONLY)  # the banner, for the log file
+                 ", ".join(addresses), status_url, extra=FILE_ONLY)  # the banner, for the log file
 
     # -- loops ---------------------------------------------------------------------------------
 
@@ -366,7 +365,7 @@ class Node:
         that restarted knows nobody: unless the swarm's nodes reach it, the nodes that join through
         it next would stay apart from the swarm. Still down is the common case: debug lines only."""
         for maddr in self.config.swarm.initial_peers:
-            if maddr.rsplit("/p2p/", 1)[-1].split("/")[0] in self.table:
+            if peer_id_of(maddr) in self.table:
                 continue
             try:
                 await self.transport.join(maddr, JOIN_DIAL_TIMEOUT_S)
@@ -385,7 +384,7 @@ class Node:
     def _mismatch_of(self, maddr: str) -> str | None:
         """Why the initial peer at `maddr` cannot be joined through (it publishes records of
         another swarm or protocol version), or None; once the peer is in the table it is None."""
-        peer_id = maddr.rsplit("/p2p/", 1)[-1].split("/")[0]
+        peer_id = peer_id_of(maddr)
         origin = self.intake.origin_of(peer_id)
         if origin is None or peer_id in self.table:
             return None
@@ -396,7 +395,7 @@ class Node:
         not (it is of another swarm or protocol version: then do not claim the join either)."""
         for maddr in self.config.swarm.initial_peers:
             joined_line = f"joined the swarm through {maddr}"
-            if joined_line not in self._said and maddr.rsplit("/p2p/", 1)[-1].split("/")[0] in self.table:
+            if joined_line not in self._said and peer_id_of(maddr) in self.table:
                 self._said.add(joined_line)
                 log.info("%s", joined_line)
             mismatch = self._mismatch_of(maddr)

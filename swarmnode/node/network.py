@@ -20,6 +20,7 @@ from typing import Callable
 
 from swarmnode.config.model import NodeConfig
 from swarmnode.protocol import relay_messages as wire
+from swarmnode.protocol.limits import MAX_RELAYS
 from swarmnode.protocol.generated.peer_record_pb2 import (
     REACHABILITY_PRIVATE,
     REACHABILITY_PUBLIC,
@@ -73,7 +74,7 @@ class NetworkService:
         if self.reachability != REACHABILITY_PRIVATE:
             return ()
         # Initial peers (bootstrap nodes, dedicated relays) first: requesters try them in order.
-        return tuple(sorted(self.transport.my_relays, key=lambda p: (p not in self._initial, p)))[:4]
+        return tuple(sorted(self.transport.my_relays, key=lambda p: (p not in self._initial, p)))[:MAX_RELAYS]
 
     def usable_multiaddrs(self) -> list[str]:
         return usable_multiaddrs(self.listen_maddrs, self.verdict, self.config.network.announce_maddrs,

@@ -19,7 +19,7 @@ from swarmnode.protocol import RecordOrigin, codec
 from swarmnode.protocol.versions import VersionRange, common_version, describe_incompatible
 from swarmnode.status.snapshot import state_name
 from swarmnode.swarm.lru_map import LRUMap
-from swarmnode.swarm.peers import IncompatiblePeer, PeerEntry, short_id
+from swarmnode.swarm.peers import IncompatiblePeer, PeerEntry, peer_id_of, short_id
 
 log = logging.getLogger("swarmnode.peers")
 MAX_NAMED = 5  # peers named one a line per poll and direction; the rest in one line
@@ -72,7 +72,7 @@ class PeerLog:
         self._other_base_named: LRUMap[str, str] = LRUMap(capacity)  # peer -> the base it was named with
         self._incompatible_named: LRUMap[str, VersionRange] = LRUMap(capacity)  # peer -> the versions named
         # The initial peers (their ids from their multiaddrs): the daemon names those of other versions.
-        self._named_by_join = {maddr.rsplit("/p2p/", 1)[-1].split("/")[0] for maddr in initial_peers}
+        self._named_by_join = {peer_id_of(maddr) for maddr in initial_peers}
 
     def lines(self, entries: list[PeerEntry], expired: list[str], own_base: str) -> list[str]:
         """The lines the table's change since the last call makes: joins, leaves, and each peer

@@ -30,6 +30,11 @@ def short_id(peer_id: str) -> str:
     return peer_id if len(peer_id) <= 16 else f"{peer_id[:8]}…{peer_id[-6:]}"
 
 
+def peer_id_of(maddr: str) -> str:
+    """The peer id of a full multiaddr (`.../p2p/<peer id>`): what follows its last /p2p/."""
+    return maddr.rsplit("/p2p/", 1)[-1].split("/")[0]
+
+
 def short_address(maddr: str) -> str:
     """A full multiaddr for a log line: its address part and the short peer id
     (`/ip4/1.2.3.4/tcp/7100/p2p/12D3KooW…xyz` -> `/ip4/1.2.3.4/tcp/7100 (12D3KooW…abcdef)`)."""

@@ -11,10 +11,10 @@ from swarmnode.cli.bootstrap import (
     BOOTSTRAP_PORT,
     announce_problem,
     bootstrap_overrides,
-    listen_port,
     user_address_lines,
 )
 from swarmnode.config import bundled_config_path, load_config
+from swarmnode.swarm.reachability import listening_ports
 
 PEER = "12D3KooWNmvbb66jhZF1ZWMGibUUUz6eJG75kvUSEsA4EJTv4Q4J"
 
@@ -43,8 +43,8 @@ def test_an_announced_address_carries_no_peer_id():
 
 
 def test_listen_port_is_the_first_tcp_port():
-    assert listen_port(["/ip4/0.0.0.0/udp/9/quic", "/ip4/0.0.0.0/tcp/7100"]) == 7100
-    assert listen_port(["/ip4/0.0.0.0/udp/9/quic"]) is None
+    assert listening_ports(["/ip4/0.0.0.0/udp/9/quic", "/ip4/0.0.0.0/tcp/7100"]) == [7100]
+    assert listening_ports(["/ip4/0.0.0.0/udp/9/quic"]) == []
 
 
 def test_users_get_the_announced_addresses_with_the_peer_id():

@@ -306,3 +306,10 @@ def test_short_address_keeps_the_address_and_shortens_the_peer_id():
     peer = "12D3KooWRF8XmKrkCfhJV33DRaRmqU5oKT9gXi8gWYwfZ8a4mTZo"
     assert short_address(f"/ip4/198.18.0.10/tcp/7100/p2p/{peer}") == "/ip4/198.18.0.10/tcp/7100 (12D3KooW…a4mTZo)"
     assert short_address("/ip4/198.18.0.10/tcp/7100") == "/ip4/198.18.0.10/tcp/7100"
+
+
+def test_peer_id_of_a_full_multiaddr():
+    from swarmnode.swarm.peers import peer_id_of
+
+    assert peer_id_of("/dns4/boot.example.org/tcp/7100/p2p/12D3KooWX") == "12D3KooWX"
+    assert peer_id_of("/ip4/198.18.0.10/tcp/1/p2p/12D3KooWR/p2p-circuit/p2p/12D3KooWT") == "12D3KooWT"
