@@ -145,16 +145,17 @@ class NetworkService:
                 self.transport.my_relays.clear()
                 await asyncio.sleep(1.0)
                 continue
-            held = set(self.transport.my_relays)
-            for relay in list(held):
-                if not await self._reserve(relay):
-                    held.discard(relay)
-            for relay in self._relay_candidates(held)[: max(0, wanted - len(held))]:
-                if await self._reserve(relay):
-                    held.add(relay)
+            granted: dict[str, float] = {}  # relay -> the seconds it granted
+            for relay in list(self.transport.my_relays):
+                if (ttl := await self._reserve(relay)) is not None:
+                    granted[relay] = ttl
+            for relay in self._relay_candidates(set(granted))[: max(0, wanted - len(granted))]:
+                if (ttl := await self._reserve(relay)) is not None:
+                    granted[relay] = ttl
                     log.info("relay reservation on %s: peers reach this node through it", short_id(relay))
-            self.transport.my_relays = held
-            await asyncio.sleep(max(1.0, self.transport.reservations.ttl_s / 3) if held else 3.0)
+            self.transport.my_relays = set(granted)
+            # renewed at a third of the shortest life a relay granted
+            await asyncio.sleep(max(1.0, min(granted.values()) / 3) if granted else 3.0)
 
     def _relay_candidates(self, held: set[str]) -> list[str]:
         """Public peers that offer relaying, initial peers (bootstrap nodes) first."""
@@ -164,13 +165,14 @@ class NetworkService:
         self._rng.shuffle(ids)
         return sorted(ids, key=lambda p: p not in self._initial)
 
-    async def _reserve(self, relay: str) -> bool:
+    async def _reserve(self, relay: str) -> float | None:
+        """Reserve (or renew) on `relay`: the seconds it granted, or None if it refused or failed."""
         try:
             raw = await self.transport.request(relay, wire.RELAY_RESERVE_PROTOCOL, wire.reserve_request(), RESERVE_TIMEOUT_S)
         except RequestFailed:
-            return False
+            return None
         response = wire.parse_reserve_response(raw)
-        return bool(response is not None and response.granted)
+        return response.ttl_s if response is not None and response.granted else None
 
     def snapshot(self) -> dict:
         return {

@@ -215,8 +215,7 @@ class HivemindTransport(Transport):
         if str(peer) == self.peer_id:
             raise JoinError(f"{maddr} is this node itself")
         try:
-            # hivemind's P2P has no public "dial this address"; its daemon client does.
-            await asyncio.wait_for(self._p2p._client.connect(peer, [address]), timeout)
+            await self._dial(peer, [address], timeout)
         except Exception as e:  # noqa: BLE001 - report any dial failure as one line
             raise JoinError(f"could not connect ({self._stable_dial_reason(maddr, e)})") from None
         node_id = await self._node.protocol.call_ping(peer)
@@ -283,7 +282,8 @@ class HivemindTransport(Transport):
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - any failure of a remote call is the peer's problem
-            raise RequestFailed(f"{protocol} to {peer_id[:16]}: {_explain_connect_failure(e)}") from None
+            reason = _explain_connect_failure(e)
+            raise RequestFailed(f"{protocol} to {peer_id[:16]}: {reason}", reason) from None
         return response.value
 
     async def remote_ip(self, peer_id: str) -> str | None:
@@ -304,8 +304,14 @@ class HivemindTransport(Transport):
             suffix = Multiaddr(f"/p2p/{peer_id}")
             # hivemind's Multiaddr encodes a /p2p/ part p2pd cannot read: dial the bare address
             addresses = [Multiaddr(m).decapsulate(suffix) if m.endswith(f"/p2p/{peer_id}") else Multiaddr(m) for m in maddrs]
-            await asyncio.wait_for(self._p2p._client.connect(PeerID.from_base58(peer_id), addresses), timeout)
+            await self._dial(PeerID.from_base58(peer_id), addresses, timeout)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - any dial failure is one reason
-            raise RequestFailed(f"connect to {peer_id[:16]}: {_explain_connect_failure(e)}") from None
+            reason = _explain_connect_failure(e)
+            raise RequestFailed(f"connect to {peer_id[:16]}: {reason}", reason) from None
+
+    async def _dial(self, peer: Any, addresses: list[Any], timeout: float) -> None:
+        """Connect p2pd to `peer` at `addresses` (hivemind Multiaddrs without their /p2p/ part):
+        hivemind's P2P has no public "dial this address"; its daemon client does."""
+        await asyncio.wait_for(self._p2p._client.connect(peer, addresses), timeout)

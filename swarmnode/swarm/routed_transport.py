@@ -143,7 +143,7 @@ class RoutedTransport(Transport):
                 return await self._direct_request(peer_id, protocol, payload, timeout)
             except RequestFailed as e:
                 if direct is None or not direct[0]:
-                    self._note_failure(peer_id, protocol, str(e).split(": ", 1)[-1])
+                    self._note_failure(peer_id, protocol, e.reason)
                     raise
                 self._direct[peer_id] = (False, now)
                 relays = route(*self.route_of(peer_id), self.peer_id, False)
@@ -176,7 +176,7 @@ class RoutedTransport(Transport):
                 raw = await self.inner.request(relay, wire.RELAY_FORWARD_PROTOCOL,
                                                wire.forward(peer_id, protocol, payload, inner_ms), timeout)
             except RequestFailed as e:
-                errors.append(f"relay {short_id(relay)}: {str(e).split(': ', 1)[-1]}")
+                errors.append(f"relay {short_id(relay)}: {e.reason}")
                 continue
             answer = wire.parse_answer(raw)
             if answer is None:
@@ -188,7 +188,7 @@ class RoutedTransport(Transport):
                 return answer.payload
         reason = "; ".join(errors) or "it cannot be dialled and names no relay"
         self._note_failure(peer_id, protocol, reason)
-        raise RequestFailed(f"{protocol} to {short_id(peer_id)}: {reason}")
+        raise RequestFailed(f"{protocol} to {short_id(peer_id)}: {reason}", reason)
 
     def _note_failure(self, peer_id: str, protocol: str, reason: str) -> None:
         self.counters["failed_requests"] += 1
@@ -257,7 +257,7 @@ class RoutedTransport(Transport):
                                            wire.delivery(remote, forward.protocol, forward.payload), timeout)
         except RequestFailed as e:
             self.counters["forwards_failed"] += 1
-            return wire.answer(error=f"target unreachable from the relay ({str(e).split(': ', 1)[-1]})")
+            return wire.answer(error=f"target unreachable from the relay ({e.reason})")
         finally:
             self._forwards -= 1
         self.counters["forwarded"] += 1

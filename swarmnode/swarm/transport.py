@@ -28,7 +28,12 @@ class StoredValue:
 
 
 class RequestFailed(Exception):
-    """A request to a peer failed (unreachable, no such handler, the handler raised, timeout)."""
+    """A request to a peer failed (unreachable, no such handler, the handler raised, timeout).
+    `str(e)` names the request and the peer; `e.reason` is only why (for status and log lines)."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = message if reason is None else reason
 
 
 # (request bytes, the requesting peer's id) -> response bytes

@@ -44,7 +44,7 @@ class MemoryTransport(Transport):
     async def request(self, peer_id, protocol, payload, timeout):
         connections = self.net.setdefault("connections", set())
         if peer_id not in self.can_dial and frozenset((self.name, peer_id)) not in connections:
-            raise RequestFailed(f"{protocol} to {peer_id}: routing: not found")
+            raise RequestFailed(f"{protocol} to {peer_id}: routing: not found", "routing: not found")
         connections.add(frozenset((self.name, peer_id)))
         return await self.net[peer_id].handlers[protocol](payload, self.name)
 
