@@ -10,10 +10,12 @@ from swarmnode.protocol.codec import MAX_BODY_BYTES
 from swarmnode.protocol.generated import relay_pb2
 from swarmnode.protocol.limits import MAX_PEER_ID_CHARS
 
-DIALBACK_PROTOCOL = "/swarmnode/dialback/1"
-RELAY_RESERVE_PROTOCOL = "/swarmnode/relay/reserve/1"
-RELAY_FORWARD_PROTOCOL = "/swarmnode/relay/forward/1"
-RELAY_DELIVER_PROTOCOL = "/swarmnode/relay/deliver/1"
+# Named like the swarm's other protocols (swarmnode/v1/rollouts, swarmnode/v1/summaries).
+DIALBACK_PROTOCOL = "swarmnode/v1/dialback"
+RELAY_RESERVE_PROTOCOL = "swarmnode/v1/relay-reserve"
+RELAY_FORWARD_PROTOCOL = "swarmnode/v1/relay-forward"
+RELAY_DELIVER_PROTOCOL = "swarmnode/v1/relay-deliver"
+PING_PROTOCOL = "swarmnode/v1/ping"  # an empty answer: can a relayed peer be reached directly?
 
 MAX_DIALBACK_PORTS = 4
 MAX_PROTOCOL_CHARS = 64

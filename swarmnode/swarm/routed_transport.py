@@ -32,7 +32,6 @@ from swarmnode.swarm.transport import RequestFailed, RequestHandler, StoredValue
 
 log = logging.getLogger(__name__)
 
-PING_PROTOCOL = "/swarmnode/ping/1"
 RELAY_PROTOCOLS = (wire.RELAY_RESERVE_PROTOCOL, wire.RELAY_FORWARD_PROTOCOL, wire.RELAY_DELIVER_PROTOCOL)
 DIAL_TIMEOUT_S = 2.0  # one dial-back TCP connect
 DIRECT_RETRY_S = 300.0  # how often a relayed peer is tried directly
@@ -89,7 +88,7 @@ class RoutedTransport(Transport):
                                   (wire.RELAY_RESERVE_PROTOCOL, self._answer_reserve),
                                   (wire.RELAY_FORWARD_PROTOCOL, self._answer_forward),
                                   (wire.RELAY_DELIVER_PROTOCOL, self._answer_delivery),
-                                  (PING_PROTOCOL, self._answer_ping)):
+                                  (wire.PING_PROTOCOL, self._answer_ping)):
             await self.serve(protocol, handler)
 
     async def stop(self) -> None:
@@ -193,7 +192,7 @@ class RoutedTransport(Transport):
     def _note_failure(self, peer_id: str, protocol: str, reason: str) -> None:
         self.counters["failed_requests"] += 1
         if self.failures.failed(peer_id, reason, time.time()):
-            log.warning("request to peer %s failed (%s): %s", short_id(peer_id), protocol.rsplit("/", 2)[-2], reason)
+            log.warning("request to peer %s failed (%s): %s", short_id(peer_id), protocol, reason)
 
     def _maybe_probe_direct(self, peer_id: str, now: float) -> None:
         """Now and then, ping a relayed peer directly (in the background): where that works
@@ -208,7 +207,7 @@ class RoutedTransport(Transport):
 
     async def _probe_direct(self, peer_id: str, now: float) -> None:
         try:
-            await self.inner.request(peer_id, PING_PROTOCOL, b"", 5.0)
+            await self.inner.request(peer_id, wire.PING_PROTOCOL, b"", 5.0)
         except RequestFailed:
             return
         self.counters["direct_upgrades"] += 1

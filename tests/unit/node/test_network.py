@@ -8,8 +8,8 @@ from swarmnode.swarm.reachability import Verdict
 
 
 def test_describe_says_what_to_give_out_or_what_to_do():
-    public = describe(Verdict(REACHABILITY_PUBLIC, "203.0.113.7", 4001), ["/ip4/203.0.113.7/tcp/4001/p2p/x"], [])
-    assert public == "reachable from outside (203.0.113.7): others can join through /ip4/203.0.113.7/tcp/4001/p2p/x"
+    public = describe(Verdict(REACHABILITY_PUBLIC, "198.18.0.77", 4001), ["/ip4/198.18.0.77/tcp/4001/p2p/x"], [])
+    assert public == "reachable from outside (198.18.0.77): others can join through /ip4/198.18.0.77/tcp/4001/p2p/x"
     private = describe(Verdict(REACHABILITY_PRIVATE, "198.18.0.101", None), [], ["/ip4/0.0.0.0/tcp/4001"])
     assert "peers see it at 198.18.0.101" in private and "forward TCP 4001" in private
     assert "network.announce_maddrs" in private
