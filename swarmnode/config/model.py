@@ -33,10 +33,13 @@ class SwarmConfig(_Section):
 
 
 class NetworkConfig(_Section):
+    transport: Literal["hivemind", "libp2p"] = Field(
+        "hivemind", description="hivemind: its DHT over the p2pd daemon it ships; libp2p: py-libp2p, pure Python. "
+                                "Every node of one swarm uses the same one (docs/transports.md)")
     host_maddrs: list[str] = Field(default_factory=lambda: ["/ip4/0.0.0.0/tcp/0"])
     announce_maddrs: list[str] = Field(default_factory=list)
     client_mode: bool = Field(False, description="for nodes that cannot accept inbound connections")
-    p2pd_startup_timeout_s: float = Field(120.0, gt=0, description="how long p2pd may take to start (a busy machine needs more than 15 s)")
+    p2pd_startup_timeout_s: float = Field(120.0, gt=0, description="how long the transport (p2pd, or libp2p's host) may take to start (a busy machine needs more than 15 s)")
     use_relay: bool = True
     auto_nat: bool = True
     join_backoff_initial_s: float = Field(1.0, gt=0)

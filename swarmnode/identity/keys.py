@@ -97,6 +97,12 @@ class SigningKey:
     def public_bytes(self) -> bytes:
         return _raw_public(self.private.public_key())
 
+    @property
+    def seed_bytes(self) -> bytes:
+        """The 32-byte private seed (what a libp2p library builds its key pair from)."""
+        return self.private.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                                          serialization.NoEncryption())
+
     def sign(self, message: bytes) -> bytes:
         return self.private.sign(message)
 

@@ -38,7 +38,7 @@ from swarmnode.swarm.reachability import (
 )
 from swarmnode.swarm.routed_transport import RoutedTransport
 from swarmnode.home import NodeHome
-from swarmnode.swarm.transport import RecordPolicy, RequestFailed
+from swarmnode.swarm.transport import RecordPolicy, RequestFailed, Transport
 
 log = logging.getLogger(__name__)
 
@@ -202,22 +202,34 @@ def describe(verdict: Verdict, usable: list[str], listen: list[str]) -> str:
     return "reachability unknown until a peer answers a dial-back check"
 
 
-def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy) -> RoutedTransport:
-    """hivemind's DHT and p2pd, with relaying for nodes behind NAT on top."""
-    from swarmnode.swarm.hivemind_transport import HivemindTransport
-
+def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy,
+                   peer_penalty: Callable[[str], float] | None = None) -> RoutedTransport:
+    """The configured transport (hivemind's DHT and p2pd, or py-libp2p), with relaying for nodes
+    behind NAT on top. `peer_penalty(peer id)` (this node's own strikes against a peer) feeds
+    libp2p's GossipSub peer scores."""
     net, limits = config.network, config.limits
-    inner = HivemindTransport(
-        identity_path=home.p2p_identity,
-        host_maddrs=net.host_maddrs,
-        announce_maddrs=net.announce_maddrs,
-        client_mode=net.client_mode,
-        startup_timeout_s=net.p2pd_startup_timeout_s,
-        use_relay=net.use_relay,
-        auto_nat=net.auto_nat,
-        wait_timeout_s=net.dht_wait_timeout_s,
-        policy=policy,
-    )
+    inner: Transport
+    if net.transport == "libp2p":
+        from swarmnode.swarm.libp2p_transport import LibP2PTransport
+
+        inner = LibP2PTransport(identity_path=home.p2p_identity, host_maddrs=net.host_maddrs,
+                                announce_maddrs=net.announce_maddrs, client_mode=net.client_mode,
+                                startup_timeout_s=net.p2pd_startup_timeout_s, policy=policy,
+                                swarm=config.swarm.name, peer_penalty=peer_penalty)
+    else:
+        from swarmnode.swarm.hivemind_transport import HivemindTransport
+
+        inner = HivemindTransport(
+            identity_path=home.p2p_identity,
+            host_maddrs=net.host_maddrs,
+            announce_maddrs=net.announce_maddrs,
+            client_mode=net.client_mode,
+            startup_timeout_s=net.p2pd_startup_timeout_s,
+            use_relay=net.use_relay,
+            auto_nat=net.auto_nat,
+            wait_timeout_s=net.dht_wait_timeout_s,
+            policy=policy,
+        )
     return RoutedTransport(inner, relay_capacity=net.relay_capacity, reservation_ttl_s=60.0,
                            relay_timeout_cap_s=60.0, max_forwards=net.relay_max_forwards,
                            requests_per_s=limits.serve_requests_per_s * 4, burst=limits.serve_burst * 4,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import time
 
 from swarmnode.config import NodeConfig
 from swarmnode.home import DaemonLock, HomeLocked, NodeHome
@@ -34,16 +35,25 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", conf
     except KeyFileError as e:
         log.error("%s", e)
         return 1
-    if not config.model.name_or_path:  # no model, no torch (a bootstrap node stays small)
+    hivemind = config.network.transport == "hivemind"  # libp2p's process never imports hivemind
+    if hivemind and not config.model.name_or_path:  # no model, no torch (a bootstrap node stays small)
         from swarmnode.swarm.hivemind_imports import defer_hivemind_imports
 
         defer_hivemind_imports()
     from swarmnode.node.daemon import Node
     from swarmnode.node.network import make_transport
 
-    route_hivemind_logs()
+    if hivemind:
+        route_hivemind_logs()
+    node: Node | None = None
+
+    def peer_penalty(peer: str) -> float:  # read from the transport's thread once the node runs
+        standings = node.standings if node is not None else None
+        return standings.ledger.gossip_penalty(peer, time.time()) if standings is not None else 0.0
+
     try:
-        node = Node(config, identity, home, lambda policy: make_transport(config, home, policy), config_source=config_source)
+        node = Node(config, identity, home, lambda policy: make_transport(config, home, policy, peer_penalty),
+                    config_source=config_source)
         asyncio.run(node.run())
     except (HomeLocked, TransportStartError) as e:
         log.error("%s", e)

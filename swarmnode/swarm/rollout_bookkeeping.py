@@ -187,6 +187,9 @@ def parse_rollout_fetch_response(data: bytes) -> list[bytes] | None:
     return list(response.envelopes)
 
 
+IGNORED_PENALTY = 100.0  # an ignored peer's GossipSub penalty: past the graylist threshold (-50)
+
+
 @dataclass
 class PeerStanding:
     """One sender's record with this node: cursor into its batches, good and bad messages."""
@@ -278,6 +281,17 @@ class SenderLedger:
 
     def quality(self, peer_id: str) -> float:
         return self.standing(peer_id).quality
+
+    def gossip_penalty(self, peer_id: str, now: float) -> float:
+        """What this node holds against a peer, as a GossipSub application-score penalty:
+        IGNORED_PENALTY while it is ignored, else its strikes within the strike window."""
+        with self._lock:
+            s = self._peers.get(peer_id)
+            if s is None:
+                return 0.0
+            if s.ignored_until > now:
+                return IGNORED_PENALTY
+            return float(sum(1 for at in s.strikes if at >= now - self.strike_window_s))
 
     def snapshot(self, now: float) -> dict[str, dict]:
         with self._lock:
