@@ -105,6 +105,9 @@ class LibP2PTransport(Transport):
     def child_processes(self) -> list[int]:
         return []  # everything runs in this process
 
+    def transport_cpu_s(self) -> float:
+        return self._thread.cpu_s()
+
     async def multiaddrs(self) -> list[str]:
         return await self._thread.call(_sync, self._node.multiaddrs)
 

@@ -100,6 +100,9 @@ class RoutedTransport(Transport):
     def child_processes(self) -> list[int]:
         return self.inner.child_processes()
 
+    def transport_cpu_s(self) -> float:
+        return self.inner.transport_cpu_s()
+
     async def multiaddrs(self) -> list[str]:
         return await self.inner.multiaddrs()
 

@@ -6,8 +6,19 @@ symbol `crypto.pb.KeyType`, so each implementation imports its library lazily, i
 from __future__ import annotations
 
 import abc
+import os
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterable, Protocol
+
+
+def process_cpu_s(pid: int) -> float:
+    """utime + stime of process `pid` in seconds (Linux /proc; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 class JoinError(Exception):
@@ -73,6 +84,11 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     def child_processes(self) -> list[int]:
         """Pids of helper processes the transport started (killed at next start if left over)."""
+
+    def transport_cpu_s(self) -> float:
+        """CPU seconds the transport spent outside the node's own threads (its helper processes,
+        or threads of its own)."""
+        return sum(process_cpu_s(pid) for pid in self.child_processes())
 
     @abc.abstractmethod
     async def multiaddrs(self) -> list[str]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 import time
 from typing import Any
 
@@ -60,16 +59,6 @@ STATUS_COUNTERS = ("batches_published", "groups_published", "bytes_published", "
                    "fetch_failures", "peers_ignored", "store_errors", "fetch_waits", "fetch_requests",
                    "fetches_deferred", "empty_fetches", "requests_served", "requests_held", "announcement_reads")
 COUNTED_ELSEWHERE = frozenset({"groups_rejected", "peers_ignored", "fetch_waits"})
-
-
-def process_cpu_s(pid: int) -> float:
-    """utime + stime of process `pid` in seconds (Linux /proc; 0 elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -345,10 +334,11 @@ class RolloutGossip:
         published = counters["batches_published"]
         busy = self.busy_s + self.fetcher.busy_s
         # CPU spent on swarm I/O: the event loop's thread (gossip, peer records and the status
-        # server: an upper bound for gossip), gossip work in worker threads, and p2pd.
+        # server: an upper bound for gossip), gossip work in worker threads, and the transport
+        # (p2pd, or the libp2p transport's trio thread).
         loop_cpu = time.thread_time() - self._loop_cpu_start
-        p2pd_cpu = sum(process_cpu_s(pid) for pid in self.transport.child_processes())
-        swarm_cpu = loop_cpu + self.worker_cpu_s + p2pd_cpu
+        transport_cpu = self.transport.transport_cpu_s()
+        swarm_cpu = loop_cpu + self.worker_cpu_s + transport_cpu
         return {
             **counters,
             "bytes_per_batch": round(counters["bytes_published"] / published, 1) if published else None,
@@ -357,7 +347,7 @@ class RolloutGossip:
             "gossip_busy_share": round(busy / uptime, 5),
             "swarm_cpu_s": round(swarm_cpu, 3),
             "swarm_cpu_breakdown_s": {"event_loop": round(loop_cpu, 3), "gossip_workers": round(self.worker_cpu_s, 3),
-                                      "p2pd": round(p2pd_cpu, 3)},
+                                      "transport": round(transport_cpu, 3)},
             "uptime_s": round(uptime, 1),
             "gossip_time_share": round(swarm_cpu / uptime, 5),
             "senders": self._senders_with_latency(),

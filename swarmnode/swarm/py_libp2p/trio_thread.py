@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+import time
 from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
 import trio
@@ -39,6 +40,16 @@ class TrioThread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done = threading.Event()
         self.error: BaseException | None = None  # what ended `main`, if it failed
+
+    def cpu_s(self) -> float:
+        """CPU seconds the trio thread has used (0 where the platform cannot tell)."""
+        thread = self._thread
+        if thread is None or thread.ident is None or not hasattr(time, "pthread_getcpuclockid"):
+            return 0.0
+        try:
+            return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+        except OSError:  # the thread ended
+            return 0.0
 
     @property
     def running(self) -> bool:
