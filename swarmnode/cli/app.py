@@ -6,6 +6,7 @@ swarmnode.status, and prints. Every user mistake ends as one line on stderr and 
 """
 from __future__ import annotations
 
+import enum
 import json
 import os
 import sys
@@ -38,6 +39,13 @@ bench_app = typer.Typer(help="Measure this machine.", no_args_is_help=True, cls=
 app.add_typer(bench_app, name="bench")
 
 HomeOption = typer.Option(None, "--home", metavar="DIR", help="node home (default: $SWARMNODE_HOME or ~/.swarmnode)")
+class Transport(str, enum.Enum):
+    """network.transport as a flag (typer offers an enum's values as the choices)."""
+
+    hivemind = "hivemind"
+    libp2p = "libp2p"
+
+
 RARE = "Rarely needed"  # the help panel of `run` options most nodes leave alone
 
 
@@ -101,7 +109,9 @@ def run(
     initial_peer: list[str] = typer.Option(
         [], "--initial-peer", metavar="MULTIADDR", help="a peer to join through (repeatable)"),
     host_port: Optional[int] = typer.Option(
-        None, "--host-port", min=0, max=65535, metavar="PORT", help="p2pd's TCP port (0: any)", rich_help_panel=RARE),
+        None, "--host-port", min=0, max=65535, metavar="PORT", help="the node's TCP port (0: any)", rich_help_panel=RARE),
+    transport: Optional[Transport] = typer.Option(
+        None, "--transport", help="hivemind (p2pd) or libp2p (pure Python); one per swarm", rich_help_panel=RARE),
     status_port: Optional[int] = typer.Option(
         None, "--status-port", min=0, max=65535, metavar="PORT", help="status endpoint port", rich_help_panel=RARE),
     client_mode: Optional[bool] = typer.Option(
@@ -127,6 +137,8 @@ def run(
         overrides["status.port"] = status_port
     if client_mode is not None:
         overrides["network.client_mode"] = client_mode
+    if transport is not None:
+        overrides["network.transport"] = transport.value
     if slowdown is not None:
         if problem := _slowdown_problem(slowdown):  # named as the flag, not as a line of the config file
             fail(f"--slowdown: {problem}")
@@ -145,7 +157,7 @@ def run(
 
 RUN_FLAGS = {"swarm.initial_peers": "--initial-peer", "status.port": "--status-port",
              "network.client_mode": "--client-mode", "training.slowdown": "--slowdown",
-             "training.keep_serving": "--keep-serving"}
+             "training.keep_serving": "--keep-serving", "network.transport": "--transport"}
 
 
 @app.command(cls=HelpCommand)
@@ -159,6 +171,8 @@ def bootstrap(
     initial_peer: list[str] = typer.Option(
         [], "--initial-peer", metavar="MULTIADDR", help="another bootstrap node of the swarm (repeatable)"),
     swarm: Optional[str] = typer.Option(None, "--swarm", metavar="NAME", help="the swarm it serves (default: swarmnode-public)"),
+    transport: Optional[Transport] = typer.Option(
+        None, "--transport", help="hivemind (p2pd) or libp2p (pure Python); one per swarm", rich_help_panel=RARE),
     status_port: Optional[int] = typer.Option(
         None, "--status-port", min=0, max=65535, metavar="PORT", help="status endpoint port", rich_help_panel=RARE),
     log_level: str = typer.Option(
@@ -179,6 +193,8 @@ def bootstrap(
     peer_id = _make_bootstrap_home(root)
     node_home = NodeHome(root)
     overrides = bootstrap_overrides(announce, initial_peer, swarm, status_port)
+    if transport is not None:
+        overrides["network.transport"] = transport.value
     cfg, sources = load_run_config(node_home.config, overrides, BOOTSTRAP_FLAGS, (port, "--port"))
     if cfg.model.name_or_path:
         fail(f"{node_home.config} sets model.name_or_path ({cfg.model.name_or_path}): it is the home of a node "

@@ -15,7 +15,8 @@ DEFAULT_BOOTSTRAP_HOME = Path("~/.swarmnode-bootstrap")
 BOOTSTRAP_CONFIG = "bootstrap.yaml"  # in configs/, shipped as swarmnode.configs
 BOOTSTRAP_PORT = 7100  # configs/bootstrap.yaml's host_maddrs; docs/operators.md tells operators to open it
 BOOTSTRAP_FLAGS = {"swarm.initial_peers": "--initial-peer", "swarm.name": "--swarm",
-                   "network.announce_maddrs": "--announce", "status.port": "--status-port"}
+                   "network.announce_maddrs": "--announce", "status.port": "--status-port",
+                   "network.transport": "--transport"}
 
 
 def bootstrap_overrides(announce: list[str], initial_peers: list[str], swarm: str | None,

@@ -176,6 +176,7 @@ class NetworkService:
 
     def snapshot(self) -> dict:
         return {
+            "transport": self.config.network.transport,
             "reachability": NAMES[self.reachability],
             "reachability_source": "config" if self.forced else "dial-back",
             "observed_ip": self.verdict.observed_ip or None,

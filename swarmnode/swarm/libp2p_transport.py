@@ -168,10 +168,12 @@ class LibP2PTransport(Transport):
             reason = explain_failure(e)
             raise RequestFailed(f"connect to {peer_id[:16]}: {reason}", reason) from None
 
-    def push_counts(self) -> dict[str, int]:
+    def counters(self) -> dict[str, int]:
         """Entries received on the swarm's GossipSub topic: kept, and refused by the record policy."""
         node = self._node
-        return {"pushed": node.pushed_entries, "refused": node.refused_pushes} if node is not None else {}
+        if node is None:
+            return {}
+        return {"pushed_entries": node.pushed_entries, "pushed_entries_refused": node.refused_pushes}
 
 
 async def _sync(fn: Callable[..., Any], *args: Any) -> Any:

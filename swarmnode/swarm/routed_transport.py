@@ -291,6 +291,6 @@ class RoutedTransport(Transport):
             "reservations_refused": self.reservations.refused,
             "my_relays": sorted(self.my_relays),
             "direct_peers": sorted(p for p, (works, _) in self._direct.items() if works),
-            "counters": dict(self.counters),
+            "counters": {**self.counters, **self.inner.counters()},
             "failed_requests": self.failures.snapshot(),
         }

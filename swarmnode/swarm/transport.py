@@ -90,6 +90,10 @@ class Transport(abc.ABC):
         or threads of its own)."""
         return sum(process_cpu_s(pid) for pid in self.child_processes())
 
+    def counters(self) -> dict[str, int]:
+        """The transport's own counts for status (e.g. pushed entries kept and refused)."""
+        return {}
+
     @abc.abstractmethod
     async def multiaddrs(self) -> list[str]:
         """Full multiaddrs (with /p2p/<peer id>) other nodes can join through."""

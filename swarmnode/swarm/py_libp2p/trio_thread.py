@@ -25,6 +25,13 @@ import trio
 T = TypeVar("T")
 
 
+def _sole(error: BaseException) -> BaseException:
+    """The one error inside nested single-error groups (trio's nurseries wrap what they raise)."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
 class TrioThreadStopped(RuntimeError):
     """The trio thread is not running (never started, stopped, or its main function ended)."""
 
@@ -79,7 +86,7 @@ class TrioThread:
                     self._nursery = nursery
                     await main(started)
             except BaseException as e:  # noqa: BLE001 - handed to start() or kept for the owner
-                self.error = e
+                self.error = _sole(e)
                 raise
             finally:
                 self._nursery = None
@@ -109,7 +116,7 @@ class TrioThread:
         if self._token is not None and not self._done.is_set():
             with contextlib.suppress(trio.RunFinishedError):
                 self._token.run_sync_soon(self._cancel_all)
-        await asyncio.get_running_loop().run_in_executor(None, self._done.wait, timeout_s)
+        await asyncio.get_running_loop().run_in_executor(None, self._thread.join, timeout_s)
         self._thread = None
 
     def _cancel_all(self) -> None:

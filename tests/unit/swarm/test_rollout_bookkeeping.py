@@ -6,6 +6,7 @@ from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.swarm.rollout_bookkeeping import (
     MAX_BATCHES_PER_FETCH,
     MAX_ROLLOUT_FETCH_RESPONSE_BYTES,
+    IGNORED_PENALTY,
     HeldRequests,
     RolloutOutbox,
     SenderLedger,
@@ -228,3 +229,14 @@ def test_a_flood_of_strangers_keeps_contributors_standing():
         ledger.standing(f"sybil{i}")
     assert ledger.standing("honest").accepted == 2516 and ledger.standing("honest").cursor == 77
     assert len(ledger) == 3
+
+
+def test_ledger_gossip_penalty_is_recent_strikes_or_the_ignored_penalty():
+    ledger = SenderLedger(strike_limit=3, strike_window_s=10.0, ignore_s=60.0, backlog=4)
+    assert ledger.gossip_penalty("stranger", NOW) == 0.0 and len(ledger) == 0  # asking makes no entry
+    ledger.record("p", accepted=0, rejected=2, now=NOW)
+    assert ledger.gossip_penalty("p", NOW + 5) == 2.0
+    assert ledger.gossip_penalty("p", NOW + 11) == 0.0  # out of the strike window
+    ledger.record("p", accepted=0, rejected=4, now=NOW + 20)  # 4 > 3 strikes: ignored for 60 s
+    assert ledger.gossip_penalty("p", NOW + 30) == IGNORED_PENALTY
+    assert ledger.gossip_penalty("p", NOW + 81) == 0.0  # forgiven, strikes cleared
