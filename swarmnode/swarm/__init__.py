@@ -1,8 +1,10 @@
-"""Swarm transport (hivemind DHT), peer table and record intake. Knows nothing about models.
+"""Swarm transports (hivemind, py-libp2p), peer table and record intake. Knows nothing about models.
 
 - transport.py: Transport, the interface the node talks to (DHT store/get, requests to peers),
   StoredValue, JoinError, TransportStartError, RequestFailed
 - hivemind_transport.py: HivemindTransport, the Transport on hivemind's DHT and p2pd
+- libp2p_transport.py: LibP2PTransport, the Transport on py-libp2p (Kademlia, GossipSub push,
+  streams), its trio side in py_libp2p/ (TrioThread, Libp2pNode); network.transport picks one
 - routed_transport.py: RoutedTransport, the transport wrapped with relaying for nodes behind
   NAT (reserve / forward / deliver), dial-back checks and a direct ping; relay_book.py its
   state without I/O (Reservations, route, FailureLog); reachability.py: decide (public /

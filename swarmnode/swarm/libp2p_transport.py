@@ -77,6 +77,7 @@ class LibP2PTransport(Transport):
         self._peer_penalty = peer_penalty
         self._thread = TrioThread("libp2p")
         self._node: Any = None
+        self._push_watchers: list[Callable[[str, str], None]] = []
 
     @property
     def peer_id(self) -> str:
@@ -90,7 +91,7 @@ class LibP2PTransport(Transport):
         self._node = Libp2pNode(thread=self._thread, key_pair=key_pair_from_seed(key.seed_bytes),
                                 listen_maddrs=self._host_maddrs, announce_maddrs=self._announce_maddrs,
                                 client_mode=self._client_mode, swarm=self._swarm, policy=self._policy,
-                                peer_penalty=self._peer_penalty)
+                                peer_penalty=self._peer_penalty, on_pushed=self._on_pushed)
         try:
             await self._thread.start(self._node.run, self._startup_timeout_s)
         except asyncio.TimeoutError:
@@ -104,6 +105,14 @@ class LibP2PTransport(Transport):
 
     def child_processes(self) -> list[int]:
         return []  # everything runs in this process
+
+    def watch_pushes(self, callback: Callable[[str, str], None]) -> None:
+        self._push_watchers.append(callback)
+
+    def _on_pushed(self, key: str, subkey: str) -> None:
+        """On the trio thread: hand the news to the watchers on the node's loop."""
+        for callback in self._push_watchers:
+            self._thread.call_soon_in_asyncio(callback, key, subkey)
 
     def transport_cpu_s(self) -> float:
         return self._thread.cpu_s()

@@ -103,6 +103,9 @@ class RoutedTransport(Transport):
     def transport_cpu_s(self) -> float:
         return self.inner.transport_cpu_s()
 
+    def watch_pushes(self, callback: Callable[[str, str], None]) -> None:
+        self.inner.watch_pushes(callback)
+
     async def multiaddrs(self) -> list[str]:
         return await self.inner.multiaddrs()
 

@@ -90,6 +90,10 @@ class Transport(abc.ABC):
         or threads of its own)."""
         return sum(process_cpu_s(pid) for pid in self.child_processes())
 
+    def watch_pushes(self, callback: Callable[[str, str], None]) -> None:
+        """Call `callback(key, subkey)` on the node's loop when a peer's value arrives unasked
+        (pushed; first heard). A transport without push (hivemind) never calls it."""
+
     def counters(self) -> dict[str, int]:
         """The transport's own counts for status (e.g. pushed entries kept and refused)."""
         return {}

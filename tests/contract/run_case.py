@@ -17,6 +17,7 @@ import traceback
 from pathlib import Path
 from typing import Awaitable, Callable
 
+from tests.contract.cases_push import pushed_values_reach_watchers
 from tests.contract.cases_records import records_and_membership
 from tests.contract.cases_requests import rate_limits_at_the_boundary, requests_and_connect
 from tests.contract.cases_restart import restart_after_sigkill
@@ -27,6 +28,7 @@ CASES: dict[str, Case] = {
     "requests_and_connect": requests_and_connect,
     "restart_after_sigkill": restart_after_sigkill,
     "rate_limits_at_the_boundary": rate_limits_at_the_boundary,
+    "pushed_values_reach_watchers": pushed_values_reach_watchers,
 }
 
 

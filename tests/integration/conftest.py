@@ -64,6 +64,15 @@ def alive(pid: int) -> bool:
         return False
 
 
+# The integration tests that matter run on both transports (one swarm, one transport).
+BOTH_TRANSPORTS = pytest.mark.parametrize("transport", ["hivemind", "libp2p"])
+
+
+def transport_env(transport: str) -> dict[str, str]:
+    """The environment that puts a daemon on `transport` (network.transport)."""
+    return {"SWARMNODE__NETWORK__TRANSPORT": transport}
+
+
 @pytest.fixture
 def local_config() -> Path:
     return bundled_config_path("local.yaml")

@@ -6,14 +6,15 @@ from pathlib import Path
 import yaml
 
 from swarmnode.testing.internet import InternetNode
-from tests.integration.conftest import wait_until
+from tests.integration.conftest import BOTH_TRANSPORTS, wait_until
 
 PORT = 31337
 
 
-def internet_config(tmp_path: Path) -> Path:
+def internet_config(tmp_path: Path, transport: str = "hivemind") -> Path:
     config = yaml.safe_load(Path("configs/local-train.yaml").read_text())
     config["network"]["host_maddrs"] = [f"/ip4/0.0.0.0/tcp/{PORT}"]
+    config["network"]["transport"] = transport
     path = tmp_path / "internet.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -27,8 +28,9 @@ def judged_from(status: dict, peer_id: str) -> int:
     return ((status["summaries"].get("trust") or {}).get(peer_id) or {}).get("judged", 0)
 
 
-def test_every_pair_shares_rollouts_and_summaries_across_nat(internet, tmp_path):
-    config = internet_config(tmp_path)
+@BOTH_TRANSPORTS
+def test_every_pair_shares_rollouts_and_summaries_across_nat(internet, tmp_path, transport):
+    config = internet_config(tmp_path, transport)
     boot_host = internet.add_public_host("boot")
     alice_host = internet.add_home("alice").hosts[0]
     bob_host = internet.add_home("bob", uplink_mbit=20).hosts[0]

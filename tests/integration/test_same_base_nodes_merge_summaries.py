@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 from swarmnode.node.local_swarm import LocalSwarm
 from swarmnode.policy.loading import resolve_model_path
 from swarmnode.swarm.peers import short_id
-from tests.integration.conftest import status_json, wait_until
+from tests.integration.conftest import BOTH_TRANSPORTS, status_json, transport_env, wait_until
 
 
 @pytest.fixture
@@ -50,12 +50,14 @@ def other_base(tmp_path):
     return target
 
 
-def test_same_base_nodes_merge_summaries_and_resume_the_outer_loop(tmp_path, summaries_config):
+@BOTH_TRANSPORTS
+def test_same_base_nodes_merge_summaries_and_resume_the_outer_loop(tmp_path, summaries_config, transport):
     env = {2: {"SWARMNODE__MODEL__NAME_OR_PATH": str(other_base(tmp_path))}}
-    swarm = LocalSwarm(tmp_path / "swarm", 3, summaries_config, node_env=lambda i: env.get(i, {}))
+    swarm = LocalSwarm(tmp_path / "swarm", 3, summaries_config, node_env=lambda i: {**env.get(i, {}), **transport_env(transport)})
     with swarm:
         swarm.start()
         homes = [n.home for n in swarm.nodes]
+        assert status_json(homes[0])["network"]["transport"] == transport
 
         def merged_both_ways():
             s = [status_json(h) for h in homes[:2]]

@@ -14,7 +14,7 @@ import pytest
 
 from swarmnode.node.local_swarm import LocalSwarm
 from tests.helpers import save_random_gpt2_policy
-from tests.integration.conftest import status_json, wait_until
+from tests.integration.conftest import BOTH_TRANSPORTS, status_json, transport_env, wait_until
 
 
 @pytest.fixture
@@ -29,16 +29,18 @@ def sharing_config(tmp_path, local_config):
     return path
 
 
-def test_heterogeneous_swarm_shares_rollouts_and_skips_other_tasks_without_strikes(tmp_path, sharing_config):
+@BOTH_TRANSPORTS
+def test_heterogeneous_swarm_shares_rollouts_and_skips_other_tasks_without_strikes(tmp_path, sharing_config, transport):
     other_model = save_random_gpt2_policy(tmp_path / "other-model")
     env = {
         1: {"SWARMNODE__MODEL__NAME_OR_PATH": str(other_model)},
         2: {"SWARMNODE__TRAINING__TASKS": "[rg:count_bits]"},
     }
-    swarm = LocalSwarm(tmp_path / "swarm", 3, sharing_config, node_env=lambda i: env.get(i, {}))
+    swarm = LocalSwarm(tmp_path / "swarm", 3, sharing_config, node_env=lambda i: {**env.get(i, {}), **transport_env(transport)})
     with swarm:
         swarm.start()
         ids = [status_json(n.home)["peer_id"] for n in swarm.nodes]
+        assert status_json(swarm.nodes[0].home)["network"]["transport"] == transport
         home0 = swarm.nodes[0].home
 
         def trained_foreign():

@@ -108,6 +108,14 @@ class RolloutGossip:
     async def start(self) -> None:
         self._loop_cpu_start = time.thread_time()  # this is the event loop's thread
         await self.server.start(self.transport)
+        self.transport.watch_pushes(self._pushed)
+
+    def _pushed(self, key: str, subkey: str) -> None:
+        """A peer's value arrived by push (libp2p's GossipSub): a peer not known yet announced
+        batches, so the next fetch round reads the announcements instead of waiting for the
+        discovery interval."""
+        if key.startswith(rollouts_key(self.config.swarm.name, 0)[:-1]) and subkey not in self._known:
+            self.receiver.reread_announcements = True
 
     def close(self) -> None:
         """Answer every held long-poll now (the daemon stops the transport next)."""

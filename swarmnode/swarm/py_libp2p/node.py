@@ -11,9 +11,10 @@ lowers its sender's peer score, and the node's own strikes against a peer lower 
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from collections import OrderedDict
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import multiaddr
 import trio
@@ -42,8 +43,11 @@ from swarmnode.swarm.transport import RecordPolicy, RequestFailed, RequestHandle
 
 log = logging.getLogger(__name__)
 
-MAX_PUSHED_KEYS = 64  # keys whose pushed entries are kept (a few windows of three kinds)
-MAX_PUSHED_PER_KEY = 1024  # subkeys (peers) per key
+MAX_HEARD_KEYS = 64  # keys whose entries are kept (a few windows of three kinds)
+MAX_HEARD_PER_KEY = 1024  # subkeys (peers) per key
+# A read looks the key's providers up at most this often while entries arrive by push: pushes
+# bring what is new, the lookup what a lost push missed.
+PROVIDER_LOOKUP_EVERY_S = 10.0
 MAX_CONCURRENT_READS = 8  # DHT value lookups one get() runs at once
 PROVIDE_EVERY_S = 60.0  # provider records are renewed this often while a key is written
 SERVE_READ_TIMEOUT_S = 30.0
@@ -53,6 +57,10 @@ SERVE_READ_TIMEOUT_S = 30.0
 INVALID_MESSAGE_PENALTY = 10.0
 INVALID_MESSAGE_CAP = 100.0
 GRAYLIST_THRESHOLD = -50.0
+
+
+def _stored(entries: dict[str, wire.DhtEntry]) -> list[StoredValue]:
+    return [StoredValue(subkey=e.subkey, value=e.value, expiration=e.expiration) for e in entries.values()]
 
 
 def key_pair_from_seed(seed: bytes) -> KeyPair:
@@ -98,7 +106,8 @@ class Libp2pNode:
 
     def __init__(self, *, thread: TrioThread, key_pair: KeyPair, listen_maddrs: list[str], announce_maddrs: list[str],
                  client_mode: bool, swarm: str, policy: RecordPolicy | None,
-                 peer_penalty: Callable[[str], float] | None = None):
+                 peer_penalty: Callable[[str], float] | None = None,
+                 on_pushed: Callable[[str, str], None] | None = None):
         self.thread = thread
         self.key_pair = key_pair
         self.listen_maddrs = [multiaddr.Multiaddr(m) for m in listen_maddrs]
@@ -107,10 +116,13 @@ class Libp2pNode:
         self.topic = f"swarmnode/{swarm}/announcements"
         self.validator = EntryValidator(policy)
         self.peer_penalty = peer_penalty
+        self.on_pushed = on_pushed  # (key, subkey) of a peer's entry that came by push, first heard
         self.host: Any = None
         self.dht: KadDHT | None = None
         self.pubsub: Pubsub | None = None
-        self._pushed: OrderedDict[str, dict[str, wire.DhtEntry]] = OrderedDict()
+        # Entries heard, by push or read, checked on arrival; the DHT is asked for what is missing.
+        self._heard: OrderedDict[str, dict[str, tuple[wire.DhtEntry, float]]] = OrderedDict()  # -> (entry, heard at)
+        self._looked_up: dict[str, float] = {}  # key -> when its providers were last looked up
         self._provided: dict[str, float] = {}
         self.pushed_entries = 0
         self.refused_pushes = 0
@@ -163,28 +175,33 @@ class Libp2pNode:
         while True:
             message = await subscription.get()
             entry = wire.decode_entry(message.data)
-            if entry is not None:  # checked by _push_is_valid before delivery
-                self._keep_pushed(entry)
-
-    def _keep_pushed(self, entry: wire.DhtEntry) -> None:
-        held = self._pushed.get(entry.key)
-        if held is None:
-            held = self._pushed[entry.key] = {}
-            while len(self._pushed) > MAX_PUSHED_KEYS:
-                self._pushed.popitem(last=False)
-        old = held.get(entry.subkey)
-        if old is None and len(held) >= MAX_PUSHED_PER_KEY:
-            return
-        if old is None or entry.expiration >= old.expiration:
-            held[entry.subkey] = entry
+            if entry is None:  # checked by _push_is_valid before delivery
+                continue
             self.pushed_entries += 1
+            if self._hear(entry) and self.on_pushed is not None and entry.subkey != self.peer_id:
+                self.on_pushed(entry.key, entry.subkey)
+
+    def _hear(self, entry: wire.DhtEntry) -> bool:
+        """Keep `entry` unless a later one of its key and subkey is held; True if it is new."""
+        held = self._heard.get(entry.key)
+        if held is None:
+            held = self._heard[entry.key] = {}
+            while len(self._heard) > MAX_HEARD_KEYS:
+                self._heard.popitem(last=False)
+        old = held.get(entry.subkey)
+        if old is None and len(held) >= MAX_HEARD_PER_KEY:
+            return False
+        if old is None or entry.expiration > old[0].expiration:
+            held[entry.subkey] = (entry, time.monotonic())
+            return True
+        return False
 
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
         entry = wire.DhtEntry(key, subkey, value, expiration)
         data = wire.encode_entry(entry)
         if self.validator.check(wire.dht_key(key, subkey), data) is None:
             return False
-        self._keep_pushed(entry)
+        self._hear(entry)
         assert self.dht is not None and self.pubsub is not None
         await self.pubsub.publish(self.topic, data)
         await self.dht.put_value(wire.dht_key(key, subkey), data)
@@ -197,13 +214,21 @@ class Libp2pNode:
         return True
 
     async def get(self, key: str) -> list[StoredValue]:
-        """Pushed entries first, then every provider's value read from the DHT."""
+        """The entries heard under `key`; when none are, or every PROVIDER_LOOKUP_EVERY_S, also
+        the value of every provider of `key` not heard from since, read from the DHT."""
         assert self.dht is not None
-        now = time.time()
-        found = {s: e for s, e in self._pushed.get(key, {}).items() if e.expiration > now}
-        providers = await self.dht.find_providers(wire.provider_key(key), count=MAX_PUSHED_PER_KEY)
+        now, clock = time.time(), time.monotonic()
+        heard = {s: (e, at) for s, (e, at) in self._heard.get(key, {}).items() if e.expiration > now}
+        found = {s: e for s, (e, _) in heard.items()}
+        if found and clock - self._looked_up.get(key, -PROVIDER_LOOKUP_EVERY_S) < PROVIDER_LOOKUP_EVERY_S:
+            return _stored(found)
+        self._looked_up[key] = clock
+        for old in [k for k, at in self._looked_up.items() if clock - at > 10 * PROVIDER_LOOKUP_EVERY_S]:
+            del self._looked_up[old]
+        providers = await self.dht.find_providers(wire.provider_key(key), count=MAX_HEARD_PER_KEY)
         missing = [p.peer_id.to_base58() for p in providers]
-        missing = [s for s in dict.fromkeys(missing) if s not in found]
+        missing = [s for s in dict.fromkeys(missing)
+                   if s not in heard or clock - heard[s][1] >= PROVIDER_LOOKUP_EVERY_S]
         limiter = trio.CapacityLimiter(MAX_CONCURRENT_READS)
 
         async def read(subkey: str) -> None:
@@ -212,18 +237,21 @@ class Libp2pNode:
             entry = None if data is None else self.validator.check(wire.dht_key(key, subkey), data)
             if entry is not None:
                 found[subkey] = entry
+                self._hear(entry)
 
         async with trio.open_nursery() as nursery:
             for subkey in missing:
                 nursery.start_soon(read, subkey)
-        return [StoredValue(subkey=e.subkey, value=e.value, expiration=e.expiration) for e in found.values()]
+        return _stored(found)
 
     # --- peers ----------------------------------------------------------------------------
 
     async def connect(self, peer_id: str, maddrs: list[str]) -> None:
         suffix = f"/p2p/{peer_id}"
-        addrs = [multiaddr.Multiaddr(m[: -len(suffix)] if m.endswith(suffix) else m) for m in maddrs]
-        await self.host.connect(PeerInfo(ID.from_base58(peer_id), addrs))
+        addrs = []
+        for m in maddrs:
+            addrs += await resolve_dns(m[: -len(suffix)] if m.endswith(suffix) else m)
+        await self.host.connect(PeerInfo(ID.from_base58(peer_id), [multiaddr.Multiaddr(a) for a in addrs]))
 
     async def join(self, peer_id: str, maddrs: list[str]) -> int:
         """Connect, then fill the routing table by a lookup of this node's own id; its size."""
@@ -296,7 +324,21 @@ class Libp2pNode:
         return payload
 
 
-async def with_timeout(timeout_s: float, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
-    """`fn(*args)` or trio.TooSlowError after `timeout_s`."""
-    with trio.fail_after(timeout_s):
-        return await fn(*args)
+_DNS_FAMILIES = {"dns4": (socket.AF_INET, "ip4"), "dns6": (socket.AF_INET6, "ip6"), "dns": (socket.AF_UNSPEC, "")}
+
+
+async def resolve_dns(maddr: str) -> list[str]:
+    """`maddr` with a leading /dns4, /dns6 or /dns name replaced by each of its addresses, looked
+    up by the system resolver (so /etc/hosts counts, as it does for p2pd; py-libp2p's own DNS
+    lookup asks name servers only). Other addresses come back unchanged."""
+    parts = maddr.split("/")
+    if len(parts) < 3 or parts[1] not in _DNS_FAMILIES:
+        return [maddr]
+    family, protocol = _DNS_FAMILIES[parts[1]]
+    infos = await trio.socket.getaddrinfo(parts[2], None, family=family, type=socket.SOCK_STREAM)
+    rest = "/".join(parts[3:])
+    found = []
+    for info_family, _, _, _, address in infos:
+        name = protocol or ("ip6" if info_family == socket.AF_INET6 else "ip4")
+        found.append(f"/{name}/{address[0]}/{rest}")
+    return list(dict.fromkeys(found))

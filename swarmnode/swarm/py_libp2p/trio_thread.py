@@ -175,6 +175,12 @@ class TrioThread:
                 self._token.run_sync_soon(scope.cancel)
             raise
 
+    def call_soon_in_asyncio(self, fn: Callable[..., Any], *args: Any) -> None:
+        """From trio: run the plain function `fn(*args)` on the node's asyncio loop, soon."""
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the node's loop is closed: nobody to tell
+                self._loop.call_soon_threadsafe(fn, *args)
+
     async def call_asyncio(self, coro: Coroutine[Any, Any, T]) -> T:
         """Inside trio: run `coro` on the node's asyncio loop and return its result."""
         if self._loop is None:

@@ -1,0 +1,10 @@
+"""The py-libp2p transport's insides (swarmnode.swarm.libp2p_transport is its public face).
+
+- trio_thread.py: TrioThread, a trio loop in a thread of its own, with calls across it both
+  ways (asyncio -> trio and trio -> asyncio) and cancellation that follows them
+- node.py: Libp2pNode, the trio side (host with Noise and yamux, Kademlia DHT, GossipSub topic,
+  request streams), and EntryValidator, the DHT's check of every value against the node's
+  RecordPolicy
+
+node.py imports libp2p: never import it in a process that imported hivemind.
+"""
