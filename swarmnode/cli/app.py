@@ -111,9 +111,9 @@ def run(
     host_port: Optional[int] = typer.Option(
         None, "--host-port", min=0, max=65535, metavar="PORT", help="the node's TCP port (0: any)", rich_help_panel=RARE),
     transport: Optional[Transport] = typer.Option(
-        None, "--transport", help="hivemind (p2pd) or libp2p (pure Python); one per swarm", rich_help_panel=RARE),
+        None, "--transport", metavar="NAME", help="hivemind or libp2p", rich_help_panel=RARE),
     status_port: Optional[int] = typer.Option(
-        None, "--status-port", min=0, max=65535, metavar="PORT", help="status endpoint port", rich_help_panel=RARE),
+        None, "--status-port", min=0, max=65535, metavar="PORT", help="status HTTP port", rich_help_panel=RARE),
     client_mode: Optional[bool] = typer.Option(
         None, "--client-mode/--no-client-mode", help="accept no inbound connections", rich_help_panel=RARE),
     log_level: str = typer.Option(
@@ -172,9 +172,9 @@ def bootstrap(
         [], "--initial-peer", metavar="MULTIADDR", help="another bootstrap node of the swarm (repeatable)"),
     swarm: Optional[str] = typer.Option(None, "--swarm", metavar="NAME", help="the swarm it serves (default: swarmnode-public)"),
     transport: Optional[Transport] = typer.Option(
-        None, "--transport", help="hivemind (p2pd) or libp2p (pure Python); one per swarm", rich_help_panel=RARE),
+        None, "--transport", metavar="NAME", help="hivemind or libp2p", rich_help_panel=RARE),
     status_port: Optional[int] = typer.Option(
-        None, "--status-port", min=0, max=65535, metavar="PORT", help="status endpoint port", rich_help_panel=RARE),
+        None, "--status-port", min=0, max=65535, metavar="PORT", help="status HTTP port", rich_help_panel=RARE),
     log_level: str = typer.Option(
         "INFO", "--log-level", metavar="LEVEL", help="DEBUG, INFO, WARNING or ERROR", rich_help_panel=RARE),
 ) -> None:
@@ -349,6 +349,8 @@ def swarm_local(
     rounds: Optional[int] = typer.Option(None, "--rounds", min=1, help="each node trains this many steps, then all stop"),
     slowdowns: Optional[str] = typer.Option(
         None, "--slowdowns", metavar="X,Y,...", help="slowdowns; node i gets the (i mod count)-th, e.g. 1,2,4"),
+    transport: Optional[Transport] = typer.Option(
+        None, "--transport", help="every node's network.transport: hivemind (p2pd) or libp2p (pure Python)"),
 ) -> None:
     """Start N daemons on 127.0.0.1 with a live table (Ctrl-C stops all).
 
@@ -373,6 +375,8 @@ def swarm_local(
         env = {"SWARMNODE__TRAINING__DATA_SEED": str(node_config.training.data_seed + 1000 * index)}
         if rounds is not None:
             env["SWARMNODE__TRAINING__MAX_STEPS"] = str(rounds)
+        if transport is not None:
+            env["SWARMNODE__NETWORK__TRANSPORT"] = transport.value
         return env
 
     def node_args(index: int) -> list[str]:

@@ -59,8 +59,14 @@ def join_text(s: dict[str, Any]) -> str:
 
 
 def network_text(s: dict[str, Any]) -> str:
-    """Whether peers can dial this node, and how it is reached when they cannot."""
+    """Whether peers can dial this node, and how it is reached when they cannot (and the
+    transport, when it is not the default)."""
     net = s.get("network") or {}
+    via = "libp2p: " if net.get("transport") == "libp2p" else ""
+    return via + _reachability_text(net)
+
+
+def _reachability_text(net: dict[str, Any]) -> str:
     reach = net.get("reachability", "unknown")
     seen = f" at {net['observed_ip']}" if net.get("observed_ip") else ""
     if reach == "public":

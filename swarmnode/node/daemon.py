@@ -296,6 +296,9 @@ class Node:
     async def _poll_loop(self) -> None:
         cfg = self.config.records
         while True:
+            if (problem := self.transport.failure()) is not None:
+                self.request_stop(fatal=problem)  # no network: do not look healthy without one
+                return
             now = self.transport.dht_time()
             current = window_index(now, self.config.swarm.window_s)
             for window in windows_to_read(current):

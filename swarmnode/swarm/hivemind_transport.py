@@ -25,6 +25,7 @@ from swarmnode.swarm.transport import (
     StoredValue,
     Transport,
     TransportStartError,
+    reason_from_text,
 )
 
 log = logging.getLogger(__name__)
@@ -86,9 +87,7 @@ def _explain_connect_failure(error: BaseException) -> str:
     """A short reason for a failed dial, in the user's terms (p2pd's errors are verbose)."""
     if isinstance(error, asyncio.TimeoutError):
         return "timed out"
-    text = str(error) or type(error).__name__
-    lowered = text.lower()
-    for needle, meaning in (
+    return reason_from_text(error, (
         ("connection refused", "connection refused: nothing listens on that port"),
         ("mismatch", "a different peer answers at that address (wrong /p2p/ part?)"),
         ("no route", "network unreachable"),
@@ -96,10 +95,7 @@ def _explain_connect_failure(error: BaseException) -> str:
         ("deadline", "timed out"),
         ("all dials failed", "no answer at that address"),
         ("dial backoff", "no answer at that address"),
-    ):
-        if needle in lowered:
-            return meaning
-    return text.splitlines()[0][:200]
+    ))
 
 
 def _explain_start_failure(error: BaseException, host_maddrs: list[str], timeout_s: float) -> str:
@@ -194,6 +190,12 @@ class HivemindTransport(Transport):
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(child.wait(), timeout_s)
             self._p2p = None
+
+    def failure(self) -> str | None:
+        child = getattr(self._p2p, "_child", None)
+        if child is not None and child.returncode is not None:
+            return f"p2pd exited (code {child.returncode}): the node has no network"
+        return None
 
     def child_processes(self) -> list[int]:
         child = getattr(self._p2p, "_child", None)

@@ -25,6 +25,7 @@ from swarmnode.swarm.transport import (
     StoredValue,
     Transport,
     TransportStartError,
+    reason_from_text,
 )
 
 log = logging.getLogger(__name__)
@@ -40,18 +41,13 @@ def explain_failure(error: BaseException) -> str:
         return error.reason
     if isinstance(error, TrioThreadStopped):
         return "the transport is stopped"
-    text = str(error) or type(error).__name__
-    lowered = text.lower()
-    for needle, meaning in (
+    return reason_from_text(error, (
         ("connection refused", "connection refused: nothing listens on that port"),
         ("no addresses", "no address known"),
         ("unable to connect", "no answer at that address"),
         ("failed to", "no answer at that address"),
         ("peer id", "a different peer answers at that address (wrong /p2p/ part?)"),
-    ):
-        if needle in lowered:
-            return meaning
-    return text.splitlines()[0][:200]
+    ))
 
 
 class LibP2PTransport(Transport):
@@ -78,6 +74,7 @@ class LibP2PTransport(Transport):
         self._thread = TrioThread("libp2p")
         self._node: Any = None
         self._push_watchers: list[Callable[[str, str], None]] = []
+        self._stopping = False
 
     @property
     def peer_id(self) -> str:
@@ -101,10 +98,18 @@ class LibP2PTransport(Transport):
             raise TransportStartError(_explain_start_failure(e, self._host_maddrs)) from None
 
     async def stop(self, timeout_s: float = 10.0) -> None:
+        self._stopping = True
         await self._thread.stop(timeout_s)
 
     def child_processes(self) -> list[int]:
         return []  # everything runs in this process
+
+    def failure(self) -> str | None:
+        if self._node is None or self._stopping or self._thread.running:
+            return None
+        error = self._thread.error
+        why = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}" if error is not None else "it ended"
+        return f"the libp2p transport stopped ({why}): the node has no network"
 
     def watch_pushes(self, callback: Callable[[str, str], None]) -> None:
         self._push_watchers.append(callback)
@@ -178,11 +183,13 @@ class LibP2PTransport(Transport):
             raise RequestFailed(f"connect to {peer_id[:16]}: {reason}", reason) from None
 
     def counters(self) -> dict[str, int]:
-        """Entries received on the swarm's GossipSub topic: kept, and refused by the record policy."""
+        """Entries received on the swarm's GossipSub topic (kept, and refused by the record policy),
+        and request streams closed unanswered (over this node's per-peer or total bound)."""
         node = self._node
         if node is None:
             return {}
-        return {"pushed_entries": node.pushed_entries, "pushed_entries_refused": node.refused_pushes}
+        return {"pushed_entries": node.pushed_entries, "pushed_entries_refused": node.refused_pushes,
+                "streams_refused": node.streams_refused}
 
 
 async def _sync(fn: Callable[..., Any], *args: Any) -> Any:
@@ -191,13 +198,12 @@ async def _sync(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _explain_start_failure(error: BaseException, host_maddrs: list[str]) -> str:
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    cause = error
+    """One line for a host that did not start: a taken port is named as such."""
+    cause: BaseException | None = error
     while cause is not None:
         if isinstance(cause, OSError) and cause.errno == errno.EADDRINUSE or "address already in use" in str(cause).lower():
-            return (f"libp2p cannot listen on {', '.join(host_maddrs)}: address already in use; pick a free port "
-                    "(--host-port, or network.host_maddrs; 0 for any free port)")
+            return (f"libp2p cannot listen on {', '.join(host_maddrs)}: address already in use (or not an address "
+                    "of this machine); pick a free port (--host-port, or network.host_maddrs; 0 for any free port)")
         cause = cause.__cause__ or cause.__context__
     text = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
     return f"libp2p did not start: {text}; check network.host_maddrs {host_maddrs}"

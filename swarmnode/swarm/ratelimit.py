@@ -49,3 +49,36 @@ class PeerRateLimiter:
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+
+class ConcurrencySlots:
+    """At most `per_peer` things in flight per peer and `total` in all (e.g. request streams a
+    node answers at once). Entries exist only while a peer holds a slot, so the map is bounded by
+    `total`. Not thread-safe: one event loop owns it."""
+
+    def __init__(self, total: int, per_peer: int):
+        self.total = total
+        self.per_peer = per_peer
+        self._held: dict[str, int] = {}
+        self._in_use = 0
+
+    def acquire(self, peer_id: str) -> bool:
+        held = self._held.get(peer_id, 0)
+        if held >= self.per_peer or self._in_use >= self.total:
+            return False
+        self._held[peer_id] = held + 1
+        self._in_use += 1
+        return True
+
+    def release(self, peer_id: str) -> None:
+        held = self._held.get(peer_id, 0)
+        if held <= 0:
+            return
+        self._in_use -= 1
+        if held == 1:
+            del self._held[peer_id]
+        else:
+            self._held[peer_id] = held - 1
+
+    def __len__(self) -> int:
+        return self._in_use

@@ -106,6 +106,9 @@ class RoutedTransport(Transport):
     def watch_pushes(self, callback: Callable[[str, str], None]) -> None:
         self.inner.watch_pushes(callback)
 
+    def failure(self) -> str | None:
+        return self.inner.failure()
+
     async def multiaddrs(self) -> list[str]:
         return await self.inner.multiaddrs()
 

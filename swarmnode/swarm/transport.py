@@ -21,6 +21,17 @@ def process_cpu_s(pid: int) -> float:
         return 0.0
 
 
+def reason_from_text(error: BaseException, meanings: tuple[tuple[str, str], ...]) -> str:
+    """A short reason for a failed dial or request: the meaning of the first needle found in the
+    error's text (libraries' errors are verbose), else the text's first line."""
+    text = str(error) or type(error).__name__
+    lowered = text.lower()
+    for needle, meaning in meanings:
+        if needle in lowered:
+            return meaning
+    return text.splitlines()[0][:200]
+
+
 class JoinError(Exception):
     """Could not reach an initial peer; `str(e)` says what failed and what to check."""
 
@@ -89,6 +100,11 @@ class Transport(abc.ABC):
         """CPU seconds the transport spent outside the node's own threads (its helper processes,
         or threads of its own)."""
         return sum(process_cpu_s(pid) for pid in self.child_processes())
+
+    def failure(self) -> str | None:
+        """Why the transport stopped working on its own (its helper process or thread ended), or
+        None while it works. The node stops on it rather than run on without a network."""
+        return None
 
     def watch_pushes(self, callback: Callable[[str, str], None]) -> None:
         """Call `callback(key, subkey)` on the node's loop when a peer's value arrives unasked

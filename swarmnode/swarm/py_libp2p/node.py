@@ -10,10 +10,10 @@ lowers its sender's peer score, and the node's own strikes against a peer lower 
 """
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 import time
-from collections import OrderedDict
 from typing import Any, Callable
 
 import multiaddr
@@ -38,7 +38,9 @@ from libp2p.tools.anyio_service import background_trio_service
 from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_bytes_limited
 
 from swarmnode.protocol import libp2p_messages as wire
+from swarmnode.swarm.py_libp2p.entry_book import HeardEntries, due_writes
 from swarmnode.swarm.py_libp2p.trio_thread import TrioThread
+from swarmnode.swarm.ratelimit import ConcurrencySlots
 from swarmnode.swarm.transport import RecordPolicy, RequestFailed, RequestHandler, StoredValue
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,10 @@ MAX_HEARD_PER_KEY = 1024  # subkeys (peers) per key
 PROVIDER_LOOKUP_EVERY_S = 10.0
 MAX_CONCURRENT_READS = 8  # DHT value lookups one get() runs at once
 PROVIDE_EVERY_S = 60.0  # provider records are renewed this often while a key is written
-SERVE_READ_TIMEOUT_S = 30.0
+DHT_WRITE_EVERY_S = 10.0  # one (key, subkey) is written to the DHT at most this often
+SERVE_READ_TIMEOUT_S = 30.0  # for a request's bytes to arrive (the handler may then hold it longer)
+MAX_INBOUND_STREAMS = 256  # requests this node answers at once (long-polls included)
+MAX_INBOUND_PER_PEER = 16
 # GossipSub scoring: each refused entry (P4, decaying) costs 10 points, up to 100 of them; the
 # node's own penalty of a peer (its strikes) is the application score. Under the graylist
 # threshold a peer's gossip is ignored.
@@ -59,8 +64,12 @@ INVALID_MESSAGE_CAP = 100.0
 GRAYLIST_THRESHOLD = -50.0
 
 
-def _stored(entries: dict[str, wire.DhtEntry]) -> list[StoredValue]:
-    return [StoredValue(subkey=e.subkey, value=e.value, expiration=e.expiration) for e in entries.values()]
+async def _close(stream: Any) -> None:
+    with trio.move_on_after(1):
+        try:
+            await stream.close()
+        except Exception:  # noqa: BLE001 - a stream the peer broke is closed enough
+            pass
 
 
 def key_pair_from_seed(seed: bytes) -> KeyPair:
@@ -120,12 +129,14 @@ class Libp2pNode:
         self.host: Any = None
         self.dht: KadDHT | None = None
         self.pubsub: Pubsub | None = None
-        # Entries heard, by push or read, checked on arrival; the DHT is asked for what is missing.
-        self._heard: OrderedDict[str, dict[str, tuple[wire.DhtEntry, float]]] = OrderedDict()  # -> (entry, heard at)
-        self._looked_up: dict[str, float] = {}  # key -> when its providers were last looked up
-        self._provided: dict[str, float] = {}
+        self.heard = HeardEntries(MAX_HEARD_KEYS, MAX_HEARD_PER_KEY, PROVIDER_LOOKUP_EVERY_S)
+        self._provided: dict[str, float] = {}  # key -> when this node last named itself a provider
+        self._unwritten: dict[tuple[str, str], bytes] = {}  # (key, subkey) -> newest entry not in the DHT yet
+        self._written_at: dict[tuple[str, str], float] = {}
         self.pushed_entries = 0
         self.refused_pushes = 0
+        self._inbound = ConcurrencySlots(MAX_INBOUND_STREAMS, MAX_INBOUND_PER_PEER)
+        self.streams_refused = 0
 
     @property
     def peer_id(self) -> str:
@@ -138,6 +149,9 @@ class Libp2pNode:
                              listen_addrs=self.listen_maddrs, announce_addrs=self.announce_maddrs or None)
         validator = NamespacedValidator({wire.DHT_NAMESPACE: self.validator}, strict_validation=True)
         async with self.host.run(self.listen_maddrs):
+            if not self.host.get_addrs():  # py-libp2p logs a failed listen and goes on; a node must not
+                raise OSError(errno.EADDRINUSE, f"cannot listen on {', '.join(map(str, self.listen_maddrs))}: "
+                                                "address already in use, or not an address of this machine")
             self.dht = KadDHT(self.host, DHTMode.CLIENT if self.client_mode else DHTMode.SERVER, validator=validator,
                               validator_changed=True, strict_validation=True, max_peers_per_subnet=0)
             router = GossipSub(protocols=[PROTOCOL_ID_V11], degree=6, degree_low=4, degree_high=12,
@@ -148,6 +162,7 @@ class Libp2pNode:
                 self.pubsub.set_topic_validator(self.topic, self._push_is_valid, False)
                 subscription = await self.pubsub.subscribe(self.topic)
                 self.thread.spawn(self._receive_pushes, subscription)
+                self.thread.spawn(self._write_to_dht)
                 started()
                 await trio.sleep_forever()
 
@@ -178,71 +193,65 @@ class Libp2pNode:
             if entry is None:  # checked by _push_is_valid before delivery
                 continue
             self.pushed_entries += 1
-            if self._hear(entry) and self.on_pushed is not None and entry.subkey != self.peer_id:
+            if self.heard.hear(entry, time.monotonic()) and self.on_pushed is not None and entry.subkey != self.peer_id:
                 self.on_pushed(entry.key, entry.subkey)
 
-    def _hear(self, entry: wire.DhtEntry) -> bool:
-        """Keep `entry` unless a later one of its key and subkey is held; True if it is new."""
-        held = self._heard.get(entry.key)
-        if held is None:
-            held = self._heard[entry.key] = {}
-            while len(self._heard) > MAX_HEARD_KEYS:
-                self._heard.popitem(last=False)
-        old = held.get(entry.subkey)
-        if old is None and len(held) >= MAX_HEARD_PER_KEY:
-            return False
-        if old is None or entry.expiration > old[0].expiration:
-            held[entry.subkey] = (entry, time.monotonic())
-            return True
-        return False
-
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
+        """Push the entry to every node on the topic now; the DHT gets it from _write_to_dht."""
         entry = wire.DhtEntry(key, subkey, value, expiration)
         data = wire.encode_entry(entry)
         if self.validator.check(wire.dht_key(key, subkey), data) is None:
             return False
-        self._hear(entry)
-        assert self.dht is not None and self.pubsub is not None
+        self.heard.hear(entry, time.monotonic())
+        assert self.pubsub is not None
         await self.pubsub.publish(self.topic, data)
-        await self.dht.put_value(wire.dht_key(key, subkey), data)
-        now = time.monotonic()
-        if now - self._provided.get(key, -PROVIDE_EVERY_S) >= PROVIDE_EVERY_S:
-            self._provided[key] = now
-            await self.dht.provide(wire.provider_key(key))
-            for old in [k for k, at in self._provided.items() if now - at > 10 * PROVIDE_EVERY_S]:
-                del self._provided[old]
+        self._unwritten[(key, subkey)] = data
         return True
 
+    async def _write_to_dht(self) -> None:
+        """Write each stored entry's newest version to the DHT, each (key, subkey) at most every
+        DHT_WRITE_EVERY_S, a new key at once; and name this node a provider of each key. Pushes
+        carry every version as it is stored; the DHT keeps one for whoever missed them. Apart
+        from store() so that a slow Kademlia round (a lookup and up to 20 stores) never delays
+        a push."""
+        assert self.dht is not None
+        while True:
+            now = time.monotonic()
+            for (key, subkey), data in due_writes(self._unwritten, self._written_at, now, DHT_WRITE_EVERY_S):
+                try:
+                    await self.dht.put_value(wire.dht_key(key, subkey), data)
+                    if now - self._provided.get(key, -PROVIDE_EVERY_S) >= PROVIDE_EVERY_S:
+                        self._provided[key] = now
+                        await self.dht.provide(wire.provider_key(key))
+                except Exception as e:  # noqa: BLE001 - tried again with the next version
+                    log.debug("writing %s to the DHT failed: %r", key, e)
+            for table in (self._provided, self._written_at):
+                for old in [k for k, at in table.items() if now - at > 10 * PROVIDE_EVERY_S]:
+                    del table[old]
+            await trio.sleep(0.5)
+
     async def get(self, key: str) -> list[StoredValue]:
-        """The entries heard under `key`; when none are, or every PROVIDER_LOOKUP_EVERY_S, also
-        the value of every provider of `key` not heard from since, read from the DHT."""
+        """The entries heard under `key`, and now and then (HeardEntries.lookup_due) those of its
+        providers not heard from lately, read from the DHT."""
         assert self.dht is not None
         now, clock = time.time(), time.monotonic()
-        heard = {s: (e, at) for s, (e, at) in self._heard.get(key, {}).items() if e.expiration > now}
-        found = {s: e for s, (e, _) in heard.items()}
-        if found and clock - self._looked_up.get(key, -PROVIDER_LOOKUP_EVERY_S) < PROVIDER_LOOKUP_EVERY_S:
-            return _stored(found)
-        self._looked_up[key] = clock
-        for old in [k for k, at in self._looked_up.items() if clock - at > 10 * PROVIDER_LOOKUP_EVERY_S]:
-            del self._looked_up[old]
-        providers = await self.dht.find_providers(wire.provider_key(key), count=MAX_HEARD_PER_KEY)
-        missing = [p.peer_id.to_base58() for p in providers]
-        missing = [s for s in dict.fromkeys(missing)
-                   if s not in heard or clock - heard[s][1] >= PROVIDER_LOOKUP_EVERY_S]
-        limiter = trio.CapacityLimiter(MAX_CONCURRENT_READS)
+        if self.heard.lookup_due(key, now, clock):
+            providers = await self.dht.find_providers(wire.provider_key(key), count=MAX_HEARD_PER_KEY)
+            missing = self.heard.to_fetch(key, [p.peer_id.to_base58() for p in providers], now, clock)
+            limiter = trio.CapacityLimiter(MAX_CONCURRENT_READS)
 
-        async def read(subkey: str) -> None:
-            async with limiter:
-                data = await self.dht.get_value(wire.dht_key(key, subkey))
-            entry = None if data is None else self.validator.check(wire.dht_key(key, subkey), data)
-            if entry is not None:
-                found[subkey] = entry
-                self._hear(entry)
+            async def read(subkey: str) -> None:
+                async with limiter:
+                    data = await self.dht.get_value(wire.dht_key(key, subkey))
+                entry = None if data is None else self.validator.check(wire.dht_key(key, subkey), data)
+                if entry is not None:
+                    self.heard.hear(entry, time.monotonic())
 
-        async with trio.open_nursery() as nursery:
-            for subkey in missing:
-                nursery.start_soon(read, subkey)
-        return _stored(found)
+            async with trio.open_nursery() as nursery:
+                for subkey in missing:
+                    nursery.start_soon(read, subkey)
+        return [StoredValue(subkey=e.subkey, value=e.value, expiration=e.expiration)
+                for e in self.heard.unexpired(key, time.time()).values()]
 
     # --- peers ----------------------------------------------------------------------------
 
@@ -279,19 +288,23 @@ class Libp2pNode:
     def serve(self, protocol: str, handler: RequestHandler) -> None:
         async def answer(stream: Any) -> None:
             requester = stream.muxed_conn.peer_id.to_base58()
+            if not self._inbound.acquire(requester):
+                self.streams_refused += 1
+                await _close(stream)  # over this node's bound: the requester sees a closed stream
+                return
             try:
-                with trio.move_on_after(SERVE_READ_TIMEOUT_S):
+                with trio.fail_after(SERVE_READ_TIMEOUT_S):
                     request = await read_varint_prefixed_bytes_limited(stream, wire.MAX_STREAM_BYTES)
-                    try:
-                        reply = wire.encode_reply(await self.thread.call_asyncio(handler(request, requester)))
-                    except Exception as e:  # noqa: BLE001 - the requester gets a reason, the node goes on
-                        reply = wire.encode_reply(error=f"the handler failed ({type(e).__name__})")
-                    await stream.write(encode_varint_prefixed(reply))
-            except Exception as e:  # noqa: BLE001 - a peer that breaks its stream costs only that stream
+                try:
+                    reply = wire.encode_reply(await self.thread.call_asyncio(handler(request, requester)))
+                except Exception as e:  # noqa: BLE001 - the requester gets a reason, the node goes on
+                    reply = wire.encode_reply(error=f"the handler failed ({type(e).__name__})")
+                await stream.write(encode_varint_prefixed(reply))
+            except Exception as e:  # noqa: BLE001 - a peer that breaks or stalls its stream costs only that stream
                 log.debug("%s from %s: %r", protocol, requester[:16], e)
             finally:
-                with trio.move_on_after(1):
-                    await stream.close()
+                self._inbound.release(requester)
+                await _close(stream)
 
         self.host.set_stream_handler(TProtocol(wire.stream_protocol(protocol)), answer)
 
@@ -314,8 +327,7 @@ class Libp2pNode:
             await stream.write(encode_varint_prefixed(payload))
             answer = wire.decode_reply(await read_varint_prefixed_bytes_limited(stream, wire.MAX_REPLY_BYTES))
         finally:
-            with trio.move_on_after(1):
-                await stream.close()
+            await _close(stream)
         if answer is None:
             raise RequestFailed(f"{protocol} to {peer_id[:16]}: a malformed answer", "a malformed answer")
         payload, error = answer

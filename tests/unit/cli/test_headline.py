@@ -137,3 +137,11 @@ def test_peers_of_other_protocol_versions_are_a_problem_naming_who_should_upgrad
     found = problems(doc)
     assert "2 peers speak newer protocol versions: upgrade swarmnode on this node" in found
     assert "1 peer runs an older swarmnode (skipped until upgraded)" in found
+
+
+def test_the_network_line_names_the_libp2p_transport_and_not_the_default():
+    status = realistic_status()
+    flat = lambda s: " ".join("\n".join(screen(headline_view(s))).split())  # noqa: E731
+    assert "libp2p:" not in flat(status)
+    status["network"] = {**(status.get("network") or {}), "transport": "libp2p", "reachability": "public"}
+    assert "network libp2p: public" in flat(status)

@@ -1,7 +1,7 @@
 """swarm/ratelimit.py: token buckets, one per peer, in a bounded map (values worked out by hand)."""
 import pytest
 
-from swarmnode.swarm.ratelimit import PeerRateLimiter, TokenBucket
+from swarmnode.swarm.ratelimit import ConcurrencySlots, PeerRateLimiter, TokenBucket
 
 
 def test_token_bucket_by_hand():
@@ -20,3 +20,14 @@ def test_rate_limiter_is_per_peer_and_bounded():
     for i in range(10):
         limiter.allow(f"sybil{i}", 0.0)
     assert len(limiter) == 3
+
+
+def test_concurrency_slots_bound_each_peer_and_the_total_and_forget_released_peers():
+    slots = ConcurrencySlots(total=3, per_peer=2)
+    assert slots.acquire("a") and slots.acquire("a") and not slots.acquire("a")  # a's two slots
+    assert slots.acquire("b") and not slots.acquire("c") and len(slots) == 3  # all three taken
+    slots.release("a")
+    assert slots.acquire("c") and len(slots) == 3
+    for peer in ("a", "b", "c", "c"):  # an extra release of a peer holding nothing changes nothing
+        slots.release(peer)
+    assert len(slots) == 0 and slots._held == {}

@@ -84,3 +84,24 @@ def test_a_main_that_fails_fails_start_with_its_error():
         assert not thread.running
 
     asyncio.run(main())
+
+
+def test_a_main_that_fails_after_start_leaves_the_thread_stopped_with_its_error():
+    async def fails_later(started):
+        started()
+        await trio.sleep(0.1)
+        raise RuntimeError("the host went away")
+
+    async def main():
+        thread = TrioThread("test-trio")
+        await thread.start(fails_later, timeout_s=10)
+        for _ in range(100):
+            if not thread.running:
+                break
+            await asyncio.sleep(0.05)
+        assert not thread.running and isinstance(thread.error, RuntimeError)
+        with pytest.raises(TrioThreadStopped):
+            await thread.call(trio.sleep, 0)
+        await thread.stop()
+
+    asyncio.run(main())

@@ -1,0 +1,81 @@
+"""What the libp2p transport knows of DHT entries, and when it goes to the DHT: no I/O, no libp2p
+(times are passed in).
+
+Pushes (GossipSub) carry every entry as it is stored; the DHT keeps one version of each for
+whoever missed them. So reads answer from the entries heard, asking the DHT only now and then,
+and writes go to the DHT only now and then too:
+
+- HeardEntries: entries heard (pushed or read), checked on arrival, newest per (key, subkey),
+  bounded; which providers' values a read should fetch, and when a read looks providers up
+- due_writes: which stored entries are due for a DHT write
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Iterable
+
+from swarmnode.protocol.libp2p_messages import DhtEntry
+
+
+class HeardEntries:
+    """The newest entry heard per (key, subkey): at most `max_keys` keys (the oldest key goes
+    first) of `max_per_key` subkeys. A read looks the key's providers up when it has heard no
+    entry of it, or `lookup_every_s` after its last lookup, and then fetches the providers it
+    has not heard from in `lookup_every_s` (an entry not renewed since may be outdated)."""
+
+    def __init__(self, max_keys: int, max_per_key: int, lookup_every_s: float):
+        self.max_keys = max_keys
+        self.max_per_key = max_per_key
+        self.lookup_every_s = lookup_every_s
+        self._entries: OrderedDict[str, dict[str, tuple[DhtEntry, float]]] = OrderedDict()  # -> (entry, heard at)
+        self._looked_up: dict[str, float] = {}  # key -> monotonic time of its last provider lookup
+
+    def hear(self, entry: DhtEntry, clock: float) -> bool:
+        """Keep `entry` (heard at monotonic `clock`) unless a later one of its key and subkey is
+        held or the key is full; True if it is new."""
+        held = self._entries.get(entry.key)
+        if held is None:
+            held = self._entries[entry.key] = {}
+            while len(self._entries) > self.max_keys:
+                self._entries.popitem(last=False)
+        old = held.get(entry.subkey)
+        if old is None and len(held) >= self.max_per_key:
+            return False
+        if old is None or entry.expiration > old[0].expiration:
+            held[entry.subkey] = (entry, clock)
+            return True
+        return False
+
+    def unexpired(self, key: str, now: float) -> dict[str, DhtEntry]:
+        """subkey -> entry under `key` that expire after `now` (seconds since the epoch)."""
+        return {s: e for s, (e, _) in self._entries.get(key, {}).items() if e.expiration > now}
+
+    def lookup_due(self, key: str, now: float, clock: float) -> bool:
+        """Whether a read of `key` now looks its providers up (and, if so, notes that it did)."""
+        if self.unexpired(key, now) and clock - self._looked_up.get(key, -self.lookup_every_s) < self.lookup_every_s:
+            return False
+        self._looked_up[key] = clock
+        for old in [k for k, at in self._looked_up.items() if clock - at > 10 * self.lookup_every_s]:
+            del self._looked_up[old]
+        return True
+
+    def to_fetch(self, key: str, providers: Iterable[str], now: float, clock: float) -> list[str]:
+        """The providers of `key` whose entry a lookup should read: not heard, expired, or not
+        renewed within `lookup_every_s`."""
+        held = self._entries.get(key, {})
+        out = []
+        for subkey in dict.fromkeys(providers):
+            entry = held.get(subkey)
+            if entry is None or entry[0].expiration <= now or clock - entry[1] >= self.lookup_every_s:
+                out.append(subkey)
+        return out
+
+
+def due_writes(unwritten: dict, written_at: dict, clock: float, every_s: float) -> list:
+    """The (key, subkey) -> value items of `unwritten` due for a DHT write at monotonic `clock`:
+    never written, or last written at least `every_s` ago. Each taken is removed from
+    `unwritten` and stamped in `written_at`; a later version waits for the next turn."""
+    due = [k for k in unwritten if clock - written_at.get(k, -every_s) >= every_s]
+    for k in due:
+        written_at[k] = clock
+    return [(k, unwritten.pop(k)) for k in due]
