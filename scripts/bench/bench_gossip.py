@@ -49,6 +49,15 @@ def per_node_second(gossip: list[dict], key: str) -> float | None:
     return round(statistics.mean(rates), 2) if rates else None
 
 
+def swarm_latency_s(gossip: list[dict]) -> dict[str, float | None]:
+    """Publish-to-accepted latency across the swarm from each node's rollouts status: the median
+    of the nodes' p50s and the largest of their p99s (a node keeps its last 2048 samples)."""
+    p50s = [g["latency_p50_s"] for g in gossip if g.get("latency_p50_s") is not None]
+    p99s = [g["latency_p99_s"] for g in gossip if g.get("latency_p99_s") is not None]
+    return {"latency_p50_s": round(statistics.median(p50s), 3) if p50s else None,
+            "latency_p99_s": round(max(p99s), 3) if p99s else None}
+
+
 def cpu_sample(swarm: LocalSwarm, rows: list[dict]) -> list[tuple[float, float]] | None:
     """(swarm-I/O CPU, node process + p2pd CPU) per node, in seconds; None until every node trains."""
     sample = []
@@ -100,8 +109,7 @@ def run(args, name: str, local: int, external: int, share: bool, console: Consol
     result = {
         "name": name, "seconds": round(time.monotonic() - started, 1),
         "bytes_per_batch": round(statistics.mean(values("bytes_per_batch")), 1) if values("bytes_per_batch") else None,
-        "latency_p50_s": round(statistics.median(values("latency_p50_s")), 3) if values("latency_p50_s") else None,
-        "latency_p99_s": round(max(values("latency_p99_s")), 3) if values("latency_p99_s") else None,
+        **swarm_latency_s(gossip),
         "swarm_cpu_share": round(statistics.mean(values("gossip_time_share")), 4),
         "swarm_share_of_node_cpu": share_of_node_cpu(first, last),
         "per_node_s": {key: per_node_second(gossip, key) for key in RATES},
