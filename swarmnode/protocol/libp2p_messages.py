@@ -18,7 +18,10 @@ DHT_NAMESPACE = "swarmnode"
 MAX_KEY_CHARS = 256
 MAX_ENTRY_VALUE_BYTES = 16 * 1024  # a peer record or announcement (8 KiB body cap) with room
 MAX_ENTRY_BYTES = MAX_ENTRY_VALUE_BYTES + MAX_KEY_CHARS + MAX_PEER_ID_CHARS + 64
-MAX_STREAM_BYTES = MAX_RELAYED_BYTES  # a request or an answer: the largest signed message, with room
+MAX_STREAM_BYTES = MAX_RELAYED_BYTES  # an answer: the largest signed message, with room
+# A request: every one the swarm sends is small (a fetch cursor, a relayed request); a node
+# answering many at once must not hold megabytes for each.
+MAX_REQUEST_BYTES = 256 * 1024
 MAX_REPLY_BYTES = MAX_STREAM_BYTES + 1024
 MAX_ERROR_CHARS = 200
 

@@ -189,7 +189,7 @@ class LibP2PTransport(Transport):
         if node is None:
             return {}
         return {"pushed_entries": node.pushed_entries, "pushed_entries_refused": node.refused_pushes,
-                "streams_refused": node.streams_refused}
+                "streams_refused": node.streams_refused, "requests_too_large": node.requests_too_large}
 
 
 async def _sync(fn: Callable[..., Any], *args: Any) -> Any:

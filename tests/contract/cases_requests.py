@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import time
 from pathlib import Path
 
@@ -23,9 +24,10 @@ RAISES = "swarmnode/contract/raises"
 UNSERVED = "swarmnode/contract/unserved"
 TIMEOUT_S = 10.0
 FAILURE_TIMEOUT_S = 5.0  # a failing request must give up within this (plus slack)
-# The largest payload the node sends in one request: a sealed gradient summary (codec's cap for
-# it, 64 KiB under p2pd's 4 MiB message cap). Random bytes, so nothing compresses them away.
-LARGEST_PAYLOAD_BYTES = P2PD_MAX_MESSAGE_BYTES - 64 * 1024
+# The largest answer the node sends: a sealed gradient summary (codec's cap for it, 64 KiB under
+# p2pd's 4 MiB message cap). Requests are small (fetch cursors, relayed requests). Random
+# bytes, so nothing compresses them away.
+LARGEST_ANSWER_BYTES = P2PD_MAX_MESSAGE_BYTES - 64 * 1024
 CONCURRENT = 20
 
 
@@ -38,6 +40,8 @@ class Echo:
 
     async def __call__(self, payload: bytes, requester: str) -> bytes:
         self.requesters.append(requester)
+        if payload.startswith(b"send "):  # "send N": N bytes back, as a large answer
+            return random_bytes(int(payload[5:]))
         if len(payload) > 1024:  # large payloads come back reversed: proof the handler read them whole
             return payload[::-1]
         return f"{self.name} got ".encode() + payload + f" from {requester}".encode()
@@ -98,11 +102,16 @@ async def requests_and_connect(kind: str, workdir: Path) -> None:
         await stop_all(transports)
 
 
+def random_bytes(n: int) -> bytes:
+    return random.Random(n).randbytes(n)
+
+
 async def large_payloads(b: Transport, a_peer: str) -> None:
-    """The largest payload the node sends round-trips intact; one of a full 4 MiB (over p2pd's
-    cap with its framing) either does too or fails as RequestFailed within its timeout."""
-    large = os.urandom(LARGEST_PAYLOAD_BYTES)
-    assert await b.request(a_peer, ECHO, large, 60.0) == large[::-1], "the largest payload came back changed"
+    """The largest answer the node sends arrives intact; a request of a full 4 MiB (over p2pd's
+    cap with its framing, over the libp2p transport's request cap) either round-trips or fails
+    as RequestFailed within its timeout, never hangs."""
+    answer = await b.request(a_peer, ECHO, f"send {LARGEST_ANSWER_BYTES}".encode(), 60.0)
+    assert answer == random_bytes(LARGEST_ANSWER_BYTES), f"the largest answer came back changed ({len(answer)} bytes)"
     full = os.urandom(4 * 2**20)
     started = time.monotonic()
     try:

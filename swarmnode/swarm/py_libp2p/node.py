@@ -25,6 +25,7 @@ from libp2p.crypto.x25519 import create_new_key_pair as new_x25519_key_pair
 from libp2p.custom_types import TProtocol
 from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
 from libp2p.host.exceptions import StreamFailure
+from libp2p.io.exceptions import MessageTooLarge
 from libp2p.peer.id import ID
 from libp2p.protocol_muxer.exceptions import MultiselectClientError
 from libp2p.peer.peerinfo import PeerInfo
@@ -50,12 +51,23 @@ MAX_HEARD_PER_KEY = 1024  # subkeys (peers) per key
 # A read looks the key's providers up at most this often while entries arrive by push: pushes
 # bring what is new, the lookup what a lost push missed.
 PROVIDER_LOOKUP_EVERY_S = 10.0
+FIRST_LOOKUP_WAIT_S = 3.0  # a read of a key nothing is heard of waits this long for its lookup
 MAX_CONCURRENT_READS = 8  # DHT value lookups one get() runs at once
 PROVIDE_EVERY_S = 60.0  # provider records are renewed this often while a key is written
 DHT_WRITE_EVERY_S = 10.0  # one (key, subkey) is written to the DHT at most this often
+# ... and pushed at most this often (every node re-announces every few seconds; each push costs
+# every node of the mesh a receive, a check and up to D forwards, in Python).
+PUSH_EVERY_S = 5.0
+# GossipSub drops (and penalises) what one peer forwards beyond this rate on a topic. A mesh peer
+# forwards the whole swarm's pushes: 3 kinds per node every PUSH_EVERY_S is 0.6/s per node, so
+# py-libp2p's default (10/s) dropped honest pushes in swarms of 17 nodes and more (8 nodes at
+# the 2 s interval of an earlier version lost records to it); 100/s holds ~160 nodes.
+MAX_MESSAGES_PER_S_FROM_A_PEER = 100.0
 SERVE_READ_TIMEOUT_S = 30.0  # for a request's bytes to arrive (the handler may then hold it longer)
 MAX_INBOUND_STREAMS = 256  # requests this node answers at once (long-polls included)
-MAX_INBOUND_PER_PEER = 16
+# Per peer: a relay carries many requesters' requests over its one connection (up to
+# network.relay_max_forwards, 128 by default).
+MAX_INBOUND_PER_PEER = 128
 # GossipSub scoring: each refused entry (P4, decaying) costs 10 points, up to 100 of them; the
 # node's own penalty of a peer (its strikes) is the application score. Under the graylist
 # threshold a peer's gossip is ignored.
@@ -130,13 +142,17 @@ class Libp2pNode:
         self.dht: KadDHT | None = None
         self.pubsub: Pubsub | None = None
         self.heard = HeardEntries(MAX_HEARD_KEYS, MAX_HEARD_PER_KEY, PROVIDER_LOOKUP_EVERY_S)
+        self._lookups: dict[str, trio.Event] = {}  # key -> its DHT lookup in flight (one per key)
         self._provided: dict[str, float] = {}  # key -> when this node last named itself a provider
         self._unwritten: dict[tuple[str, str], bytes] = {}  # (key, subkey) -> newest entry not in the DHT yet
         self._written_at: dict[tuple[str, str], float] = {}
+        self._unpushed: dict[tuple[str, str], bytes] = {}  # (key, subkey) -> newest entry not pushed yet
+        self._pushed_at: dict[tuple[str, str], float] = {}
         self.pushed_entries = 0
         self.refused_pushes = 0
         self._inbound = ConcurrencySlots(MAX_INBOUND_STREAMS, MAX_INBOUND_PER_PEER)
         self.streams_refused = 0
+        self.requests_too_large = 0
 
     @property
     def peer_id(self) -> str:
@@ -155,7 +171,8 @@ class Libp2pNode:
             self.dht = KadDHT(self.host, DHTMode.CLIENT if self.client_mode else DHTMode.SERVER, validator=validator,
                               validator_changed=True, strict_validation=True, max_peers_per_subnet=0)
             router = GossipSub(protocols=[PROTOCOL_ID_V11], degree=6, degree_low=4, degree_high=12,
-                               heartbeat_interval=1, score_params=self._score_params())
+                               heartbeat_interval=1, score_params=self._score_params(),
+                               max_messages_per_topic_per_second=MAX_MESSAGES_PER_S_FROM_A_PEER)
             self.pubsub = Pubsub(self.host, router)
             async with background_trio_service(self.dht), background_trio_service(self.pubsub), \
                     background_trio_service(router):
@@ -163,6 +180,7 @@ class Libp2pNode:
                 subscription = await self.pubsub.subscribe(self.topic)
                 self.thread.spawn(self._receive_pushes, subscription)
                 self.thread.spawn(self._write_to_dht)
+                self.thread.spawn(self._push_loop)
                 started()
                 await trio.sleep_forever()
 
@@ -197,16 +215,35 @@ class Libp2pNode:
                 self.on_pushed(entry.key, entry.subkey)
 
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
-        """Push the entry to every node on the topic now; the DHT gets it from _write_to_dht."""
+        """Push the entry to every node on the topic (at once if its key is new, else at most
+        every PUSH_EVERY_S: _push_loop sends the newest version then); the DHT gets it from
+        _write_to_dht."""
         entry = wire.DhtEntry(key, subkey, value, expiration)
         data = wire.encode_entry(entry)
         if self.validator.check(wire.dht_key(key, subkey), data) is None:
             return False
         self.heard.hear(entry, time.monotonic())
-        assert self.pubsub is not None
-        await self.pubsub.publish(self.topic, data)
+        self._unpushed[(key, subkey)] = data
         self._unwritten[(key, subkey)] = data
+        await self._push_due()
         return True
+
+    async def _push_due(self) -> None:
+        assert self.pubsub is not None
+        for _, data in due_writes(self._unpushed, self._pushed_at, time.monotonic(), PUSH_EVERY_S):
+            await self.pubsub.publish(self.topic, data)
+
+    async def _push_loop(self) -> None:
+        """Push the versions store() held back once they are due; forget old push times."""
+        while True:
+            await trio.sleep(0.5)
+            try:
+                await self._push_due()
+            except Exception as e:  # noqa: BLE001 - the next version is pushed in turn
+                log.debug("pushing failed: %r", e)
+            now = time.monotonic()
+            for old in [k for k, at in self._pushed_at.items() if now - at > 10 * PROVIDE_EVERY_S]:
+                del self._pushed_at[old]
 
     async def _write_to_dht(self) -> None:
         """Write each stored entry's newest version to the DHT, each (key, subkey) at most every
@@ -231,13 +268,27 @@ class Libp2pNode:
             await trio.sleep(0.5)
 
     async def get(self, key: str) -> list[StoredValue]:
-        """The entries heard under `key`, and now and then (HeardEntries.lookup_due) those of its
-        providers not heard from lately, read from the DHT."""
+        """The entries heard under `key`. Now and then (HeardEntries.lookup_due) a DHT lookup of
+        its providers' entries starts in the background; a read waits for it (at most
+        FIRST_LOOKUP_WAIT_S) only while nothing at all is heard of the key. A read never waits on
+        a slow Kademlia round: the node's loops that read (peer records every few seconds) must
+        keep their pace, or every peer's record would lapse behind one slow lookup."""
+        now = time.time()
+        if self.heard.lookup_due(key, now, time.monotonic()) and key not in self._lookups:
+            done = self._lookups[key] = trio.Event()
+            self.thread.spawn(self._look_up, key, done)
+        if not self.heard.unexpired(key, now) and key in self._lookups:
+            with trio.move_on_after(FIRST_LOOKUP_WAIT_S):
+                await self._lookups[key].wait()
+        return [StoredValue(subkey=e.subkey, value=e.value, expiration=e.expiration)
+                for e in self.heard.unexpired(key, time.time()).values()]
+
+    async def _look_up(self, key: str, done: trio.Event) -> None:
+        """Read the entries of `key`'s providers not heard from lately from the DHT."""
         assert self.dht is not None
-        now, clock = time.time(), time.monotonic()
-        if self.heard.lookup_due(key, now, clock):
+        try:
             providers = await self.dht.find_providers(wire.provider_key(key), count=MAX_HEARD_PER_KEY)
-            missing = self.heard.to_fetch(key, [p.peer_id.to_base58() for p in providers], now, clock)
+            missing = self.heard.to_fetch(key, [p.peer_id.to_base58() for p in providers], time.time(), time.monotonic())
             limiter = trio.CapacityLimiter(MAX_CONCURRENT_READS)
 
             async def read(subkey: str) -> None:
@@ -250,8 +301,11 @@ class Libp2pNode:
             async with trio.open_nursery() as nursery:
                 for subkey in missing:
                     nursery.start_soon(read, subkey)
-        return [StoredValue(subkey=e.subkey, value=e.value, expiration=e.expiration)
-                for e in self.heard.unexpired(key, time.time()).values()]
+        except Exception as e:  # noqa: BLE001 - a failed lookup is tried again at the next due read
+            log.debug("looking %s up failed: %r", key, e)
+        finally:
+            del self._lookups[key]
+            done.set()
 
     # --- peers ----------------------------------------------------------------------------
 
@@ -290,11 +344,18 @@ class Libp2pNode:
             requester = stream.muxed_conn.peer_id.to_base58()
             if not self._inbound.acquire(requester):
                 self.streams_refused += 1
-                await _close(stream)  # over this node's bound: the requester sees a closed stream
+                with trio.move_on_after(1):  # the requester reads this after writing its request
+                    await stream.write(encode_varint_prefixed(wire.encode_reply(error="busy: too many requests at once")))
+                await _close(stream)
                 return
             try:
-                with trio.fail_after(SERVE_READ_TIMEOUT_S):
-                    request = await read_varint_prefixed_bytes_limited(stream, wire.MAX_STREAM_BYTES)
+                try:
+                    with trio.fail_after(SERVE_READ_TIMEOUT_S):
+                        request = await read_varint_prefixed_bytes_limited(stream, wire.MAX_REQUEST_BYTES)
+                except MessageTooLarge:
+                    self.requests_too_large += 1
+                    await stream.reset()  # the requester's write fails at once; nothing of it is read
+                    return
                 try:
                     reply = wire.encode_reply(await self.thread.call_asyncio(handler(request, requester)))
                 except Exception as e:  # noqa: BLE001 - the requester gets a reason, the node goes on

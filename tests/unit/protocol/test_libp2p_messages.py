@@ -43,3 +43,5 @@ def test_any_bytes_decode_to_an_entry_within_bounds_or_none(data):
         assert 0 < entry.expiration < 1e11
     reply = wire.decode_reply(data)
     assert reply is None or len(reply[1]) <= wire.MAX_ERROR_CHARS
+
+
