@@ -8,6 +8,7 @@ and writes go to the DHT only now and then too:
 - HeardEntries: entries heard (pushed or read), checked on arrival, newest per (key, subkey),
   bounded; which providers' values a read should fetch, and when a read looks providers up
 - due_writes: which stored entries are due for a DHT write
+- due_pushes: which stored entries are due for a push
 """
 from __future__ import annotations
 
@@ -79,3 +80,19 @@ def due_writes(unwritten: dict, written_at: dict, clock: float, every_s: float) 
     for k in due:
         written_at[k] = clock
     return [(k, unwritten.pop(k)) for k in due]
+
+
+def due_pushes(unpushed: dict, pushed: dict, now: float, every_s: float) -> list:
+    """The (key, subkey) -> DhtEntry items of `unpushed` due for a push at `now` (seconds since
+    the epoch): never pushed, or last pushed `every_s` ago, or sooner once a third of the last
+    pushed version's life has passed (receivers must get the next before it lapses: a record
+    living 8 s is pushed every ~2.7 s, one living 60 s every `every_s`). Each taken is removed
+    from `unpushed` and noted in `pushed` as (now, its expiration)."""
+    due = []
+    for k, entry in unpushed.items():
+        last = pushed.get(k)
+        if last is None or now - last[0] >= min(every_s, (last[1] - last[0]) / 3):
+            due.append(k)
+    for k in due:
+        pushed[k] = (now, unpushed[k].expiration)
+    return [(k, unpushed.pop(k)) for k in due]

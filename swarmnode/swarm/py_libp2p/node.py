@@ -39,7 +39,7 @@ from libp2p.tools.anyio_service import background_trio_service
 from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_bytes_limited
 
 from swarmnode.protocol import libp2p_messages as wire
-from swarmnode.swarm.py_libp2p.entry_book import HeardEntries, due_writes
+from swarmnode.swarm.py_libp2p.entry_book import HeardEntries, due_pushes, due_writes
 from swarmnode.swarm.py_libp2p.trio_thread import TrioThread
 from swarmnode.swarm.ratelimit import ConcurrencySlots
 from swarmnode.swarm.transport import RecordPolicy, RequestFailed, RequestHandler, StoredValue
@@ -55,8 +55,9 @@ FIRST_LOOKUP_WAIT_S = 3.0  # a read of a key nothing is heard of waits this long
 MAX_CONCURRENT_READS = 8  # DHT value lookups one get() runs at once
 PROVIDE_EVERY_S = 60.0  # provider records are renewed this often while a key is written
 DHT_WRITE_EVERY_S = 10.0  # one (key, subkey) is written to the DHT at most this often
-# ... and pushed at most this often (every node re-announces every few seconds; each push costs
-# every node of the mesh a receive, a check and up to D forwards, in Python).
+# ... and pushed at least this often, sooner for short-lived entries (entry_book.due_pushes):
+# every node re-announces every few seconds, and each push costs every node of the mesh a
+# receive, a check and up to D forwards, in Python.
 PUSH_EVERY_S = 5.0
 # GossipSub drops (and penalises) what one peer forwards beyond this rate on a topic. A mesh peer
 # forwards the whole swarm's pushes: 3 kinds per node every PUSH_EVERY_S is 0.6/s per node, so
@@ -146,8 +147,8 @@ class Libp2pNode:
         self._provided: dict[str, float] = {}  # key -> when this node last named itself a provider
         self._unwritten: dict[tuple[str, str], bytes] = {}  # (key, subkey) -> newest entry not in the DHT yet
         self._written_at: dict[tuple[str, str], float] = {}
-        self._unpushed: dict[tuple[str, str], bytes] = {}  # (key, subkey) -> newest entry not pushed yet
-        self._pushed_at: dict[tuple[str, str], float] = {}
+        self._unpushed: dict[tuple[str, str], wire.DhtEntry] = {}  # (key, subkey) -> newest entry not pushed yet
+        self._pushed_at: dict[tuple[str, str], tuple[float, float]] = {}  # -> (when, its expiration)
         self.pushed_entries = 0
         self.refused_pushes = 0
         self._inbound = ConcurrencySlots(MAX_INBOUND_STREAMS, MAX_INBOUND_PER_PEER)
@@ -215,23 +216,23 @@ class Libp2pNode:
                 self.on_pushed(entry.key, entry.subkey)
 
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
-        """Push the entry to every node on the topic (at once if its key is new, else at most
-        every PUSH_EVERY_S: _push_loop sends the newest version then); the DHT gets it from
-        _write_to_dht."""
+        """Push the entry to every node on the topic (at once if its key is new, else when
+        entry_book.due_pushes says: _push_loop sends the newest version then); the DHT gets it
+        from _write_to_dht."""
         entry = wire.DhtEntry(key, subkey, value, expiration)
         data = wire.encode_entry(entry)
         if self.validator.check(wire.dht_key(key, subkey), data) is None:
             return False
         self.heard.hear(entry, time.monotonic())
-        self._unpushed[(key, subkey)] = data
+        self._unpushed[(key, subkey)] = entry
         self._unwritten[(key, subkey)] = data
         await self._push_due()
         return True
 
     async def _push_due(self) -> None:
         assert self.pubsub is not None
-        for _, data in due_writes(self._unpushed, self._pushed_at, time.monotonic(), PUSH_EVERY_S):
-            await self.pubsub.publish(self.topic, data)
+        for _, entry in due_pushes(self._unpushed, self._pushed_at, time.time(), PUSH_EVERY_S):
+            await self.pubsub.publish(self.topic, wire.encode_entry(entry))
 
     async def _push_loop(self) -> None:
         """Push the versions store() held back once they are due; forget old push times."""
@@ -241,8 +242,8 @@ class Libp2pNode:
                 await self._push_due()
             except Exception as e:  # noqa: BLE001 - the next version is pushed in turn
                 log.debug("pushing failed: %r", e)
-            now = time.monotonic()
-            for old in [k for k, at in self._pushed_at.items() if now - at > 10 * PROVIDE_EVERY_S]:
+            now = time.time()
+            for old in [k for k, (at, _) in self._pushed_at.items() if now - at > 10 * PROVIDE_EVERY_S]:
                 del self._pushed_at[old]
 
     async def _write_to_dht(self) -> None:

@@ -1,7 +1,7 @@
 """swarm/py_libp2p/entry_book.py: the libp2p transport's rules for heard entries, DHT reads and
 DHT writes (times and values worked out by hand)."""
 from swarmnode.protocol.libp2p_messages import DhtEntry
-from swarmnode.swarm.py_libp2p.entry_book import HeardEntries, due_writes
+from swarmnode.swarm.py_libp2p.entry_book import HeardEntries, due_pushes, due_writes
 
 K = "swarmnode/s/peers/1"
 
@@ -48,3 +48,17 @@ def test_each_stored_entry_is_written_at_once_then_at_most_every_interval():
     unwritten[("k", "me")] = b"v3"  # only the newest version waits
     assert due_writes(unwritten, written_at, clock=9, every_s=10) == []
     assert due_writes(unwritten, written_at, clock=10, every_s=10) == [(("k", "me"), b"v3")]
+
+
+def test_pushes_are_due_when_new_every_interval_or_at_a_third_of_a_short_life():
+    unpushed, pushed = {("k", "me"): entry("me", expiration=160)}, {}
+    assert [k for k, _ in due_pushes(unpushed, pushed, now=100, every_s=5)] == [("k", "me")]  # new: at once
+    assert pushed == {("k", "me"): (100, 160)} and unpushed == {}
+    unpushed[("k", "me")] = entry("me", expiration=162)
+    assert due_pushes(unpushed, pushed, now=104, every_s=5) == []  # 60 s of life: every 5 s
+    assert [e.expiration for _, e in due_pushes(unpushed, pushed, now=105, every_s=5)] == [162]
+    unpushed[("r", "me")] = entry("me", expiration=108, key="r")  # a record living 8 s
+    due_pushes(unpushed, pushed, now=100, every_s=5)
+    unpushed[("r", "me")] = entry("me", expiration=110, key="r")
+    assert due_pushes(unpushed, pushed, now=102, every_s=5) == []
+    assert len(due_pushes(unpushed, pushed, now=102.7, every_s=5)) == 1  # a third of 8 s: 2.67 s
