@@ -6,13 +6,21 @@ from pathlib import Path
 import pytest
 from google.protobuf import descriptor_pb2
 
-from swarmnode.protocol.generated import envelope_pb2, gradient_summary_pb2, peer_record_pb2, relay_pb2, rollout_batch_pb2
+from swarmnode.protocol.generated import (
+    envelope_pb2,
+    gradient_summary_pb2,
+    libp2p_pb2,
+    peer_record_pb2,
+    relay_pb2,
+    rollout_batch_pb2,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 PROTO_DIR = ROOT / "protocols" / "swarmnode" / "v1"
 MODULES = {
     "envelope.proto": envelope_pb2,
     "gradient_summary.proto": gradient_summary_pb2,
+    "libp2p.proto": libp2p_pb2,
     "peer_record.proto": peer_record_pb2,
     "relay.proto": relay_pb2,
     "rollout_batch.proto": rollout_batch_pb2,
