@@ -166,13 +166,17 @@ class NetworkService:
         return sorted(ids, key=lambda p: p not in self._initial)
 
     async def _reserve(self, relay: str) -> float | None:
-        """Reserve (or renew) on `relay`: the seconds it granted, or None if it refused or failed."""
+        """Reserve (or renew) on `relay`: the seconds it granted, or None if it refused or failed.
+        With the reservation, a circuit slot there too (libp2p: peers punch holes through it)."""
         try:
             raw = await self.transport.request(relay, wire.RELAY_RESERVE_PROTOCOL, wire.reserve_request(), RESERVE_TIMEOUT_S)
         except RequestFailed:
             return None
         response = wire.parse_reserve_response(raw)
-        return response.ttl_s if response is not None and response.granted else None
+        if response is None or not response.granted:
+            return None
+        await self.transport.reserve_circuit(relay)
+        return response.ttl_s
 
     def snapshot(self) -> dict:
         return {
@@ -216,7 +220,8 @@ def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy,
         inner = LibP2PTransport(identity_path=home.p2p_identity, host_maddrs=net.host_maddrs,
                                 announce_maddrs=net.announce_maddrs, client_mode=net.client_mode,
                                 startup_timeout_s=net.p2pd_startup_timeout_s, policy=policy,
-                                swarm=config.swarm.name, peer_penalty=peer_penalty)
+                                swarm=config.swarm.name, peer_penalty=peer_penalty,
+                                relay_slots=net.relay_capacity if net.relay_service else 0)
     else:
         from swarmnode.swarm.hivemind_transport import HivemindTransport
 

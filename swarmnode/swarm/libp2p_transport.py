@@ -30,6 +30,8 @@ from swarmnode.swarm.transport import (
 
 log = logging.getLogger(__name__)
 
+CIRCUIT_CALL_TIMEOUT_S = 15.0  # a circuit reservation (py_libp2p/hole_punch.py bounds it at 10 s)
+
 
 def explain_failure(error: BaseException) -> str:
     """A short reason for a failed dial or request, in the user's terms."""
@@ -62,6 +64,7 @@ class LibP2PTransport(Transport):
         policy: RecordPolicy | None,
         swarm: str,
         peer_penalty: Callable[[str], float] | None = None,
+        relay_slots: int = 0,
     ):
         self._identity_path = identity_path
         self._host_maddrs = host_maddrs
@@ -71,6 +74,7 @@ class LibP2PTransport(Transport):
         self._policy = policy
         self._swarm = swarm
         self._peer_penalty = peer_penalty
+        self._relay_slots = relay_slots
         self._thread = TrioThread("libp2p")
         self._node: Any = None
         self._push_watchers: list[Callable[[str, str], None]] = []
@@ -88,7 +92,8 @@ class LibP2PTransport(Transport):
         self._node = Libp2pNode(thread=self._thread, key_pair=key_pair_from_seed(key.seed_bytes),
                                 listen_maddrs=self._host_maddrs, announce_maddrs=self._announce_maddrs,
                                 client_mode=self._client_mode, swarm=self._swarm, policy=self._policy,
-                                peer_penalty=self._peer_penalty, on_pushed=self._on_pushed)
+                                peer_penalty=self._peer_penalty, on_pushed=self._on_pushed,
+                                relay_slots=self._relay_slots)
         try:
             await self._thread.start(self._node.run, self._startup_timeout_s)
         except asyncio.TimeoutError:
@@ -182,14 +187,37 @@ class LibP2PTransport(Transport):
             reason = explain_failure(e)
             raise RequestFailed(f"connect to {peer_id[:16]}: {reason}", reason) from None
 
+    async def reserve_circuit(self, relay_peer_id: str) -> bool:
+        try:
+            return await asyncio.wait_for(self._thread.call(self._node.reserve_circuit, relay_peer_id),
+                                          CIRCUIT_CALL_TIMEOUT_S)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - without a circuit slot peers still reach it through the relay
+            log.debug("circuit reservation on %s: %s", relay_peer_id[:16], explain_failure(e))
+            return False
+
+    async def punch_hole(self, peer_id: str, relays: tuple[str, ...], timeout: float) -> bool:
+        try:
+            return await asyncio.wait_for(self._thread.call(self._node.punch_hole, peer_id, list(relays)), timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the relays carry the requests instead
+            log.debug("hole punch to %s: %s", peer_id[:16], explain_failure(e))
+            return False
+
     def counters(self) -> dict[str, int]:
         """Entries received on the swarm's GossipSub topic (kept, and refused by the record policy),
-        and request streams closed unanswered (over this node's per-peer or total bound)."""
+        request streams closed unanswered (over this node's per-peer or total bound), and hole
+        punches (DCUtR sessions this node started or answered, and those that ended direct)."""
         node = self._node
         if node is None:
             return {}
+        punching = node.hole_punching
         return {"pushed_entries": node.pushed_entries, "pushed_entries_refused": node.refused_pushes,
-                "streams_refused": node.streams_refused, "requests_too_large": node.requests_too_large}
+                "streams_refused": node.streams_refused, "requests_too_large": node.requests_too_large,
+                "hole_punches_tried": punching.tried if punching else 0,
+                "hole_punches_succeeded": punching.succeeded if punching else 0}
 
 
 async def _sync(fn: Callable[..., Any], *args: Any) -> Any:

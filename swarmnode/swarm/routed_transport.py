@@ -10,6 +10,9 @@ It wraps the real transport and adds four small protocols (protocol/relay_messag
   accepted only from this node's own relays and answered by the same handler as a direct one;
 - ping: an empty answer, to find out now and then whether a relayed peer can be dialled
   directly after all (then requests go direct, and back through its relays if that fails).
+  Before that ping the transport may punch a hole to the peer through one of its relays
+  (py-libp2p: circuit relay v2 and DCUtR; hivemind: nothing), so that the ping finds a direct
+  connection where both NATs allow one.
 
 The node tells it, per peer, what that peer's record says (`route_of`) and which peers hold
 this node's reservations (`my_relays`); node/network.py runs the probes and reservations.
@@ -36,6 +39,7 @@ RELAY_PROTOCOLS = (wire.RELAY_RESERVE_PROTOCOL, wire.RELAY_FORWARD_PROTOCOL, wir
 DIAL_TIMEOUT_S = 2.0  # one dial-back TCP connect
 DIRECT_RETRY_S = 300.0  # how often a relayed peer is tried directly
 MAX_DIRECT_PROBES = 4  # direct tries at once
+PUNCH_TIMEOUT_S = 60.0  # a hole punch before a direct ping (the transport bounds it more tightly)
 REDIAL_S = 30.0  # a peer's record addresses are dialled at most this often
 DIAL_BY_RECORD_TIMEOUT_S = 10.0
 
@@ -118,6 +122,12 @@ class RoutedTransport(Transport):
     async def connect(self, peer_id: str, maddrs: list[str], timeout: float) -> None:
         await self.inner.connect(peer_id, maddrs, timeout)
 
+    async def reserve_circuit(self, relay_peer_id: str) -> bool:
+        return await self.inner.reserve_circuit(relay_peer_id)
+
+    async def punch_hole(self, peer_id: str, relays: tuple[str, ...], timeout: float) -> bool:
+        return await self.inner.punch_hole(peer_id, relays, timeout)
+
     def routing_table_size(self) -> int:
         return self.inner.routing_table_size()
 
@@ -155,7 +165,7 @@ class RoutedTransport(Transport):
                     raise
                 self._direct[peer_id] = (False, now)
                 relays = route(*self.route_of(peer_id), self.peer_id, False)
-        self._maybe_probe_direct(peer_id, now)
+        self._maybe_probe_direct(peer_id, relays, now)
         return await self._through_relays(peer_id, relays, protocol, payload, timeout)
 
     async def _direct_request(self, peer_id: str, protocol: str, payload: bytes, timeout: float) -> bytes:
@@ -203,18 +213,20 @@ class RoutedTransport(Transport):
         if self.failures.failed(peer_id, reason, time.time()):
             log.warning("request to peer %s failed (%s): %s", short_id(peer_id), protocol, reason)
 
-    def _maybe_probe_direct(self, peer_id: str, now: float) -> None:
-        """Now and then, ping a relayed peer directly (in the background): where that works
-        (a port forward, an open firewall) requests stop going through the relay."""
+    def _maybe_probe_direct(self, peer_id: str, relays: tuple[str, ...], now: float) -> None:
+        """At the first request through its relays and then every DIRECT_RETRY_S, punch a hole
+        to a relayed peer and ping it directly (in the background): where that works (a punched
+        hole, a port forward, an open firewall) requests stop going through the relay."""
         last = self._direct.peek(peer_id)
         if (last is not None and now - last[1] < DIRECT_RETRY_S) or len(self._probes) >= MAX_DIRECT_PROBES:
             return
         self._direct[peer_id] = (False, now)
-        task = asyncio.create_task(self._probe_direct(peer_id, now))
+        task = asyncio.create_task(self._probe_direct(peer_id, relays, now))
         self._probes.add(task)
         task.add_done_callback(self._probes.discard)
 
-    async def _probe_direct(self, peer_id: str, now: float) -> None:
+    async def _probe_direct(self, peer_id: str, relays: tuple[str, ...], now: float) -> None:
+        await self.inner.punch_hole(peer_id, relays, PUNCH_TIMEOUT_S)
         try:
             await self.inner.request(peer_id, wire.PING_PROTOCOL, b"", 5.0)
         except RequestFailed:

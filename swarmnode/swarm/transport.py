@@ -114,6 +114,17 @@ class Transport(abc.ABC):
         """The transport's own counts for status (e.g. pushed entries kept and refused)."""
         return {}
 
+    async def reserve_circuit(self, relay_peer_id: str) -> bool:
+        """Hold a circuit relay slot on `relay_peer_id` (a peer that holds this node's swarm relay
+        reservation), so that peers can open a circuit to this node there to punch a hole
+        through its NAT. Whether one is held; a transport without hole punching holds none."""
+        return False
+
+    async def punch_hole(self, peer_id: str, relays: tuple[str, ...], timeout: float) -> bool:
+        """Try for a direct connection to `peer_id` (behind NAT, reachable through `relays`) by
+        hole punching; whether one exists now. A transport without hole punching says False."""
+        return False
+
     @abc.abstractmethod
     async def multiaddrs(self) -> list[str]:
         """Full multiaddrs (with /p2p/<peer id>) other nodes can join through."""

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import multiaddr
 import trio
 from libp2p import new_host
+from libp2p.connection_types import ConnectionType
 from libp2p.crypto.ed25519 import Ed25519PrivateKey
 from libp2p.crypto.keys import KeyPair
 from libp2p.crypto.x25519 import create_new_key_pair as new_x25519_key_pair
@@ -40,6 +41,7 @@ from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_byt
 
 from swarmnode.protocol import libp2p_messages as wire
 from swarmnode.swarm.py_libp2p.entry_book import HeardEntries, due_pushes, due_writes
+from swarmnode.swarm.py_libp2p.hole_punch import HolePunching
 from swarmnode.swarm.py_libp2p.trio_thread import TrioThread
 from swarmnode.swarm.ratelimit import ConcurrencySlots
 from swarmnode.swarm.transport import RecordPolicy, RequestFailed, RequestHandler, StoredValue
@@ -129,7 +131,7 @@ class Libp2pNode:
     def __init__(self, *, thread: TrioThread, key_pair: KeyPair, listen_maddrs: list[str], announce_maddrs: list[str],
                  client_mode: bool, swarm: str, policy: RecordPolicy | None,
                  peer_penalty: Callable[[str], float] | None = None,
-                 on_pushed: Callable[[str, str], None] | None = None):
+                 on_pushed: Callable[[str, str], None] | None = None, relay_slots: int = 0):
         self.thread = thread
         self.key_pair = key_pair
         self.listen_maddrs = [multiaddr.Multiaddr(m) for m in listen_maddrs]
@@ -154,6 +156,8 @@ class Libp2pNode:
         self._inbound = ConcurrencySlots(MAX_INBOUND_STREAMS, MAX_INBOUND_PER_PEER)
         self.streams_refused = 0
         self.requests_too_large = 0
+        self.relay_slots = relay_slots  # circuit reservations this node grants (0: it relays no circuits)
+        self.hole_punching: HolePunching | None = None
 
     @property
     def peer_id(self) -> str:
@@ -175,8 +179,9 @@ class Libp2pNode:
                                heartbeat_interval=1, score_params=self._score_params(),
                                max_messages_per_topic_per_second=MAX_MESSAGES_PER_S_FROM_A_PEER)
             self.pubsub = Pubsub(self.host, router)
+            self.hole_punching = HolePunching(self.host, self.relay_slots)
             async with background_trio_service(self.dht), background_trio_service(self.pubsub), \
-                    background_trio_service(router):
+                    background_trio_service(router), self.hole_punching.running():
                 self.pubsub.set_topic_validator(self.topic, self._push_is_valid, False)
                 subscription = await self.pubsub.subscribe(self.topic)
                 self.thread.spawn(self._receive_pushes, subscription)
@@ -333,10 +338,22 @@ class Libp2pNode:
 
     def remote_ip(self, peer_id: str) -> str | None:
         for connection in self.host.get_network().get_connections(ID.from_base58(peer_id)):
+            if connection.get_connection_type() == ConnectionType.RELAYED:
+                continue  # a circuit's far end is not where the peer's packets come from
             address = connection.muxed_conn.get_remote_address()
             if address:
                 return address[0]
         return None
+
+    # --- hole punching (py_libp2p/hole_punch.py) ------------------------------------------
+
+    async def reserve_circuit(self, relay_id: str) -> bool:
+        assert self.hole_punching is not None
+        return await self.hole_punching.reserve(relay_id)
+
+    async def punch_hole(self, peer_id: str, relays: list[str]) -> bool:
+        assert self.hole_punching is not None
+        return await self.hole_punching.punch(peer_id, relays)
 
     # --- requests -------------------------------------------------------------------------
 

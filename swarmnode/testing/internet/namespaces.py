@@ -145,10 +145,14 @@ def add_default_route(netns: str, via: str) -> None:
     run("ip", "route", "add", "default", "via", via, netns=netns)
 
 
-def make_nat_router(netns: str, wan: str, lan: str) -> None:
-    """Forward LAN -> WAN with source NAT (masquerade); from the WAN only replies come in."""
+def make_nat_router(netns: str, wan: str, lan: str, random_ports: bool = False) -> None:
+    """Forward LAN -> WAN with source NAT (masquerade); from the WAN only replies come in.
+    The router keeps a connection's source port where it can, as most home routers do (what
+    hole punching relies on); `random_ports` gives every connection a random one instead, as
+    some routers and carrier-grade NATs do."""
     run("sysctl", "-q", "-w", "net.ipv4.ip_forward=1", netns=netns)
-    run("iptables", "-t", "nat", "-A", "POSTROUTING", "-o", wan, "-j", "MASQUERADE", netns=netns)
+    masquerade = ["-j", "MASQUERADE", "--random-fully"] if random_ports else ["-j", "MASQUERADE"]
+    run("iptables", "-t", "nat", "-A", "POSTROUTING", "-o", wan, *masquerade, netns=netns)
     run("iptables", "-P", "FORWARD", "DROP", netns=netns)
     run("iptables", "-A", "FORWARD", "-i", lan, "-o", wan, "-j", "ACCEPT", netns=netns)
     run("iptables", "-A", "FORWARD", "-i", wan, "-o", lan, "-m", "conntrack", "--ctstate",

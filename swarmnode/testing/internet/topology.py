@@ -10,7 +10,9 @@
 Addresses: the internet is 198.18.0.0/24 (public hosts from .10, home routers from .101); home
 k's LAN is 198.18.k.0/24 (router .1, hosts from .10). Nothing has a route out of 198.18.0.0/15
 and no namespace is linked to the machine's own network, so no packet leaves. A home router
-masquerades its LAN and lets in only replies (the common home NAT); `uplink_mbit` caps a home's
+masquerades its LAN and lets in only replies (the common home NAT), keeping source ports where
+it can; `random_ports` makes it pick a random source port per connection instead (as some
+routers and carrier-grade NATs do), which defeats hole punching. `uplink_mbit` caps a home's
 link both ways with a token bucket. Every public host name resolves (/etc/hosts in each
 namespace) as `<name>.swarm.test`, for /dns4 addresses.
 """
@@ -104,8 +106,11 @@ class Internet:
         self._write_hosts_files()
         return host
 
-    def add_home(self, name: str, hosts: int = 1, uplink_mbit: float | None = None) -> Home:
-        """A home network: `hosts` machines behind one masquerading router that drops inbound."""
+    def add_home(self, name: str, hosts: int = 1, uplink_mbit: float | None = None,
+                 random_ports: bool = False) -> Home:
+        """A home network: `hosts` machines behind one masquerading router that drops inbound.
+        The router keeps source ports where it can (hole punching works through it);
+        `random_ports` makes it pick a random one per connection (no punch gets through)."""
         index = len(self.homes) + 1
         if index > 200:
             raise ValueError("at most 200 homes fit the address plan")
@@ -116,7 +121,7 @@ class Internet:
         ns.add_address(home.router_ns, "wan", f"{home.wan_address}/24")
         ns.add_bridge(home.router_ns, "lan")
         ns.add_address(home.router_ns, "lan", f"198.18.{index}.1/24")
-        ns.make_nat_router(home.router_ns, wan="wan", lan="lan")
+        ns.make_nat_router(home.router_ns, wan="wan", lan="lan", random_ports=random_ports)
         if uplink_mbit:
             ns.limit_rate(home.router_ns, "wan", uplink_mbit)
             ns.limit_rate(self.core_ns, home.core_dev, uplink_mbit)

@@ -16,6 +16,7 @@ class MemoryTransport(Transport):
 
     def __init__(self, net: dict, name: str, can_dial: set):
         self.net, self.name, self.can_dial, self.handlers, self.dialled = net, name, can_dial, {}, []
+        self.punched = []
         net[name] = self
 
     peer_id = property(lambda self: self.name)
@@ -37,6 +38,13 @@ class MemoryTransport(Transport):
 
     async def remote_ip(self, peer_id):
         return "127.0.0.1"
+
+    async def punch_hole(self, peer_id, relays, timeout):
+        """Where the net says "punchable", a punch leaves a connection, like DCUtR."""
+        self.punched.append((peer_id, relays))
+        if self.net.get("punchable"):
+            self.net.setdefault("connections", set()).add(frozenset((self.name, peer_id)))
+        return bool(self.net.get("punchable"))
 
     async def serve(self, protocol, handler):
         self.handlers[protocol] = handler
@@ -147,5 +155,27 @@ def test_a_public_peer_p2pd_cannot_find_is_dialled_at_its_record_addresses(swarm
         assert await alice.request("relay", "/test/1", b"hi", 5) == b"relay got hi from alice"
         assert alice.inner.dialled == [("relay", ["/ip4/198.18.0.10/tcp/31337/p2p/relay"])]
         assert alice.counters["dialled_by_record"] == 1
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("punchable", [True, False])
+def test_a_relayed_peer_is_punched_through_its_relays_and_then_reached_directly(swarm, punchable):
+    alice, relay, bob, _ = swarm
+    alice.inner.net["punchable"] = punchable
+
+    async def scenario():
+        relay.relaying = True
+        await bob.request("relay", wire.RELAY_RESERVE_PROTOCOL, wire.reserve_request(), 5)
+        bob.my_relays = {"relay"}
+        alice.route_of = lambda peer: (REACHABILITY_PRIVATE, ("relay",))
+        assert await alice.request("bob", "/test/1", b"hi", 5) == b"bob got hi from alice"  # through the relay
+        await asyncio.gather(*alice._probes)  # the punch, then the direct ping
+        assert alice.inner.punched == [("bob", ("relay",))]
+        assert alice.snapshot()["direct_peers"] == (["bob"] if punchable else [])
+        assert await alice.request("bob", "/test/1", b"again", 5) == b"bob got again from alice"
+        # direct once punched; through the relay otherwise (and no second punch within 5 minutes)
+        assert relay.counters["forwarded"] == (1 if punchable else 2)
+        assert alice.inner.punched == [("bob", ("relay",))]
 
     asyncio.run(scenario())
