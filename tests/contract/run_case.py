@@ -20,6 +20,7 @@ from typing import Awaitable, Callable
 from tests.contract.cases_records import records_and_membership
 from tests.contract.cases_requests import rate_limits_at_the_boundary, requests_and_connect
 from tests.contract.cases_restart import restart_after_sigkill
+from tests.contract.cases_stop import stop_closes_connections
 
 Case = Callable[[str, Path], Awaitable[None]]
 CASES: dict[str, Case] = {
@@ -27,6 +28,7 @@ CASES: dict[str, Case] = {
     "requests_and_connect": requests_and_connect,
     "restart_after_sigkill": restart_after_sigkill,
     "rate_limits_at_the_boundary": rate_limits_at_the_boundary,
+    "stop_closes_connections": stop_closes_connections,
 }
 
 

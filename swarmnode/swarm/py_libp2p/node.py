@@ -10,6 +10,7 @@ lowers its sender's peer score, and the node's own strikes against a peer lower 
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -47,6 +48,8 @@ MAX_PUSHED_PER_KEY = 1024  # subkeys (peers) per key
 MAX_CONCURRENT_READS = 8  # DHT value lookups one get() runs at once
 PROVIDE_EVERY_S = 60.0  # provider records are renewed this often while a key is written
 SERVE_READ_TIMEOUT_S = 30.0
+CLOSE_TIMEOUT_S = 5.0  # closing connections and listeners when the node stops
+DROP_EXPIRED_EVERY_S = 10.0  # how often values whose DhtEntry has expired leave the Kademlia store
 # GossipSub scoring: each refused entry (P4, decaying) costs 10 points, up to 100 of them; the
 # node's own penalty of a peer (its strikes) is the application score. Under the graylist
 # threshold a peer's gossip is ignored.
@@ -136,8 +139,28 @@ class Libp2pNode:
                 self.pubsub.set_topic_validator(self.topic, self._push_is_valid, False)
                 subscription = await self.pubsub.subscribe(self.topic)
                 self.thread.spawn(self._receive_pushes, subscription)
+                self.thread.spawn(self._drop_expired_values)
                 started()
-                await trio.sleep_forever()
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    await self._close_connections()
+
+    async def _close_connections(self) -> None:
+        """Close every connection and listener as the node stops. Cancelled, libp2p's own
+        teardown skips it, and in a process that lives on (the hostile peer's personas, tests)
+        the sockets would stay open with nobody reading them: to its peers this node would
+        look connected and never answer, and each of their DHT operations that asked it would
+        wait out libp2p's 10 s query timeouts."""
+        network = self.host.get_network()
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
+            # After cancellation network.close() alone returns at once and leaves the TCP
+            # connections established (seen with `ss`): close the muxed connections first.
+            for connections in list(network.connections.values()):
+                for connection in list(connections):
+                    with contextlib.suppress(Exception):
+                        await connection.muxed_conn.close()
+            await network.close()
 
     def _score_params(self) -> ScoreParams:
         penalty = self.peer_penalty
@@ -178,6 +201,20 @@ class Libp2pNode:
         if old is None or entry.expiration >= old.expiration:
             held[entry.subkey] = entry
             self.pushed_entries += 1
+
+    async def _drop_expired_values(self) -> None:
+        """Drop values from the Kademlia store once their DhtEntry has expired. py-libp2p keeps
+        what a peer PUTs for 24 h whatever the value says, up to 50000 values: the record policy
+        admits at most max_values_per_key peers under each key, but each window brings new keys,
+        so a flood of fresh identities would fill it (~1.5 KB a value, ~70 MiB) within the hour."""
+        assert self.dht is not None
+        values = self.dht.value_store
+        while True:
+            await trio.sleep(DROP_EXPIRED_EVERY_S)
+            now = time.time()
+            for key in [k for k, (record, _) in values.store.items() if _expired(record.value, now)]:
+                del values.store[key]
+                values.local_keys.discard(key)
 
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
         entry = wire.DhtEntry(key, subkey, value, expiration)
@@ -294,6 +331,11 @@ class Libp2pNode:
         if error:
             raise RequestFailed(f"{protocol} to {peer_id[:16]}: {error}", error)
         return payload
+
+
+def _expired(value: bytes, now: float) -> bool:
+    entry = wire.decode_entry(value)
+    return entry is None or entry.expiration <= now
 
 
 async def with_timeout(timeout_s: float, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
