@@ -48,8 +48,9 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", conf
     node: Node | None = None
 
     def peer_penalty(peer: str) -> float:  # read from the transport's thread once the node runs
-        standings = node.standings if node is not None else None
-        return standings.ledger.gossip_penalty(peer, time.time()) if standings is not None else 0.0
+        if node is None or node.standings is None:
+            return 0.0
+        return node.standings.gossip_penalty(peer, time.time())
 
     try:
         node = Node(config, identity, home, lambda policy: make_transport(config, home, policy, peer_penalty),

@@ -150,6 +150,12 @@ class MessageStats:
             return {"accepted": dict(self.accepted), "rejected": dict(self.rejected),
                     "rejected_by_sender": {s: dict(c) for s, c in self._by_sender.items()}}
 
+    def rejected_from(self, sender: str) -> int:
+        """How many of `sender`'s messages were rejected (0 for a sender no longer tracked)."""
+        with self._lock:
+            counts = self._by_sender.get(sender)
+            return sum(counts.values()) if counts is not None else 0
+
     @property
     def rejected_by_sender(self) -> dict[str, Counter]:
         """A copy: per verified sender, its rejections by reason."""

@@ -22,6 +22,7 @@ from tests.contract.cases_records import records_and_membership
 from tests.contract.cases_requests import rate_limits_at_the_boundary, requests_and_connect
 from tests.contract.cases_restart import restart_after_sigkill
 from tests.contract.cases_start import start_on_a_taken_port_fails_in_one_line
+from tests.contract.cases_stop import stop_closes_connections
 
 Case = Callable[[str, Path], Awaitable[None]]
 CASES: dict[str, Case] = {
@@ -31,6 +32,7 @@ CASES: dict[str, Case] = {
     "rate_limits_at_the_boundary": rate_limits_at_the_boundary,
     "pushed_values_reach_watchers": pushed_values_reach_watchers,
     "start_on_a_taken_port_fails_in_one_line": start_on_a_taken_port_fails_in_one_line,
+    "stop_closes_connections": stop_closes_connections,
 }
 
 

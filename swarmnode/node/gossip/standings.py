@@ -38,6 +38,9 @@ def saved_trust(rows: list[StandingRow]) -> list[tuple[str, float, int]]:
     return [(row.peer, row.trust_score, row.trust_judged) for row in rows if row.trust_score is not None]
 
 
+REJECTIONS_PENALTY_CAP = 60.0  # rejected messages counted in a GossipSub penalty
+
+
 class PeerStandings:
     """The ledger of every peer (accepted, rejected, cursor, ignored until), `blame` for what a
     peer sent wrong, and the SQLite files that keep both: `received` (accepted groups and
@@ -91,6 +94,14 @@ class PeerStandings:
             log.warning("ignoring peer %s for %gs: %d rejected groups within %gs", peer, cfg.ignore_s,
                         cfg.strike_limit + 1, cfg.strike_window_s)
             self.save_now(peer)
+
+    def gossip_penalty(self, peer: str, now: float) -> float:
+        """What this node holds against `peer`, as a GossipSub application-score penalty: its
+        strikes (SenderLedger.gossip_penalty: IGNORED_PENALTY while ignored) plus its rejected
+        messages, at most REJECTIONS_PENALTY_CAP of them. A few bad messages cost a little; an
+        ignored peer, or one with 50 rejections, is past the graylist threshold (-50)."""
+        rejections = min(float(self.stats.rejected_from(peer)), REJECTIONS_PENALTY_CAP)
+        return self.ledger.gossip_penalty(peer, now) + rejections
 
     def blame_implausible(self, senders: dict[str, int]) -> None:
         """The trainer's verdict on peers' samples whose log-probs inflate their weight."""

@@ -10,6 +10,7 @@ lowers its sender's peer score, and the node's own strikes against a peer lower 
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import socket
@@ -32,7 +33,7 @@ from libp2p.protocol_muxer.exceptions import MultiselectClientError
 from libp2p.peer.peerinfo import PeerInfo
 from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
 from libp2p.pubsub.pubsub import Pubsub
-from libp2p.pubsub.score import ScoreParams, TopicScoreParams
+from libp2p.pubsub.score import ScoreParams
 from libp2p.records.validator import NamespacedValidator, Validator
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
@@ -71,11 +72,16 @@ MAX_INBOUND_STREAMS = 256  # requests this node answers at once (long-polls incl
 # Per peer: a relay carries many requesters' requests over its one connection (up to
 # network.relay_max_forwards, 128 by default).
 MAX_INBOUND_PER_PEER = 128
-# GossipSub scoring: each refused entry (P4, decaying) costs 10 points, up to 100 of them; the
-# node's own penalty of a peer (its strikes) is the application score. Under the graylist
-# threshold a peer's gossip is ignored.
-INVALID_MESSAGE_PENALTY = 10.0
-INVALID_MESSAGE_CAP = 100.0
+CLOSE_TIMEOUT_S = 5.0  # closing connections and listeners when the node stops
+DROP_EXPIRED_EVERY_S = 10.0  # how often values whose DhtEntry has expired leave the Kademlia store
+# GossipSub scoring: the application score is what this node holds against a peer, its
+# rejections of messages the peer signed and its strikes (node/runner.py, peer_penalty); under
+# the graylist threshold the peer's gossip is ignored. Not GossipSub's own invalid-message
+# score (P4): it charges the peer that *forwarded* a refused entry, and a refusal can depend on
+# this node's own state (a key already holding max_values_per_key peers), which GossipSub v1.1
+# would "ignore" but py-libp2p 0.8.1 can only "reject": in an identity flood that graylisted the
+# honest peers that forwarded flood entries they still had room for, and their pushes stopped
+# (measured: tests/integration/test_hostile_peer_cannot_stop_training.py on libp2p).
 GRAYLIST_THRESHOLD = -50.0
 
 
@@ -187,8 +193,28 @@ class Libp2pNode:
                 self.thread.spawn(self._receive_pushes, subscription)
                 self.thread.spawn(self._write_to_dht)
                 self.thread.spawn(self._push_loop)
+                self.thread.spawn(self._drop_expired_values)
                 started()
-                await trio.sleep_forever()
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    await self._close_connections()
+
+    async def _close_connections(self) -> None:
+        """Close every connection and listener as the node stops. Cancelled, libp2p's own
+        teardown skips it, and in a process that lives on (the hostile peer's personas, tests)
+        the sockets would stay open with nobody reading them: to its peers this node would
+        look connected and never answer, and each of their DHT operations that asked it would
+        wait out libp2p's 10 s query timeouts."""
+        network = self.host.get_network()
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
+            # After cancellation network.close() alone returns at once and leaves the TCP
+            # connections established (seen with `ss`): close the muxed connections first.
+            for connections in list(network.connections.values()):
+                for connection in list(connections):
+                    with contextlib.suppress(Exception):
+                        await connection.muxed_conn.close()
+            await network.close()
 
     def _score_params(self) -> ScoreParams:
         penalty = self.peer_penalty
@@ -196,8 +222,7 @@ class Libp2pNode:
         def app_score(peer: ID) -> float:
             return -penalty(peer.to_base58()) if penalty is not None else 0.0
 
-        invalid = TopicScoreParams(weight=INVALID_MESSAGE_PENALTY, cap=INVALID_MESSAGE_CAP, decay=0.9)
-        return ScoreParams(p4_invalid_messages=invalid, app_specific_score_fn=app_score, p6_appl_slack_weight=1.0,
+        return ScoreParams(app_specific_score_fn=app_score, p6_appl_slack_weight=1.0,
                            graylist_threshold=GRAYLIST_THRESHOLD,
                            gossip_threshold=GRAYLIST_THRESHOLD / 2, publish_threshold=GRAYLIST_THRESHOLD / 2)
 
@@ -219,6 +244,20 @@ class Libp2pNode:
             self.pushed_entries += 1
             if self.heard.hear(entry, time.monotonic()) and self.on_pushed is not None and entry.subkey != self.peer_id:
                 self.on_pushed(entry.key, entry.subkey)
+
+    async def _drop_expired_values(self) -> None:
+        """Drop values from the Kademlia store once their DhtEntry has expired. py-libp2p keeps
+        what a peer PUTs for 24 h whatever the value says, up to 50000 values: the record policy
+        admits at most max_values_per_key peers under each key, but each window brings new keys,
+        so a flood of fresh identities would fill it (~1.5 KB a value, ~70 MiB) within the hour."""
+        assert self.dht is not None
+        values = self.dht.value_store
+        while True:
+            await trio.sleep(DROP_EXPIRED_EVERY_S)
+            now = time.time()
+            for key in [k for k, (record, _) in values.store.items() if _expired(record.value, now)]:
+                del values.store[key]
+                values.local_keys.discard(key)
 
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
         """Push the entry to every node on the topic (at once if its key is new, else when
@@ -433,3 +472,8 @@ async def resolve_dns(maddr: str) -> list[str]:
         name = protocol or ("ip6" if info_family == socket.AF_INET6 else "ip4")
         found.append(f"/{name}/{address[0]}/{rest}")
     return list(dict.fromkeys(found))
+
+
+def _expired(value: bytes, now: float) -> bool:
+    entry = wire.decode_entry(value)
+    return entry is None or entry.expiration <= now

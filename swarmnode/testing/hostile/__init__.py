@@ -1,6 +1,6 @@
 """Hostile peers for swarmnode: real processes with valid, signed identities that speak the real
-protocol (hivemind DHT + p2pd on 127.0.0.1, the rollout and summary request streams) and attack
-one node.
+protocol (the victim swarm's transport on 127.0.0.1: hivemind's DHT + p2pd, or py-libp2p's
+Kademlia + GossipSub; the rollout and summary request streams) and attack one node.
 
 Two kinds of attacker live here:
 
@@ -12,7 +12,9 @@ Two kinds of attacker live here:
 Which file holds what:
 
 - `peer.py`: the peer process (`HostilePeer`, `main`), its personas (`Persona`: one identity +
-  p2pd each) and the served `Outbox`;
+  transport each) and the served `Outbox`;
+- `persona_transport.py`: a persona's transport by kind (`--transport hivemind|libp2p`, each
+  library imported only in its own branch) and its direct stores into the victim;
 - `groups.py`: the batch crafter (`Crafter`): real task items, token ids and true log-probs;
 - `crafting.py`: what the attacks share: the attack registry (`attack`, `Expectation`), crafted
   batches, raw envelopes/records/announcements that the builders would refuse to make;

@@ -152,7 +152,12 @@ def raw_announcement(identity: NodeIdentity, window: int, now: float, **fields: 
 
 async def store_everywhere(p: Persona, victim: str, values: list[tuple[str, str, bytes, float]]) -> Counter:
     """Store each value straight into the victim's DHT node and through the DHT (which reaches
-    this persona's own node too, from where the victim's reads find it). Returns outcomes."""
+    this persona's own node too, from where the victim's reads find it; on libp2p the store
+    through the DHT also pushes it on the swarm's GossipSub topic). Returns outcomes.
+
+    The rejection an attack expects is counted when the victim's record policy judges a value,
+    which both kinds do as it is stored into the victim (and again, from its verdict cache,
+    when read), so the attacks' expectations are the same for both (persona_transport.py)."""
     outcomes: Counter = Counter()
     verdicts = await p.store_direct(victim, values)
     for ok in verdicts or [None] * len(values):

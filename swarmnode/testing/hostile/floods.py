@@ -40,7 +40,8 @@ async def stall(peer: HostilePeer, args: argparse.Namespace) -> dict[str, Any]:
 @attack("announce_flood", Expectation())
 async def announce_flood(peer: HostilePeer, args: argparse.Namespace) -> dict[str, Any]:
     """Its announcement re-signed and re-stored into the victim's DHT node as fast as it goes
-    (16 stores in flight), every other one with an ever larger batch range."""
+    (16 stores in flight), every other one with an ever larger batch range (on libp2p each one
+    also pushed on the swarm's GossipSub topic)."""
     p = await peer.new_persona("announce-flood")
     p.serve_fn = lambda after, max_batches, remote: p.respond([])
     outcomes: Counter = Counter()
@@ -51,8 +52,10 @@ async def announce_flood(peer: HostilePeer, args: argparse.Namespace) -> dict[st
 
     async def one(value: bytes, key: str, expiration: float) -> None:
         try:
-            verdicts = await p.store_direct(peer.victim_id, [(key, p.peer_id, value, expiration)])
+            item = [(key, p.peer_id, value, expiration)]
+            verdicts = await p.store_direct(peer.victim_id, item)
             outcomes["stored" if verdicts and verdicts[0] else ("refused" if verdicts else "no_answer")] += 1
+            await p.push(peer.victim_id, item)  # libp2p: how values reach its reads (persona_transport.py)
         finally:
             slots.release()
 
@@ -106,7 +109,9 @@ async def request_flood(peer: HostilePeer, args: argparse.Namespace) -> dict[str
 async def identity_flood(peer: HostilePeer, args: argparse.Namespace) -> dict[str, Any]:
     """--identities fresh valid identities (node key + libp2p key each), each with a signed
     PeerRecord and announcement stored straight into the victim's DHT node under the current
-    window's keys, 100 values per store RPC, 4 RPCs in flight, living as long as a value may."""
+    window's keys, 100 values per store RPC, 4 RPCs in flight, living as long as a value may (on
+    libp2p: one PUT_VALUE per value, 8 in flight per RPC's worth, and every value pushed on the
+    swarm's GossipSub topic too)."""
     p = await peer.new_persona("identity-flood")
     outcomes: Counter = Counter()
     slots = asyncio.Semaphore(4)
@@ -124,6 +129,7 @@ async def identity_flood(peer: HostilePeer, args: argparse.Namespace) -> dict[st
             else:
                 outcomes["stored"] += sum(1 for v in verdicts if v)
                 outcomes["refused"] += sum(1 for v in verdicts if not v)
+            await p.push(peer.victim_id, values)  # libp2p: how values reach its reads (persona_transport.py)
         finally:
             slots.release()
 

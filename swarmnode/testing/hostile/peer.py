@@ -1,14 +1,17 @@
-"""The hostile peer process: real identities, real p2pd, the real wire protocol, crafted payloads.
+"""The hostile peer process: real identities, real transports, the real wire protocol, crafted payloads.
 
     python -m swarmnode.testing.hostile.peer --initial-peer MADDR --swarm swarmnode-local --window-s 10 \\
-        --attack int_overflow,replay --seconds 5 --out result.json
+        --attack int_overflow,replay --seconds 5 --out result.json [--transport libp2p]
 
-MADDR is the victim's full multiaddr (its peer id is the /p2p/ part). The process starts a main
-persona (a fresh NodeIdentity: node key + libp2p key, its own p2pd on 127.0.0.1, a DHT node that
-joins through MADDR and keeps a valid signed PeerRecord in the swarm's DHT), then gives every
-attack a persona of its own (a fresh identity and p2pd), so the victim's standing of one attack
+MADDR is the victim's full multiaddr (its peer id is the /p2p/ part). --transport is the victim
+swarm's network.transport: hivemind (the default: p2pd and hivemind's DHT) or libp2p (py-libp2p
+in this process: Kademlia, GossipSub); one process runs one kind (swarmnode/testing/hostile/
+persona_transport.py). The process starts a main persona (a fresh NodeIdentity: node key +
+libp2p key, its own transport on 127.0.0.1, a DHT node that joins through MADDR and keeps a
+valid signed PeerRecord in the swarm's DHT), then gives every attack a persona of its own (a
+fresh identity and transport), so the victim's standing of one attack
 (cursor, strikes, ignore) does not hide the next and each rejection names its attack. Some
-attacks also mint throw-away identities with no p2pd behind them (records, announcements).
+attacks also mint throw-away identities with no transport behind them (records, announcements).
 
 A persona serves crafted batches on ROLLOUT_PROTOCOL the way a node's outbox does (the victim
 fetches them: RolloutGossip._fetch_from) and announces them in the DHT under the swarm's keys.
@@ -54,6 +57,13 @@ from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL
 from swarmnode.swarm.transport import RequestFailed
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index, windows_to_read
 from swarmnode.testing.hostile.groups import Crafter
+from swarmnode.testing.hostile.persona_transport import (
+    KINDS,
+    LIBP2P_MESH_WAIT_S,
+    open_persona_transport,
+    push,
+    store_direct,
+)
 
 log = logging.getLogger("hostile")
 
@@ -61,9 +71,9 @@ RECORD_TTL_S = 8.0  # like configs/local.yaml's records.ttl_s
 ANNOUNCE_TTL_S = 8.0
 RECORD_INTERVAL_S = 2.0
 ANNOUNCE_INTERVAL_S = 1.0
-# What "messages sent" adds up: values stored into DHT nodes, requests made, fetch responses
-# served and batch envelopes inside them.
-MESSAGE_KINDS = ("dht_stores", "requests", "fetch_responses", "batch_envelopes")
+# What "messages sent" adds up: values stored into DHT nodes (and pushed on libp2p's GossipSub
+# topic), requests made, fetch responses served and batch envelopes inside them.
+MESSAGE_KINDS = ("dht_stores", "pushes", "requests", "fetch_responses", "batch_envelopes")
 
 
 def say(message: str) -> None:
@@ -95,13 +105,12 @@ SummaryFn = Callable[[bytes, str], Any]  # (request bytes, remote peer id) -> re
 
 
 class Persona:
-    """One identity with its own p2pd and DHT node: publishes a PeerRecord, announces a batch-id
-    range, and answers ROLLOUT_PROTOCOL requests with whatever `serve_fn` returns."""
+    """One identity with its own transport (p2pd and a hivemind DHT node, or a py-libp2p host):
+    publishes a PeerRecord, announces a batch-id range, and answers ROLLOUT_PROTOCOL requests
+    with whatever `serve_fn` returns."""
 
     def __init__(self, name: str, workdir: Path, swarm: str, window_s: float, model_fingerprint: str,
-                 base_fingerprint: str = ""):
-        from swarmnode.swarm.hivemind_transport import HivemindTransport
-
+                 base_fingerprint: str = "", transport_kind: str = "hivemind"):
         self.name = name
         key_path = workdir / f"{name}.p2p.key"
         create_p2p_identity(key_path)
@@ -110,10 +119,9 @@ class Persona:
         self.window_s = window_s
         self.model_fingerprint = model_fingerprint
         self.base_fingerprint = base_fingerprint  # in its PeerRecord: "" unless summary attacks run
-        self.transport = HivemindTransport(
-            identity_path=key_path, host_maddrs=["/ip4/127.0.0.1/tcp/0"], announce_maddrs=[], client_mode=False,
-            startup_timeout_s=30.0, use_relay=False, auto_nat=False, wait_timeout_s=2.0, policy=None,
-        )
+        self.transport_kind = transport_kind
+        self.transport = open_persona_transport(transport_kind, key_path, swarm)
+        self._mesh_wait_s = LIBP2P_MESH_WAIT_S
         self.serve_fn: ServeFn | None = None
         self.announce_range: tuple[int, int] | None = None
         self.summary_fn: SummaryFn | None = None  # answers SUMMARY_PROTOCOL requests (None: "not held")
@@ -196,26 +204,29 @@ class Persona:
             return False
 
     async def store_direct(self, peer_id: str, items: list[tuple[str, str, bytes, float]]) -> list[bool] | None:
-        """One DHT store RPC straight to `peer_id` carrying many (key, subkey, value, expiration)
-        items; returns the remote's verdict per item (None: no answer)."""
-        from hivemind.dht.routing import DHTID
-        from hivemind.p2p import PeerID
-
-        node = self.transport._node  # noqa: SLF001 - the attacker speaks the DHT RPC directly
-        protocol = node.protocol
+        """Many (key, subkey, value, expiration) items stored straight into `peer_id`'s DHT node
+        (one store RPC on hivemind, one PUT_VALUE each on libp2p); returns the remote's verdict
+        per item (None: no answer). See persona_transport.py for what a verdict means per kind."""
         self.sent["dht_stores"] += len(items)
-        self.sent["dht_store_rpcs"] += 1
+        self.sent["dht_store_rpcs"] += 1 if self.transport_kind == "hivemind" else len(items)
         try:
-            return await protocol.call_store(
-                PeerID.from_base58(peer_id),
-                keys=[DHTID.generate(source=k) for k, _, _, _ in items],
-                values=[protocol.serializer.dumps(v) for _, _, v, _ in items],
-                expiration_time=[e for _, _, _, e in items],
-                subkeys=[s for _, s, _, _ in items],
-            )
+            return await store_direct(self.transport_kind, self.transport, peer_id, items)
         except Exception as e:  # noqa: BLE001
             log.debug("direct store failed: %r", e)
             return None
+
+    async def push(self, peer_id: str, items: list[tuple[str, str, bytes, float]]) -> None:
+        """libp2p: the items published on the swarm's GossipSub topic too, so that they reach the
+        victim's reads as a direct store does on hivemind (persona_transport.py says why)."""
+        # Only the first push waits for the victim to join this persona's mesh: one that
+        # graylists the persona never will, and a flood must not wait on every push.
+        wait_s, self._mesh_wait_s = self._mesh_wait_s, 0.0
+        try:
+            pushed = await push(self.transport_kind, self.transport, peer_id, items, wait_s)
+        except Exception as e:  # noqa: BLE001 - a failed push is an outcome, not an error
+            log.debug("push failed: %r", e)
+            return
+        self.sent["pushes"] += pushed or 0
 
     def peer_record(self, identity: NodeIdentity | None = None, ttl_s: float = RECORD_TTL_S, now: float | None = None) -> bytes:
         identity = identity or self.identity
@@ -352,7 +363,7 @@ class HostilePeer:
     def persona(self, name: str) -> Persona:
         self._count += 1
         return Persona(f"{self._count:02d}-{name}", self.workdir, self.swarm, self.window_s, self.crafter.model_fingerprint,
-                       self.base_fingerprint)
+                       self.base_fingerprint, self.args.transport)
 
     async def new_persona(self, name: str) -> Persona:
         p = self.persona(name)
@@ -386,7 +397,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from swarmnode.testing.hostile.attacks import ATTACKS, expand
 
     names = expand(args.attack)
-    say(f"loading the bundled policy; attacks: {', '.join(names)}")
+    say(f"loading the bundled policy; transport {args.transport}; attacks: {', '.join(names)}")
     peer = HostilePeer(args)
     result: dict[str, Any] = {"victim": peer.victim_id, "attacks": {}, "errors": {}}
     if args.base_fingerprint or any(ATTACKS[n].__module__.endswith("summary_attacks") for n in names):
@@ -435,6 +446,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--initial-peer", required=True, help="the victim's full multiaddr (/ip4/.../tcp/.../p2p/<id>)")
     p.add_argument("--swarm", default="swarmnode-local", help="swarm name (the victim's swarm.name)")
+    p.add_argument("--transport", choices=KINDS, default="hivemind",
+                   help="the victim swarm's network.transport (what every persona runs on)")
     p.add_argument("--window-s", type=float, default=10.0, help="the victim's swarm.window_s")
     p.add_argument("--attack", default="all", help="comma-separated attack names, 'all', 'mixed' or 'summaries' (see attacks.py)")
     p.add_argument("--seconds", type=float, default=6.0, help="most time one attack takes (floods take all of it)")

@@ -172,11 +172,13 @@ def counter_delta(after: dict[str, int], before: dict[str, int]) -> dict[str, in
 
 
 def hostile_command(maddr: str, attacks: str, out: Path, *, swarm: str = "swarmnode-local", window_s: float = 10.0,
-                    seconds: float = 5.0, identities: int = 2000, total_seconds: float = 0.0,
+                    seconds: float = 5.0, identities: int = 2000, total_seconds: float = 0.0, transport: str = "hivemind",
                     extra: list[str] | None = None) -> list[str]:
+    """The hostile peer's command line; `transport` is the victim swarm's network.transport."""
     return [sys.executable, "-m", "swarmnode.testing.hostile.peer", "--initial-peer", maddr, "--swarm", swarm,
             "--window-s", str(window_s), "--attack", attacks, "--seconds", str(seconds), "--identities",
-            str(identities), "--total-seconds", str(total_seconds), "--out", str(out), *(extra or [])]
+            str(identities), "--total-seconds", str(total_seconds), "--transport", transport, "--out", str(out),
+            *(extra or [])]
 
 
 def start_hostile(command: list[str], log_path: Path) -> subprocess.Popen:
