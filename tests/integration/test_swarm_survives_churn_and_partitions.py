@@ -3,13 +3,21 @@ partition: a home SIGKILLed and restarted resumes from its checkpoint and shares
 public node (initial peer and relay) SIGKILLed and restarted is found again and relays again; a
 home cut off for a while trains on alone and shares again after the heal. Survivors never wait.
 Real daemons, real p2pd, real NAT, real SIGKILLs."""
+import yaml
+
 from swarmnode.testing.internet import InternetNode
 from tests.integration.conftest import wait_until
 from tests.integration.test_nodes_behind_nat_share import PORT, accepted_from, internet_config
 
 
+CHECKPOINT_EVERY = 20  # early enough that the test need not wait long for bob's first checkpoint
+
+
 def test_survivors_keep_training_and_everyone_shares_again(internet, tmp_path):
     config = internet_config(tmp_path)
+    settings = yaml.safe_load(config.read_text())
+    settings["training"]["checkpoint_every"] = CHECKPOINT_EVERY
+    config.write_text(yaml.safe_dump(settings))
     boot_host = internet.add_public_host("boot")
     alice_host, bob_host = internet.add_home("alice").hosts[0], internet.add_home("bob").hosts[0]
     boot = InternetNode(internet, boot_host, tmp_path / "boot", config)
@@ -37,8 +45,8 @@ def test_survivors_keep_training_and_everyone_shares_again(internet, tmp_path):
     shares_again("bob", "alice", 0)
 
     # A home dies (SIGKILL) and comes back: it resumes from its checkpoint and shares again.
-    wait_until(lambda: (status("bob").get("training") or {}).get("policy_version", 0) >= 50, timeout=120,
-               what="bob's first checkpoint (checkpoint_every 50)")
+    wait_until(lambda: (status("bob").get("training") or {}).get("policy_version", 0) >= CHECKPOINT_EVERY, timeout=120,
+               what=f"bob's first checkpoint (checkpoint_every {CHECKPOINT_EVERY})")
     bob.kill()
     alice_steps = steps("alice")
     wait_until(lambda: steps("alice") > alice_steps + 5, timeout=30, what="alice to train on while bob is gone")
@@ -46,7 +54,7 @@ def test_survivors_keep_training_and_everyone_shares_again(internet, tmp_path):
     bob.wait_ready()
     resumed = wait_until(lambda: (status("bob").get("training") or {}).get("policy_version"), timeout=60,
                          what="bob's trainer to report the policy version it resumed from")
-    assert resumed >= 50
+    assert resumed >= CHECKPOINT_EVERY
     from_bob = accepted_from(status("alice"), ids["bob"])
     shares_again("alice", "bob", from_bob)
     shares_again("bob", "alice", 0)  # a restarted node's counters start again
