@@ -22,7 +22,9 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
 fi
 STAMP="$VENV/.swarmnode-install-stamp"
 WANT="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! "$PY" -c "import swarmnode, hivemind" 2>/dev/null; then
+# hivemind and libp2p cannot share one process: each is checked in its own
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! "$PY" -c "import swarmnode, hivemind" 2>/dev/null \
+    || ! "$PY" -c "import libp2p" 2>/dev/null; then
   echo "[setup] installing swarmnode and its dependencies into $VENV"
   quiet_pip install --quiet -e "$ROOT[dev,experiments]"  # experiments: the plotting scripts' matplotlib
   echo "$WANT" > "$STAMP"
