@@ -22,7 +22,14 @@ from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, chec
 from swarmnode.protocol.versions import VersionRange, common_version
 from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.transport import StoredValue
-from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index
+from swarmnode.swarm.windows import (
+    peer_records_key,
+    rollouts_key,
+    rollouts_prefix,
+    summaries_key,
+    summaries_prefix,
+    window_index,
+)
 
 
 def short_id(peer_id: str) -> str:
@@ -367,9 +374,9 @@ class RecordIntake:
         if subkey not in held and len(held) >= self.max_values_per_key:
             self.values_over_key_cap += 1
             return False
-        if key.startswith(f"swarmnode/{self.swarm}/rollouts/"):
+        if key.startswith(rollouts_prefix(self.swarm)):
             ok = self.judge_announcement(subkey, value, expiration, now) is not None
-        elif key.startswith(f"swarmnode/{self.swarm}/summaries/"):
+        elif key.startswith(summaries_prefix(self.swarm)):
             ok = self.judge_summary_announcement(subkey, value, expiration, now) is not None
         else:
             ok = self.judge(subkey, value, expiration, now) is not None

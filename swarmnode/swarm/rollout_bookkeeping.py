@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.swarm.lru_map import LRUMap
+from swarmnode.swarm.ratelimit import ConcurrencySlots
 
 ROLLOUT_PROTOCOL = "swarmnode/v1/rollouts"
 MAX_BATCHES_PER_FETCH = 16
@@ -120,29 +121,21 @@ def parse_rollout_fetch_request(data: bytes) -> rollout_batch_pb2.RolloutFetchRe
         return None
 
 
-class HeldRequests:
+class HeldRequests(ConcurrencySlots):
     """Which peers' long-polls this node holds: at most one per peer and `capacity` in all, so a
     stranger (or a flood of fresh identities) cannot pin handlers open; a request over either
     bound is answered at once. Keyed by the libp2p-authenticated peer id; entries exist only
     while held, so the map is bounded by `capacity`. Event-loop only (not thread-safe)."""
 
     def __init__(self, capacity: int):
-        self.capacity = capacity
-        self._held: set[str] = set()
+        super().__init__(total=capacity, per_peer=1)
         self.refused = 0  # long-polls answered at once for want of a slot
 
     def acquire(self, peer_id: str) -> bool:
-        if peer_id in self._held or len(self._held) >= self.capacity:
-            self.refused += 1
-            return False
-        self._held.add(peer_id)
-        return True
-
-    def release(self, peer_id: str) -> None:
-        self._held.discard(peer_id)
-
-    def __len__(self) -> int:
-        return len(self._held)
+        if super().acquire(peer_id):
+            return True
+        self.refused += 1
+        return False
 
 
 def idle_exponent_cap(long_poll_s: float, fetch_interval_s: float) -> int:

@@ -14,14 +14,24 @@ def peer_records_key(swarm: str, window: int) -> str:
     return f"swarmnode/{swarm}/peers/{window}"
 
 
+def rollouts_prefix(swarm: str) -> str:
+    """What every window's rollouts_key starts with."""
+    return f"swarmnode/{swarm}/rollouts/"
+
+
 def rollouts_key(swarm: str, window: int) -> str:
     """DHT key under which nodes announce the rollout batches they serve (subkey = peer id)."""
-    return f"swarmnode/{swarm}/rollouts/{window}"
+    return f"{rollouts_prefix(swarm)}{window}"
+
+
+def summaries_prefix(swarm: str) -> str:
+    """What every window's summaries_key starts with."""
+    return f"swarmnode/{swarm}/summaries/"
 
 
 def summaries_key(swarm: str, window: int) -> str:
     """DHT key under which nodes announce the gradient summary they serve (subkey = peer id)."""
-    return f"swarmnode/{swarm}/summaries/{window}"
+    return f"{summaries_prefix(swarm)}{window}"
 
 
 def windows_to_read(current: int) -> tuple[int, int]:

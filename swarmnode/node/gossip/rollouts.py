@@ -48,7 +48,7 @@ from swarmnode.swarm.rollout_bookkeeping import (
     parse_rollout_fetch_response,
 )
 from swarmnode.swarm.transport import RequestFailed, Transport
-from swarmnode.swarm.windows import rollouts_key, window_index
+from swarmnode.swarm.windows import rollouts_key, rollouts_prefix, window_index
 from swarmnode.trainer.wire import groups_to_batch
 
 log = logging.getLogger("swarmnode.gossip")
@@ -114,7 +114,7 @@ class RolloutGossip:
         """A peer's value arrived by push (libp2p's GossipSub): a peer not known yet announced
         batches, so the next fetch round reads the announcements instead of waiting for the
         discovery interval."""
-        if key.startswith(rollouts_key(self.config.swarm.name, 0)[:-1]) and subkey not in self._known:
+        if key.startswith(rollouts_prefix(self.config.swarm.name)) and subkey not in self._known:
             self.receiver.reread_announcements = True
 
     def close(self) -> None:

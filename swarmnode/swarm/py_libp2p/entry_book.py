@@ -9,11 +9,12 @@ and writes go to the DHT only now and then too:
   bounded; which providers' values a read should fetch, and when a read looks providers up
 - due_writes: which stored entries are due for a DHT write
 - due_pushes: which stored entries are due for a push
+- forget_older: drop the times kept per key once they are old
 """
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from swarmnode.protocol.libp2p_messages import DhtEntry
 
@@ -56,8 +57,7 @@ class HeardEntries:
         if self.unexpired(key, now) and clock - self._looked_up.get(key, -self.lookup_every_s) < self.lookup_every_s:
             return False
         self._looked_up[key] = clock
-        for old in [k for k, at in self._looked_up.items() if clock - at > 10 * self.lookup_every_s]:
-            del self._looked_up[old]
+        forget_older(self._looked_up, clock - 10 * self.lookup_every_s)
         return True
 
     def to_fetch(self, key: str, providers: Iterable[str], now: float, clock: float) -> list[str]:
@@ -70,6 +70,12 @@ class HeardEntries:
             if entry is None or entry[0].expiration <= now or clock - entry[1] >= self.lookup_every_s:
                 out.append(subkey)
         return out
+
+
+def forget_older(table: dict, cutoff: float, stamp: Callable[[Any], float] = lambda value: value) -> None:
+    """Delete the items of `table` whose time (`stamp(value)`) is before `cutoff`."""
+    for key in [k for k, value in table.items() if stamp(value) < cutoff]:
+        del table[key]
 
 
 def due_writes(unwritten: dict, written_at: dict, clock: float, every_s: float) -> list:

@@ -5,8 +5,8 @@ them through TrioThread). Values are DhtEntry bytes (swarmnode.protocol.libp2p_m
 the DHT under "/<key>/<subkey>", with provider records of "/<key>" naming who holds one, and
 pushed to every node on the swarm's GossipSub topic as they are stored, so a receiver has them
 before its next DHT read. Every entry, from the DHT or the topic, passes this node's
-RecordPolicy first; an entry it refuses on the topic is a GossipSub "invalid message", which
-lowers its sender's peer score, and the node's own strikes against a peer lower it further.
+RecordPolicy first; an entry it refuses on the topic is not forwarded. A peer's GossipSub score
+is what this node holds against it (its rejected messages and strikes: GRAYLIST_THRESHOLD).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from libp2p.tools.anyio_service import background_trio_service
 from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_bytes_limited
 
 from swarmnode.protocol import libp2p_messages as wire
-from swarmnode.swarm.py_libp2p.entry_book import HeardEntries, due_pushes, due_writes
+from swarmnode.swarm.py_libp2p.entry_book import HeardEntries, due_pushes, due_writes, forget_older
 from swarmnode.swarm.py_libp2p.hole_punch import HolePunching
 from swarmnode.swarm.py_libp2p.trio_thread import TrioThread
 from swarmnode.swarm.ratelimit import ConcurrencySlots
@@ -57,6 +57,7 @@ PROVIDER_LOOKUP_EVERY_S = 10.0
 FIRST_LOOKUP_WAIT_S = 3.0  # a read of a key nothing is heard of waits this long for its lookup
 MAX_CONCURRENT_READS = 8  # DHT value lookups one get() runs at once
 PROVIDE_EVERY_S = 60.0  # provider records are renewed this often while a key is written
+STAMPS_KEPT_S = 10 * PROVIDE_EVERY_S  # when a key was last pushed, written, provided: forgotten after this
 DHT_WRITE_EVERY_S = 10.0  # one (key, subkey) is written to the DHT at most this often
 # ... and pushed at least this often, sooner for short-lived entries (entry_book.due_pushes):
 # every node re-announces every few seconds, and each push costs every node of the mesh a
@@ -75,7 +76,7 @@ MAX_INBOUND_PER_PEER = 128
 CLOSE_TIMEOUT_S = 5.0  # closing connections and listeners when the node stops
 DROP_EXPIRED_EVERY_S = 10.0  # how often values whose DhtEntry has expired leave the Kademlia store
 # GossipSub scoring: the application score is what this node holds against a peer, its
-# rejections of messages the peer signed and its strikes (node/runner.py, peer_penalty); under
+# rejections of messages the peer signed and its strikes (PeerStandings.gossip_penalty); under
 # the graylist threshold the peer's gossip is ignored. Not GossipSub's own invalid-message
 # score (P4): it charges the peer that *forwarded* a refused entry, and a refusal can depend on
 # this node's own state (a key already holding max_values_per_key peers), which GossipSub v1.1
@@ -111,10 +112,16 @@ class EntryValidator(Validator):
             raise ValueError("refused by this node's record policy")
 
     def check(self, dht_key: str, value: bytes) -> wire.DhtEntry | None:
-        where = wire.split_dht_key(dht_key)
+        """The entry in `value` if it is one for exactly `dht_key` that check_entry passes."""
         entry = wire.decode_entry(value)
+        if entry is None or wire.split_dht_key(dht_key) != (entry.key, entry.subkey):
+            return None
+        return self.check_entry(entry)
+
+    def check_entry(self, entry: wire.DhtEntry) -> wire.DhtEntry | None:
+        """`entry` if it has not expired and the RecordPolicy admits it (counting what it refuses)."""
         now = time.time()
-        if where is None or entry is None or (entry.key, entry.subkey) != where or entry.expiration <= now:
+        if entry.expiration <= now:
             return None
         if self._policy is None:
             return entry
@@ -230,7 +237,7 @@ class Libp2pNode:
 
     def _push_is_valid(self, sender: ID, message: Any) -> bool:
         entry = wire.decode_entry(message.data)
-        valid = entry is not None and self.validator.check(wire.dht_key(entry.key, entry.subkey), message.data) is not None
+        valid = entry is not None and self.validator.check_entry(entry) is not None
         if not valid:
             self.refused_pushes += 1
         return valid
@@ -265,8 +272,8 @@ class Libp2pNode:
         from _write_to_dht."""
         entry = wire.DhtEntry(key, subkey, value, expiration)
         data = wire.encode_entry(entry)
-        if self.validator.check(wire.dht_key(key, subkey), data) is None:
-            return False
+        if wire.decode_entry(data) != entry or self.validator.check_entry(entry) is None:
+            return False  # out of the wire's bounds, or refused by this node's own policy
         self.heard.hear(entry, time.monotonic())
         self._unpushed[(key, subkey)] = entry
         self._unwritten[(key, subkey)] = data
@@ -286,9 +293,7 @@ class Libp2pNode:
                 await self._push_due()
             except Exception as e:  # noqa: BLE001 - the next version is pushed in turn
                 log.debug("pushing failed: %r", e)
-            now = time.time()
-            for old in [k for k, (at, _) in self._pushed_at.items() if now - at > 10 * PROVIDE_EVERY_S]:
-                del self._pushed_at[old]
+            forget_older(self._pushed_at, time.time() - STAMPS_KEPT_S, stamp=lambda pushed: pushed[0])
 
     async def _write_to_dht(self) -> None:
         """Write each stored entry's newest version to the DHT, each (key, subkey) at most every
@@ -308,8 +313,7 @@ class Libp2pNode:
                 except Exception as e:  # noqa: BLE001 - tried again with the next version
                     log.debug("writing %s to the DHT failed: %r", key, e)
             for table in (self._provided, self._written_at):
-                for old in [k for k, at in table.items() if now - at > 10 * PROVIDE_EVERY_S]:
-                    del table[old]
+                forget_older(table, now - STAMPS_KEPT_S)
             await trio.sleep(0.5)
 
     async def get(self, key: str) -> list[StoredValue]:

@@ -53,7 +53,7 @@ def test_a_hold_ends_at_the_shorter_of_the_asked_and_own_wait(tmp_path, make_ide
 def test_held_requests_are_bounded_per_peer_and_in_all(tmp_path, make_identity):
     gossip, _, _ = make_gossip(tmp_path, make_identity)
     gossip.config.rollouts.max_held_requests = 2
-    gossip.holds.capacity = 2
+    gossip.holds.total = 2
 
     async def scenario():
         first = asyncio.create_task(gossip.server.answer(rollout_fetch_request(0, wait_ms=5000), "a"))
