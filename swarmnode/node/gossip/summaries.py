@@ -169,8 +169,8 @@ class SummaryGossip:
 
     async def _fetch_round(self, round_no: int) -> None:
         outer = self.training.outer
-        if outer is None or not outer.own_norms:
-            return  # nothing to merge into yet, and no own norm to judge a peer's by
+        if outer is None or norm_bound(list(outer.own_norms), self.config.limits.summary_max_norm_ratio) is None:
+            return  # nothing to merge into yet, or too few own summaries to judge a peer's norm by
         try:
             announcements = await self._read_announcements()
         except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip

@@ -20,6 +20,7 @@ from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.limits import check_ranges, check_structure
 from swarmnode.summaries import OuterConfig, OuterLoop, Received, check_summary, compress, norm_bound
+from swarmnode.summaries.checks import OWN_NORMS_TO_JUDGE
 from swarmnode.summaries.outer import global_norm
 from swarmnode.testing.hostile.summary_crafting import CORRUPTIONS, corrupted, honest_delta
 from tests.unit.summaries.helpers import BASE, CFG, SHAPES, summary, tiny_model
@@ -86,7 +87,9 @@ def test_more_rejection_reasons_by_hand():
 
 def test_norm_bound_is_relative_to_own_summaries():
     assert norm_bound([], 10.0) is None
+    assert norm_bound([0.5, 2.0], 10.0) is None  # too few own summaries to judge by
     assert norm_bound([0.5, 2.0, 1.0], 10.0) == 20.0
+    assert norm_bound([0.01, 0.12, 0.13, 0.11], 10.0) == pytest.approx(1.3)
 
 
 # -- nothing non-finite reaches the weights ----------------------------------------------------------
@@ -130,8 +133,9 @@ def test_a_nan_never_reaches_the_weights(summaries, seed):
             for p in model.parameters():
                 p.add_(1e-2 * torch.randn(p.shape, generator=g))
 
-    local_steps()
-    loop.step(publish=True)  # this node's own summary: the yardstick of the norm bound
+    for _ in range(OWN_NORMS_TO_JUDGE):  # this node's own summaries: the yardstick of the norm bound
+        local_steps()
+        loop.step(publish=True)
     for i, s in enumerate(summaries):
         max_norm = norm_bound(list(loop.own_norms), 10.0)
         try:

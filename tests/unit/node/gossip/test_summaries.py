@@ -15,6 +15,7 @@ from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.signed_values import MAX_CLOCK_SKEW_S
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, seal_summary
 from swarmnode.summaries import OuterConfig, OuterLoop, Received
+from swarmnode.summaries.checks import OWN_NORMS_TO_JUDGE
 from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL
 from swarmnode.testing.hostile.summary_crafting import CORRUPTIONS, corrupted
 from tests.unit.summaries.helpers import BASE, CFG, SHAPES, summary, tiny_model
@@ -77,14 +78,15 @@ def gossip_with(loop: OuterLoop, saved=None):
 
 
 def loop_with_own_summary(**config) -> OuterLoop:
-    """An outer loop over tiny_model() that has made one summary of its own: a node fetches
-    peers' summaries only once it has an own norm to judge them by."""
+    """An outer loop over tiny_model() that has made OWN_NORMS_TO_JUDGE summaries of its own: a
+    node fetches peers' summaries only once it has enough own norms to judge them by."""
     model = tiny_model()
     loop = OuterLoop(model, OuterConfig(every_steps=1, compression=CFG, **config))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05)
-    loop.step(publish=True)
+    for _ in range(OWN_NORMS_TO_JUDGE):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.05)
+        loop.step(publish=True)
     return loop
 
 
