@@ -7,7 +7,8 @@ Three real `swarmnode run` processes on 127.0.0.1, no rollout sharing:
   base): alone with its base, it publishes and merges nothing and trains as a lone node.
   (A summary of another base that does arrive is rejected:
   tests/integration/test_hostile_summaries_are_rejected_and_never_merged.py.)
-Then node1 is killed with SIGKILL and restarted: it resumes its outer loop from the checkpoint.
+Then (on hivemind) node1 is killed with SIGKILL and restarted: it resumes its outer loop from the
+checkpoint, with its trust in node0.
 """
 import json
 import math
@@ -85,6 +86,9 @@ def test_same_base_nodes_merge_summaries_and_resume_the_outer_loop(tmp_path, sum
             f"(base {s2['summaries']['base_fingerprint']}, this node's {base}): " in other[0], other
         assert other[0].endswith("gradient summaries are not exchanged with it")
 
+        if transport == "libp2p":
+            return  # the resume below is the outer loop's, whatever the transport: on libp2p, a
+            # restart on the same identity is tests/contract's (restart after SIGKILL); CI time
         # The outer state goes into checkpoints; a SIGKILLed node resumes it. (node1: a joiner
         # finds the swarm again through its initial peer, node0.)
         home = homes[1]
