@@ -75,6 +75,7 @@ def teacher_forced_logprobs(model, prompt: list[int], completion: list[int], tem
     pass over prompt + completion (differentiable when grad is enabled)."""
     import torch
 
-    logits = model(input_ids=torch.tensor([prompt + completion])).logits[0, len(prompt) - 1: -1].float() / temperature
-    return torch.log_softmax(logits, -1).gather(-1, torch.tensor(completion, dtype=torch.long)[:, None]).squeeze(-1)
+    device = next(model.parameters()).device
+    logits = model(input_ids=torch.tensor([prompt + completion], device=device)).logits[0, len(prompt) - 1: -1].float() / temperature
+    return torch.log_softmax(logits, -1).gather(-1, torch.tensor(completion, dtype=torch.long, device=device)[:, None]).squeeze(-1).cpu()
 

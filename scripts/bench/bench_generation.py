@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The `hf` backend's decode paths on the same prompts: the cached loop, the bucketed loop, model.generate.
+"""The `hf` backend's decode paths on the same prompts: the cached loop, the bucketed loop,
+model.generate, and model.generate with a static KV cache (compiled into CUDA graphs on a GPU).
 
 Every path samples the same number of completions (prompts x samples, up to --max-new-tokens
 each) with a KV cache; the script prints tokens/s for each (median of --repeats, after one
@@ -10,7 +11,10 @@ measures the generator-vs-trainer log-prob gap on this model (float32 logits on 
 
     .venv/bin/python scripts/bench/bench_generation.py                 # bundled tiny policy, CPU
     .venv/bin/python scripts/bench/bench_generation.py --model-shape 0.5b --device cuda --dtype bfloat16 \\
-        --prompts 64 --samples 8 --max-new-tokens 128 --json /tmp/generation.json
+        --prompts 64 --samples 8 --max-new-tokens 128 --decodes loop,generate,static --json /tmp/generation.json
+
+A static decode's first batch of each shape (its compile, on a GPU) is in the warm-up round;
+its seconds are reported as static_first_batch_s.
 """
 from __future__ import annotations
 
@@ -103,6 +107,11 @@ def main(argv: list[str]) -> int:
         ratio = f"  ({value / medians['generate']:.2f}x generate)" if "generate" in medians else ""
         chose = f"  [chose {results['auto']['chose']}]" if name == "auto" else ""
         print(f"{name:34s}: {value:9.0f} tokens/s{ratio}{chose}")
+    compiled = {name: {f"{rows}x{length}": round(seconds, 1) for (rows, length), seconds in g.static_shapes.items()}
+                for name, g in generators.items() if g.static_shapes}
+    if compiled:
+        results["static_first_batch_s"] = compiled
+        print("static decode, first batch of each shape (rows x prompt tokens: seconds):", json.dumps(compiled))
     if "generate" in medians:
         results["over_generate"] = {n: round(v / medians["generate"], 3) for n, v in medians.items()}
     if args.gap:

@@ -25,10 +25,11 @@ from pathlib import Path
 import torch
 
 from swarmnode.policy import SamplingParams, load_policy
-from swarmnode.policy.hf_backend import HFGenerator
+from swarmnode.policy.hf_backend import DECODES, HFGenerator
 from swarmnode.tasks import DEFAULT_TASKS
 from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
 from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream
+from swarmnode.trainer.process_loop import ProcessAsyncRunner
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +49,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--generator", default="thread", choices=["thread", "process"],
+                   help="the generator beside the trainer as a thread or its own process (training.generator)")
+    p.add_argument("--decode", default="auto", choices=list(DECODES), help="the generator's decode path (model.decode)")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     p.add_argument("--name", help="file stem of the JSON and PNG (default: learning_curve, + _<device type> off the CPU)")
     p.add_argument("--replot", type=Path, help="only draw the PNG beside this learning-curve JSON")
@@ -129,11 +133,14 @@ def main(argv: list[str]) -> int:
         sampling=SamplingParams(temperature=args.temperature, max_new_tokens=8),
     )
     trainer = Trainer(policy.model, policy.tokenizer.pad_token_id, TrainerConfig(lr=args.lr, temperature=args.temperature))
-    generator = HFGenerator(copy.deepcopy(policy.model), policy.tokenizer)
     evaluator = HFGenerator(trainer.model, policy.tokenizer)
     items = heldout_items(config.tasks, args.eval_size)
-    stream = prompt_stream(config.tasks, config.data_seed, exclude=questions_of(items))
-    runner = AsyncRunner(generator, trainer, stream, config)
+    if args.generator == "process":
+        runner = ProcessAsyncRunner(args.model, trainer, config, exclude=questions_of(items), dtype=args.dtype,
+                                    generator_options={"decode": args.decode})
+    else:
+        generator = HFGenerator(copy.deepcopy(policy.model), policy.tokenizer, decode=args.decode)
+        runner = AsyncRunner(generator, trainer, prompt_stream(config.tasks, config.data_seed, exclude=questions_of(items)), config)
     if args.device == "cpu":
         torch.set_num_threads(1)  # generator and trainer threads, one core each
     start = time.perf_counter()

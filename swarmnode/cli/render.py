@@ -90,6 +90,10 @@ def status_view(s: dict[str, Any], fold_addresses: bool = False) -> Group:
                 "dropped_stale", "external_trained", "external_pool", "generator_idle_share", "trainer_idle_share"):
         value = training.get(key)
         train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else human(value))
+    gpu = training.get("gpu_memory")
+    if gpu:
+        train.add_row("gpu memory", f"{data_size(gpu['in_use_bytes'])} of {data_size(gpu['total_bytes'])} in use "
+                                    f"(peak {data_size(gpu['peak_bytes'])}) on {gpu['device']}")
     plan = training.get("plan")
     if plan:
         train.add_row("plan", plan_line(plan))

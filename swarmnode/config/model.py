@@ -80,9 +80,10 @@ class ModelConfig(_Section):
     backend: Literal["hf", "vllm"] = Field("hf", description="generation backend (vllm: pip install swarmnode[vllm])")
     vllm_kv_cache_memory_bytes: int | None = Field(64 * 2**20, ge=1, description="vLLM KV cache size; null: sized from GPU memory")
     vllm_tensor_parallel_size: int = Field(1, ge=1, description="GPUs vLLM shards generation over")
-    decode: Literal["auto", "loop", "bucketed", "generate"] = Field(
+    decode: Literal["auto", "loop", "bucketed", "generate", "static"] = Field(
         "auto", description="hf decode path: loop (rows leave as they end), bucketed (batch shrinks to powers of two), "
-                            "generate (model.generate); auto: the one measured fastest on the device (policy/hf_backend.py)"
+                            "generate (model.generate), static (model.generate with a static KV cache, compiled into "
+                            "CUDA graphs on a GPU); auto: the one measured fastest on the device (policy/hf_backend.py)"
     )
     fp32_logits: bool = Field(
         False, description="bf16/fp16 models compute logits in float32 in the generator and the trainer "
@@ -130,7 +131,7 @@ class TrainingConfig(_Section):
     threads: int = Field(0, ge=0, description="torch threads (0: all cores)")
     generator: Literal["thread", "process"] = Field(
         "thread", description="run the hf generator as a thread, or as a child process with a core of its own "
-                              "(faster on a CPU node: no shared GIL; hf backend on cpu only)"
+                              "(no shared GIL; on a GPU its own CUDA context, weights handed over on the device; hf backend only)"
     )
     max_steps: int | None = Field(None, ge=1, description="stop training after this many steps (the node keeps serving)")
     keep_serving: bool = Field(
@@ -348,10 +349,10 @@ class NodeConfig(_Section):
         return self
 
     @model_validator(mode="after")
-    def _generator_process_needs_hf_on_cpu(self) -> "NodeConfig":
-        if self.training.generator == "process" and (self.model.backend != "hf" or self.model.device.split(":")[0] != "cpu"):
+    def _generator_process_needs_hf(self) -> "NodeConfig":
+        if self.training.generator == "process" and (self.model.backend != "hf" or self.model.device.split(":")[0] not in ("cpu", "cuda")):
             raise ValueError(
-                f"training.generator: process runs the hf backend on cpu only (model.backend is {self.model.backend}, "
+                f"training.generator: process runs the hf backend on cpu or cuda (model.backend is {self.model.backend}, "
                 f"model.device is {self.model.device}); set training.generator: thread"
             )
         return self

@@ -42,6 +42,29 @@ def cpu_device() -> DeviceInfo:
     )
 
 
+def gpu_memory_in_use(device: str) -> tuple[int, int] | None:
+    """(bytes in use on a CUDA device, its total bytes), or None for any other device. In use is
+    total - free as the driver counts it (torch.cuda.mem_get_info): every process on the GPU,
+    a generator process beside the trainer's included."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    free, total = torch.cuda.mem_get_info(torch.device(device))
+    return total - free, total
+
+
+def process_peak_reserved(device: str) -> int:
+    """The most bytes this process's CUDA caching allocator held on `device` so far (0 on a CPU)."""
+    if not device.startswith("cuda"):
+        return 0
+    import torch
+
+    return int(torch.cuda.max_memory_reserved(torch.device(device))) if torch.cuda.is_available() else 0
+
+
 def matmul_gflops(device_kind: str, size: int = 512, min_seconds: float = 0.3) -> float:
     """Measured dense fp32 matmul throughput: 2*n^3 flops per product, over >= min_seconds.
 

@@ -128,7 +128,7 @@ class TrainingService:
         # The scheduler's current plan (node/scheduling.py sets it once per window).
         t = config.training
         self.plan = Plan(t.local_rollouts, t.external_rollouts, t.external_wait_s, None, "not planned yet")
-        self.status = TrainingStatus(config.model.name_or_path, t.slowdown, self.speed)
+        self.status = TrainingStatus(config.model.name_or_path, t.slowdown, self.speed, config.model.device)
         # Groups generated here, waiting for the node's event loop to share them.
         self.outgoing: queue.Queue[list[ScoredGroup]] = queue.Queue(maxsize=OUTGOING_CAPACITY)
         # Summaries made here, for the event loop to publish.

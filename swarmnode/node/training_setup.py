@@ -187,7 +187,8 @@ def build_runner(config: NodeConfig, policy, trainer: Trainer, rollout: RolloutC
         # The child loads the model itself and takes the trainer's weights before its first batch.
         return ProcessAsyncRunner(policy.name, trainer, rollout, stream_start=stream_start, exclude=exclude, threads=1,
                                   buffer=buffer, on_generated=on_generated, dtype=config.model.dtype,
-                                  slowdown=t.slowdown, after_step=after_step, on_generate_timing=on_generate_timing)
+                                  slowdown=t.slowdown, after_step=after_step, on_generate_timing=on_generate_timing,
+                                  generator_options=generator_options(config))
     stream = prompt_stream(rollout.tasks, rollout.data_seed, stream_start, exclude=exclude)
     return AsyncRunner(make_generator(config, trainer, policy), trainer, stream, rollout, buffer=buffer,
                        on_generated=on_generated, slowdown=t.slowdown, after_step=after_step,

@@ -12,6 +12,7 @@ import time
 from collections import deque
 from typing import Any
 
+from swarmnode.node.capability import gpu_memory_in_use, process_peak_reserved
 from swarmnode.scheduler import Plan, SpeedMeter
 from swarmnode.status.snapshot import speed_figures
 from swarmnode.summaries import OuterResult
@@ -58,8 +59,10 @@ class TrainingStatus:
     `version` is the trainer's current policy version: one int, written by the trainer thread
     and read without the lock (peers' batches are checked against it)."""
 
-    def __init__(self, model: str, slowdown: float, speed: SpeedMeter):
+    def __init__(self, model: str, slowdown: float, speed: SpeedMeter, device: str = "cpu"):
         self.model = model
+        self.device = device
+        self._gpu_peak = 0  # the most GPU memory in use any status read saw
         self.slowdown = slowdown
         self.speed = speed
         self.version = 0
@@ -126,6 +129,17 @@ class TrainingStatus:
         with self._lock:
             return dict(self._outer)
 
+    def gpu_memory(self) -> dict[str, Any] | None:
+        """status.training.gpu_memory on a CUDA device (None elsewhere): in use now (every process
+        on the GPU), the peak (the most any status read saw, at least this process's own
+        allocator peak) and the total."""
+        memory = gpu_memory_in_use(self.device)
+        if memory is None:
+            return None
+        in_use, total = memory
+        self._gpu_peak = max(self._gpu_peak, in_use, process_peak_reserved(self.device))
+        return {"device": self.device, "in_use_bytes": in_use, "peak_bytes": self._gpu_peak, "total_bytes": total}
+
     def snapshot(self, plan: Plan, runner) -> dict[str, Any]:
         """status.training: the state, this node's speeds, the plan and (once a runner exists,
         else None) how much of the time each thread waited."""
@@ -154,5 +168,6 @@ class TrainingStatus:
             "external_trained_by_sender": state.get("external_trained_by_sender"),
             "plan": plan_to_dict(plan),
             **(idle_shares(runner) if runner is not None else {"generator_idle_share": None, "trainer_idle_share": None}),
+            "gpu_memory": self.gpu_memory(),
             "error": self.error,
         }

@@ -18,11 +18,15 @@ def format_prompt(tokenizer, question: str) -> str:
     return question
 
 
-def left_pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(input_ids, attention_mask), both [B, max_len], rows aligned to the right."""
+def left_pad(rows: list[list[int]], pad_id: int, width: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask), both [B, width], rows aligned to the right; width defaults
+    to the longest row's length (a given one is at least that)."""
     # Padded as Python lists and made a tensor once: a tensor per row costs more than the
     # padding itself on small batches.
-    width = max(len(r) for r in rows)
+    longest = max(len(r) for r in rows)
+    width = longest if width is None else width
+    if width < longest:
+        raise ValueError(f"width {width} is shorter than the longest row ({longest} tokens)")
     ids = torch.tensor([[pad_id] * (width - len(r)) + list(r) for r in rows], dtype=torch.long)
     mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=torch.long)
     return ids, mask

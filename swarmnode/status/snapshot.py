@@ -43,6 +43,7 @@ TRAINING_NOT_RUNNING: dict[str, Any] = {
     "plan": None,
     "generator_idle_share": None,
     "trainer_idle_share": None,
+    "gpu_memory": None,
     "error": None,
 }
 

@@ -10,7 +10,7 @@ import torch
 
 from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.policy.loading import LoadedPolicy
-from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream, run_sync
+from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, idle_shares, prompt_stream, run_sync
 from swarmnode.trainer.process_loop import ProcessAsyncRunner
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 
@@ -33,15 +33,45 @@ class AsyncBenchResult:
     async_seconds_by_mode: dict[str, float]
     repeats: int = 1
     ratio_by_repeat: list[float] | None = None
+    device: str = "cpu"
+    dtype: str = "float32"
+    decode: str = "auto"
+    # The generator's completion tokens/s over its batches after the first (which warms up or
+    # compiles): alone (the sync runs) and beside the trainer (the async runs of async_mode).
+    generator_tokens_per_s_alone: float | None = None
+    generator_tokens_per_s_beside: float | None = None
+    generator_beside_over_alone: float | None = None
+    # Share of the async run's wall time each side waited (async_mode): the generator for
+    # the staleness bound, the trainer for groups.
+    generator_idle_share: float | None = None
+    trainer_idle_share: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def _parts(policy: LoadedPolicy, trainer_config: TrainerConfig) -> tuple[HFGenerator, Trainer]:
+@dataclass
+class _Run:
+    seconds: float  # the timed steps (all but the first)
+    batches: list[tuple[int, float]]  # (completion tokens, wall seconds) of each generated batch, in order
+    generator_wait_s: float = 0.0
+    idle: dict | None = None
+
+
+def tokens_per_s(batches: list[tuple[int, float]]) -> float | None:
+    """Completion tokens over generation seconds, the first batch left out (warm-up, compile):
+
+        rate = sum(tokens_b) / sum(seconds_b),  b = 2..n   (None with fewer than two batches)
+    """
+    rest = batches[1:]
+    seconds = sum(s for _, s in rest)
+    return sum(t for t, _ in rest) / seconds if rest and seconds > 0 else None
+
+
+def _parts(policy: LoadedPolicy, trainer_config: TrainerConfig, generator_options: dict) -> tuple[HFGenerator, Trainer]:
     torch.manual_seed(0)
     trainer = Trainer(copy.deepcopy(policy.model), policy.tokenizer.pad_token_id, trainer_config)
-    return HFGenerator(copy.deepcopy(policy.model), policy.tokenizer), trainer
+    return HFGenerator(copy.deepcopy(policy.model), policy.tokenizer, **generator_options), trainer
 
 
 def _timed_steps(run, steps: int) -> float:
@@ -51,72 +81,98 @@ def _timed_steps(run, steps: int) -> float:
     return marks[-1] - marks[0]
 
 
-def _time_sync(policy, config, steps, threads, trainer_config) -> float:
+def _time_sync(policy, config, steps, threads, trainer_config, generator_options) -> _Run:
     torch.set_num_threads(threads)
-    generator, trainer = _parts(policy, trainer_config)
+    generator, trainer = _parts(policy, trainer_config, generator_options)
     stream = prompt_stream(config.tasks, config.data_seed)
-    return _timed_steps(lambda n, cb: run_sync(generator, trainer, stream, config, n, cb), steps)
+    batches: list[tuple[int, float]] = []
+    timing = lambda tokens, seconds, groups: batches.append((tokens, seconds))  # noqa: E731
+    seconds = _timed_steps(lambda n, cb: run_sync(generator, trainer, stream, config, n, cb, on_generate_timing=timing), steps)
+    return _Run(seconds, batches)
 
 
-def _time_async(policy, config, steps, threads, trainer_config, mode) -> tuple[float, float]:
+def _time_async(policy, config, steps, threads, trainer_config, mode, generator_options, load) -> _Run:
     torch.set_num_threads(threads)
-    generator, trainer = _parts(policy, trainer_config)
+    generator, trainer = _parts(policy, trainer_config, generator_options)
+    batches: list[tuple[int, float]] = []
+    timing = lambda tokens, seconds, groups: batches.append((tokens, seconds))  # noqa: E731
     if mode == "process":
-        runner = ProcessAsyncRunner(policy.name, trainer, config, threads=threads)
+        dtype = str(next(policy.model.parameters()).dtype).removeprefix("torch.")
+        runner = ProcessAsyncRunner(policy.name, trainer, config, threads=threads, dtype=dtype, load=load,
+                                    generator_options=generator_options, on_generate_timing=timing)
     else:
-        runner = AsyncRunner(generator, trainer, prompt_stream(config.tasks, config.data_seed), config)
+        runner = AsyncRunner(generator, trainer, prompt_stream(config.tasks, config.data_seed), config,
+                             on_generate_timing=timing)
     seconds = _timed_steps(runner.run, steps)
-    return seconds, runner.generator_wait_s
+    return _Run(seconds, batches, runner.generator_wait_s, idle_shares(runner))
 
 
 def bench_async(policy: LoadedPolicy, config: RolloutConfig, steps: int, cores: int,
-                trainer_config: TrainerConfig | None = None, progress=lambda msg: None, repeats: int = 1) -> AsyncBenchResult:
+                trainer_config: TrainerConfig | None = None, progress=lambda msg: None, repeats: int = 1,
+                decode: str = "auto", load=None) -> AsyncBenchResult:
     """Time `steps` steps each way from the same weights, prompts and seeds.
 
     The sync baseline is the faster of running on all `cores` threads and on one thread (small
     models often do not gain from a second thread). Async runs the generator and the trainer
     side by side with cores // 2 threads each, so together they use the same cores: as two
-    threads of one process and with the generator in its own process (no shared GIL); the
-    faster one is reported. The first step of every run is not timed. With `repeats` > 1 every
-    run is repeated, interleaved (sync, async, sync, async, ...) so that a slow spell of a
-    shared machine hits both sides, and the medians are reported.
+    threads of one process and with the generator in its own process (no shared GIL; on a GPU
+    its own CUDA context); the faster one is reported. The first step of every run is not timed.
+    With `repeats` > 1 every run is repeated, interleaved (sync, async, sync, async, ...) so that
+    a slow spell of a shared machine hits both sides, and the medians are reported. The
+    generator's tokens/s alone comes from the sync runs, beside the trainer from the async runs
+    (tokens_per_s). `load`: a picklable callable giving the policy in the generator's process
+    (default: load_policy of policy.name on the trainer's device and dtype).
     """
     trainer_config = trainer_config or TrainerConfig()
+    generator_options = {"decode": decode}
     samples = steps * config.prompts_per_step * config.samples_per_prompt
     side_threads = max(1, cores // 2)
     previous_threads = torch.get_num_threads()
-    sync_runs: dict[int, list[float]] = {}
-    async_runs: dict[str, list[float]] = {}
-    wait_runs: dict[str, list[float]] = {}
+    sync_runs: dict[int, list[_Run]] = {}
+    async_runs: dict[str, list[_Run]] = {}
     ratios: list[float] = []
     try:
         for repeat in range(repeats):
             tag = f" (repeat {repeat + 1}/{repeats})" if repeats > 1 else ""
             for threads in sorted({cores, 1}, reverse=True):
                 progress(f"sync: {steps} steps on {threads} thread(s){tag}")
-                sync_runs.setdefault(threads, []).append(_time_sync(policy, config, steps, threads, trainer_config))
+                sync_runs.setdefault(threads, []).append(_time_sync(policy, config, steps, threads, trainer_config, generator_options))
             for mode in ("thread", "process"):
                 progress(f"async ({mode}): {steps} steps, generator and trainer on {side_threads} thread(s) each{tag}")
-                seconds, waited = _time_async(policy, config, steps, side_threads, trainer_config, mode)
-                async_runs.setdefault(mode, []).append(seconds)
-                wait_runs.setdefault(mode, []).append(waited)
-            ratios.append(min(v[-1] for v in sync_runs.values()) / min(v[-1] for v in async_runs.values()))
+                async_runs.setdefault(mode, []).append(
+                    _time_async(policy, config, steps, side_threads, trainer_config, mode, generator_options, load))
+            ratios.append(min(v[-1].seconds for v in sync_runs.values()) / min(v[-1].seconds for v in async_runs.values()))
     finally:
         torch.set_num_threads(previous_threads)
-    sync_by_threads = {t: statistics.median(v) for t, v in sync_runs.items()}
-    async_by_mode = {m: statistics.median(v) for m, v in async_runs.items()}
-    waits = {m: statistics.median(v) for m, v in wait_runs.items()}
+
+    def median(runs: list[_Run], value) -> float | None:
+        values = [v for v in map(value, runs) if v is not None]
+        return statistics.median(values) if values else None
+
+    sync_by_threads = {t: median(v, lambda r: r.seconds) for t, v in sync_runs.items()}
+    async_by_mode = {m: median(v, lambda r: r.seconds) for m, v in async_runs.items()}
     sync_threads, sync_seconds = min(sync_by_threads.items(), key=lambda kv: kv[1])
     async_mode, async_seconds = min(async_by_mode.items(), key=lambda kv: kv[1])
+    chosen = async_runs[async_mode]
+    alone = median(sync_runs[sync_threads], lambda r: tokens_per_s(r.batches))
+    beside = median(chosen, lambda r: tokens_per_s(r.batches))
+    rounded = lambda x, digits=1: None if x is None else round(x, digits)  # noqa: E731
     return AsyncBenchResult(
         model=policy.name, steps=steps, samples=samples,
         sync_seconds=round(sync_seconds, 3), async_seconds=round(async_seconds, 3),
         sync_samples_per_s=round(samples / sync_seconds, 2), async_samples_per_s=round(samples / async_seconds, 2),
         ratio=round(sync_seconds / async_seconds, 3), sync_threads=sync_threads,
-        async_threads_per_side=side_threads, async_mode=async_mode, generator_wait_s=round(waits[async_mode], 3),
+        async_threads_per_side=side_threads, async_mode=async_mode,
+        generator_wait_s=round(median(chosen, lambda r: r.generator_wait_s), 3),
         sync_seconds_by_threads={t: round(v, 3) for t, v in sync_by_threads.items()},
         async_seconds_by_mode={m: round(v, 3) for m, v in async_by_mode.items()},
         repeats=repeats, ratio_by_repeat=[round(r, 3) for r in ratios],
+        device=str(next(policy.model.parameters()).device),
+        dtype=str(next(policy.model.parameters()).dtype).removeprefix("torch."), decode=decode,
+        generator_tokens_per_s_alone=rounded(alone), generator_tokens_per_s_beside=rounded(beside),
+        generator_beside_over_alone=rounded(beside / alone, 3) if alone and beside else None,
+        generator_idle_share=rounded(median(chosen, lambda r: r.idle["generator_idle_share"]), 4),
+        trainer_idle_share=rounded(median(chosen, lambda r: r.idle["trainer_idle_share"]), 4),
     )
 
 
@@ -145,7 +201,7 @@ def shaped_policy(shape: str, device: str = "cpu", dtype: str = "float32") -> Lo
 
 
 def logprob_gap(policy: LoadedPolicy, prompts: list[str], samples: int, params, fp32_logits: bool = False,
-                chunking: str = "auto") -> dict[str, float]:
+                chunking: str = "auto", decode: str = "auto") -> dict[str, float]:
     """|generator's behaviour log-prob - trainer's log-prob| over the sampled tokens, same weights:
 
         gap_t = |behavior_logp_t - logp_t|   (max, mean and 99th percentile over all tokens)
@@ -158,7 +214,7 @@ def logprob_gap(policy: LoadedPolicy, prompts: list[str], samples: int, params, 
     from swarmnode.trainer.forward import completion_logprobs, resolve_chunking
 
     model = copy.deepcopy(policy.model)  # the generator patches its model's head when fp32_logits is set
-    generator = HFGenerator(model, policy.tokenizer, fp32_logits=fp32_logits)
+    generator = HFGenerator(model, policy.tokenizer, fp32_logits=fp32_logits, decode=decode)
     generations = generator.generate(prompts, samples, params)
     groups = [ScoredGroup(ref=TaskRef("sum2", 0, i), prompt_token_ids=g.prompt_token_ids,
                           completion_token_ids=[c.token_ids for c in g.completions],

@@ -105,10 +105,15 @@ def make_buffer(config: RolloutConfig, quality: Callable[[], dict] = dict, seed:
 
 
 def run_sync(generator: Generator, trainer: Trainer, stream: Iterator[TaskItem], config: RolloutConfig,
-             steps: int, on_step: StepCallback | None = None) -> list[StepResult]:
+             steps: int, on_step: StepCallback | None = None,
+             on_generate_timing: TimingCallback | None = None) -> list[StepResult]:
     results = []
     for _ in range(steps):
+        start = time.perf_counter()
         groups = generate_groups(generator, list(itertools.islice(stream, config.prompts_per_step)), config)
+        if on_generate_timing is not None:
+            tokens = sum(len(t) for g in groups for t in g.completion_token_ids)
+            on_generate_timing(tokens, time.perf_counter() - start, len(groups))
         result = trainer.step(groups)
         generator.load_weights(trainer.weights(), trainer.version)
         results.append(result)

@@ -71,7 +71,7 @@ def test_forward_on_cuda_equals_teacher_forcing(tiny_qwen, chunking):
             assert torch.allclose(got[r, : len(c)], expected, atol=1e-4)
 
 
-@pytest.mark.parametrize("decode", ["auto", "loop", "bucketed", "generate"])
+@pytest.mark.parametrize("decode", ["auto", "loop", "bucketed", "generate", "static"])
 def test_generation_on_cuda_runs_and_greedy_matches_cpu(decode):
     cpu = load_policy(BUNDLED_TINY)
     gpu = load_policy(BUNDLED_TINY, device="cuda")
@@ -85,13 +85,36 @@ def test_generation_on_cuda_runs_and_greedy_matches_cpu(decode):
     assert all(math.isfinite(lp) and lp <= 0.0 for lp in logprobs)
 
 
-def test_bf16_generator_and_trainer_log_probs_agree_on_the_bundled_policy():
-    """In bf16 (default settings) the gap stays under the bound docs/experiments/gpu.md states."""
+@pytest.mark.parametrize("decode", ["auto", "static"])
+def test_bf16_generator_and_trainer_log_probs_agree_on_the_bundled_policy(decode):
+    """In bf16 (default settings) the gap stays under the bound docs/experiments/gpu.md states,
+    with the compiled static decode too."""
     from swarmnode.trainer.bench import logprob_gap
 
     policy = load_policy(BUNDLED_TINY, device="cuda", dtype="bfloat16")
-    gap = logprob_gap(policy, PROMPTS * 8, 8, SamplingParams(max_new_tokens=8, seed=0))
+    gap = logprob_gap(policy, PROMPTS * 8, 8, SamplingParams(max_new_tokens=8, seed=0), decode=decode)
     assert gap["max"] < BF16_LOGPROB_GAP_BOUND
+
+
+def test_static_decode_on_cuda_samples_what_generate_samples_in_fp32():
+    """Same seed, fp32, 8 rows (a row bucket: no padding rows): the compiled static decode gives
+    the eager generate()'s tokens, on its first (compiling) batch and when its graphs replay."""
+    policy = load_policy(BUNDLED_TINY, device="cuda")
+    params = SamplingParams(temperature=1.0, max_new_tokens=8, seed=7)
+    want = HFGenerator(policy.model, policy.tokenizer, decode="generate").generate(PROMPTS[:2], 4, params)
+    static = HFGenerator(policy.model, policy.tokenizer, decode="static")
+    for _ in range(2):
+        got = static.generate(PROMPTS[:2], 4, params)
+        assert [[c.token_ids for c in g.completions] for g in got] == [[c.token_ids for c in g.completions] for g in want]
+    assert static.decode == "static" and list(static.static_shapes) == [(8, 32)]  # no fallback to the loop
+
+
+def test_the_generator_process_on_cuda_generates_with_exactly_the_trainers_version():
+    """Weights handed over through CUDA IPC: every group's behaviour log-probs are those of the
+    trainer's weights at the group's version."""
+    from tests.unit.trainer.helpers import generator_used_each_version_exactly
+
+    assert generator_used_each_version_exactly(BUNDLED_TINY, device="cuda") >= 8
 
 
 BF16_LOGPROB_GAP_BOUND = 0.01  # measured max 4.5e-4 on an H100 (docs/experiments/gpu.md)

@@ -1,4 +1,6 @@
-"""A node trains the bundled policy; SIGKILLed mid-training, it resumes from its checkpoint."""
+"""A node trains the bundled policy; SIGKILLed mid-training, it resumes from its checkpoint. With
+the generator as a thread or a process, and (marked cuda, skipped without a GPU) on a GPU with
+the generator process in its own CUDA context and a static decode."""
 import signal
 import sqlite3
 
@@ -9,13 +11,16 @@ from swarmnode.store.checkpoints import latest_checkpoint
 from tests.integration.conftest import alive, child_pids, status_json, wait_until
 
 
-@pytest.fixture(params=["thread", "process"])
+@pytest.fixture(params=["thread", "process", pytest.param("cuda", marks=pytest.mark.cuda)])
 def training_config(request, tmp_path, local_config):
     path = tmp_path / "training.yaml"
+    model = "name_or_path: bundled:tiny-policy"
+    if request.param == "cuda":
+        model += "\n  device: cuda\n  decode: static"
     path.write_text(
-        local_config.read_text().replace("name_or_path: null", "name_or_path: bundled:tiny-policy")
+        local_config.read_text().replace("name_or_path: null", model)
         + "\ntraining:\n  local_rollouts: 8\n  samples_per_prompt: 8\n  eval_every: 5\n  eval_size: 16\n"
-          f"  checkpoint_every: 5\n  generator: {request.param}\n"
+          f"  checkpoint_every: 5\n  generator: {'thread' if request.param == 'thread' else 'process'}\n"
     )
     return path
 
@@ -34,6 +39,8 @@ def test_node_trains_checkpoints_and_resumes_after_sigkill(make_swarm, training_
     assert training["model"] == "bundled:tiny-policy" and training["heldout_accuracy"] is not None
     assert training["generate_tokens_per_s"] > 0 and training["steps"] >= 6
     assert status_json(node.home)["model_fingerprint"]
+    gpu = training["gpu_memory"]
+    assert (gpu is not None and 0 < gpu["in_use_bytes"] <= gpu["peak_bytes"] <= gpu["total_bytes"]) == ("device: cuda" in training_config.read_text())
     checkpoints = node.home.root / "checkpoints"
     saved = wait_until(lambda: latest_checkpoint(checkpoints), timeout=60, what="a checkpoint")
     saved_version = int(saved.name[1:])

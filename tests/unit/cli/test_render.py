@@ -25,6 +25,17 @@ def test_status_view_shows_the_plan_and_idle_shares_in_80_columns():
     flat = " ".join(text.split())
     assert "I/J 3/3, wait 0.017 s, 23.61 steps/window" in flat and "peers supply 180 groups/s" in flat
     assert "trainer idle share 0.0153" in flat and "staleness external 0:42 1:446 2:300" in flat
+    assert "gpu memory" not in flat  # a CPU node has none
+
+
+def test_status_view_shows_gpu_memory_in_80_columns():
+    gpu = {"device": "cuda:0", "in_use_bytes": 12 * 2**30, "peak_bytes": 30 * 2**30, "total_bytes": 80 * 2**30}
+    console = Console(width=80, record=True, color_system=None)
+    console.print(status_view(status(training={"model": "random:0.5b", "gpu_memory": gpu})))
+    text = console.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    flat = " ".join(text.split())
+    assert "gpu memory 12.00 GiB of 80.00 GiB in use (peak 30.00 GiB) on cuda:0" in flat, flat
 
 
 def test_status_view_shows_summaries_in_80_columns():

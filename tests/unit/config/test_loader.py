@@ -52,6 +52,7 @@ def test_precedence_file_env_overrides(tmp_path):
         ("- a\n- b\n", "top level must be a mapping"),
         ("training:\n  generator: fork\n", "training.generator:"),
         ("model:\n  backend: vllm\ntraining:\n  generator: process\n", "set training.generator: thread"),
+        ("model:\n  device: mps\ntraining:\n  generator: process\n", "process runs the hf backend on cpu or cuda"),
         ("records:\n  ttl_s: 600\n", "records.ttl_s (600s) is over limits.max_record_ttl_s (120s)"),
         ("rollouts:\n  announce_ttl_s: 30\nlimits:\n  max_record_ttl_s: 20\n", "rollouts.announce_ttl_s (30s) is over"),
         ("limits:\n  serve_requests_per_s: 0\n", "limits.serve_requests_per_s:"),
@@ -182,3 +183,11 @@ def test_value_sources_describe_the_whole_config(tmp_path):
     assert sources.described() == f"{path} with --status-port, SWARMNODE__SWARM__NAME"
     assert load_config_with_sources(path, environ={})[1].described() == str(path)
     assert load_config_with_sources(None, environ={})[1].described() == "defaults"
+
+
+def test_the_generator_process_runs_on_a_cpu_or_a_gpu(tmp_path):
+    path = tmp_path / "c.yaml"
+    for device in ("cpu", "cuda", "cuda:1"):
+        path.write_text(f"model:\n  device: {device}\n  decode: static\ntraining:\n  generator: process\n")
+        config = load_config(path, environ={})
+        assert config.training.generator == "process" and config.model.decode == "static"

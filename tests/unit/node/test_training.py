@@ -66,3 +66,19 @@ def test_the_training_service_wants_peers_groups_until_the_pool_holds_ahead_step
         assert training.external_wanted()
     finally:
         training.metrics.close()
+
+
+def test_training_status_has_gpu_memory_only_on_a_cuda_device(monkeypatch):
+    """On a CPU: none. On a CUDA device: in use from the driver, the peak the highest seen."""
+    from swarmnode.node import training_status
+    from swarmnode.node.training_status import TrainingStatus
+    from swarmnode.scheduler import SpeedMeter
+
+    assert TrainingStatus("m", 1.0, SpeedMeter()).gpu_memory() is None
+    readings = iter([(5, 100), (9, 100), (7, 100)])
+    monkeypatch.setattr(training_status, "gpu_memory_in_use", lambda device: next(readings))
+    monkeypatch.setattr(training_status, "process_peak_reserved", lambda device: 6)
+    status = TrainingStatus("m", 1.0, SpeedMeter(), device="cuda:0")
+    assert [status.gpu_memory() for _ in range(3)] == [
+        {"device": "cuda:0", "in_use_bytes": in_use, "peak_bytes": peak, "total_bytes": 100}
+        for in_use, peak in ((5, 6), (9, 9), (7, 9))]

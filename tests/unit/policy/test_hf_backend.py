@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from swarmnode.policy import SamplingParams, load_policy
-from swarmnode.policy.hf_backend import AUTO_TRIALS, HFGenerator, bucket_size, decode_candidates, fastest
+from swarmnode.policy.hf_backend import AUTO_TRIALS, HFGenerator, bucket_size, decode_candidates, fastest, static_shape
 from tests.helpers import teacher_forced_logprobs
 
 
@@ -40,7 +40,7 @@ def test_seeded_sampling_is_reproducible(tiny_dir):
 def test_bucket_size_by_hand():
     assert [bucket_size(n, 48) for n in (1, 2, 3, 5, 16, 17, 33, 48)] == [1, 2, 4, 8, 16, 32, 48, 48]
     assert decode_candidates("auto", torch.device("cpu")) == ("loop",)
-    assert decode_candidates("auto", torch.device("cuda", 0)) == ("loop", "generate")
+    assert decode_candidates("auto", torch.device("cuda", 0)) == ("loop", "generate", "static")
     assert decode_candidates("bucketed", torch.device("cuda")) == ("bucketed",)
     with pytest.raises(ValueError, match="model.decode"):
         decode_candidates("fast", torch.device("cpu"))
@@ -82,3 +82,53 @@ def test_rows_that_end_early_leave_the_batch_and_the_rest_stay_exact(tiny_dir, d
         for c in group.completions:
             recomputed = teacher_forced_logprobs(policy.model, group.prompt_token_ids, c.token_ids, 1.0)
             assert torch.allclose(recomputed, torch.tensor(c.logprobs), atol=1e-4)
+
+
+def test_static_shape_by_hand():
+    assert [static_shape(n, 5)[0] for n in (1, 8, 9, 64, 65, 512)] == [8, 8, 16, 64, 128, 512]
+    assert [static_shape(8, n)[1] for n in (1, 32, 33, 70)] == [32, 32, 64, 96]
+
+
+def test_static_decode_samples_what_generate_samples(tiny_dir, caplog):
+    """Same seed, fp32, a batch already at a row bucket (8 rows): the static KV cache (prompts
+    left-padded to 32 tokens) gives generate()'s tokens and log-probs. A batch that is padded
+    with extra rows (9 -> 16) draws other random numbers, so there: log-probs that equal teacher
+    forcing. One log line per new shape."""
+    policy = load_policy(str(tiny_dir))
+    params = SamplingParams(temperature=1.0, max_new_tokens=8, seed=7)
+    prompts = ["1+2=", "34+5+67="]
+    dynamic = HFGenerator(policy.model, policy.tokenizer, decode="generate").generate(prompts, 4, params)
+    static_generator = HFGenerator(policy.model, policy.tokenizer, decode="static")
+    with caplog.at_level("INFO", logger="swarmnode.generation"):
+        static = static_generator.generate(prompts, 4, params)
+        padded = static_generator.generate(prompts + ["9="], 3, params)
+        static_generator.generate(prompts, 6, params)  # 12 rows: the 16-row shape again
+    assert list(static_generator.static_shapes) == [(8, 32), (16, 32)]
+    shapes = [r.message for r in caplog.records if r.name == "swarmnode.generation"]
+    assert len(shapes) == 2 and all(m.startswith("static decode: the first batch of ") for m in shapes)
+    for d, s in zip(dynamic, static):
+        assert [c.token_ids for c in d.completions] == [c.token_ids for c in s.completions]
+        for a, b in zip(d.completions, s.completions):
+            assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
+    assert [len(g.completions) for g in padded] == [3, 3, 3]
+    for group in padded:
+        for c in group.completions:
+            recomputed = teacher_forced_logprobs(policy.model, group.prompt_token_ids, c.token_ids, 1.0)
+            assert torch.allclose(recomputed, torch.tensor(c.logprobs), atol=1e-4)
+
+
+def test_a_failing_static_decode_falls_back_to_the_loop_once(tiny_dir, caplog, monkeypatch):
+    policy = load_policy(str(tiny_dir))
+    generator = HFGenerator(policy.model, policy.tokenizer, decode="static")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("capture failed\nwith details")
+
+    monkeypatch.setattr(generator, "_decode_static", broken)
+    params = SamplingParams(temperature=1.0, max_new_tokens=4, seed=0)
+    with caplog.at_level("WARNING", logger="swarmnode.generation"):
+        for _ in range(3):
+            assert len(generator.generate(["1+2=", "3+4="], 2, params)) == 2
+    assert generator.decode == "loop" and "static" not in generator.decode_rates
+    said = [r.message for r in caplog.records if r.name == "swarmnode.generation"]
+    assert said == ["static decode failed (RuntimeError: capture failed); decoding with the loop from now on"]

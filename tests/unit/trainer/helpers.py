@@ -76,3 +76,39 @@ def scored(item, completions, *, texts=None, version=5, logprobs=None, reported=
 def to_batch(groups, fingerprint, temperature=1.0, eos_ids=frozenset({EOS}), base="base-a"):
     return groups_to_batch(groups, window=4, batch_id=9, model_fingerprint=fingerprint, tokenizer_fingerprint="tok",
                            now=NOW, temperature=temperature, top_p=0.95, eos_ids=set(eos_ids), base_fingerprint=base)
+
+
+def generator_used_each_version_exactly(model_name: str, device: str = "cpu", dtype: str = "float32",
+                                        steps: int = 4, atol: float = 1e-4) -> int:
+    """Train `steps` steps with the generator in its own process and check, for every group it
+    made, that its behaviour log-probs equal a teacher-forced pass of the trainer's weights of
+    that group's policy version: the child used exactly that version. Returns groups checked."""
+    import copy
+
+    import torch
+
+    from swarmnode.policy import load_policy
+    from swarmnode.trainer.process_loop import ProcessAsyncRunner
+    from swarmnode.trainer.trainer import Trainer, TrainerConfig
+    from tests.helpers import teacher_forced_logprobs
+
+    policy = load_policy(model_name, device=device, dtype=dtype)
+    trainer = Trainer(policy.model, policy.tokenizer.pad_token_id, TrainerConfig(lr=1e-3))
+    weights = {0: copy.deepcopy(trainer.model.state_dict())}
+    made = []
+    runner = ProcessAsyncRunner(model_name, trainer, CONFIG, dtype=dtype, on_generated=made.extend,
+                                after_step=lambda result: weights.setdefault(trainer.version, copy.deepcopy(trainer.model.state_dict())))
+    assert len(runner.run(steps=steps)) == steps
+    model = copy.deepcopy(trainer.model).eval()
+    checked = 0
+    with torch.no_grad():
+        for group in made:
+            if group.policy_version not in weights:
+                continue  # made after the last step was taken
+            model.load_state_dict(weights[group.policy_version])
+            for ids, logprobs in zip(group.completion_token_ids, group.behavior_logprobs):
+                expected = teacher_forced_logprobs(model, list(group.prompt_token_ids), list(ids), CONFIG.sampling.temperature)
+                assert torch.allclose(expected, torch.tensor(logprobs), atol=atol), (group.policy_version, expected, logprobs)
+            checked += 1
+    assert len({g.policy_version for g in made if g.policy_version in weights}) >= 2  # more than the first weights
+    return checked

@@ -8,7 +8,7 @@ import pytest
 from swarmnode.policy import load_policy
 from swarmnode.trainer.loop import RolloutConfig
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
-from tests.unit.trainer.helpers import CONFIG, raise_the_quota_after_the_first_step
+from tests.unit.trainer.helpers import CONFIG, generator_used_each_version_exactly, raise_the_quota_after_the_first_step
 
 
 def test_process_runner_trains_within_the_staleness_bound_and_cleans_up():
@@ -66,3 +66,7 @@ def test_the_process_runners_trainer_pause_lasts_and_a_stop_ends_it():
     start = time.perf_counter()
     slow._pause(1.0)
     assert time.perf_counter() - start < 30
+
+
+def test_the_child_generates_with_exactly_the_trainers_version():
+    assert generator_used_each_version_exactly("bundled:tiny-policy") >= 8
