@@ -113,7 +113,7 @@ def bench_async(policy: LoadedPolicy, config: RolloutConfig, steps: int, cores: 
     """Time `steps` steps each way from the same weights, prompts and seeds.
 
     The sync baseline is the faster of running on all `cores` threads and on one thread (small
-    models often do not gain from a second thread). Async runs the generator and the trainer
+    models often do not gain from a second thread; on a GPU only all cores). Async runs the generator and the trainer
     side by side with cores // 2 threads each, so together they use the same cores: as two
     threads of one process and with the generator in its own process (no shared GIL; on a GPU
     its own CUDA context); the faster one is reported. The first step of every run is not timed.
@@ -131,10 +131,12 @@ def bench_async(policy: LoadedPolicy, config: RolloutConfig, steps: int, cores: 
     sync_runs: dict[int, list[_Run]] = {}
     async_runs: dict[str, list[_Run]] = {}
     ratios: list[float] = []
+    # On a GPU the thread count hardly moves the step: one sync run per repeat, on all cores.
+    sync_threads_tried = {cores} if next(policy.model.parameters()).is_cuda else {cores, 1}
     try:
         for repeat in range(repeats):
             tag = f" (repeat {repeat + 1}/{repeats})" if repeats > 1 else ""
-            for threads in sorted({cores, 1}, reverse=True):
+            for threads in sorted(sync_threads_tried, reverse=True):
                 progress(f"sync: {steps} steps on {threads} thread(s){tag}")
                 sync_runs.setdefault(threads, []).append(_time_sync(policy, config, steps, threads, trainer_config, generator_options))
             for mode in ("thread", "process"):
