@@ -111,7 +111,7 @@ def main(argv: list[str]) -> int:
                 for name, g in generators.items() if g.static_shapes}
     if compiled:
         results["static_first_batch_s"] = compiled
-        print("static decode, first batch of each shape (rows x prompt tokens: seconds):", json.dumps(compiled))
+        print("static decode, first batch of each shape (rows x cached tokens: seconds):", json.dumps(compiled))
     if "generate" in medians:
         results["over_generate"] = {n: round(v / medians["generate"], 3) for n, v in medians.items()}
     if args.gap:

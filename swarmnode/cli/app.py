@@ -474,19 +474,11 @@ def bench_async_command(
     import functools
 
     from swarmnode.policy import PolicyLoadError, SamplingParams, load_policy
-    from swarmnode.policy.hf_backend import DECODES
-    from swarmnode.trainer.bench import MODEL_SHAPES, bench_async, shaped_policy
+    from swarmnode.trainer.bench import bench_async, shaped_policy
     from swarmnode.trainer.loop import RolloutConfig
 
-    torch_dtypes = ("float32", "bfloat16", "float16")
-    if dtype not in torch_dtypes:
-        fail(f"--dtype {dtype}: expected one of {', '.join(torch_dtypes)}")
-    if decode not in DECODES:
-        fail(f"--decode {decode}: expected one of {', '.join(DECODES)}")
-    if model_shape is not None and model_shape not in MODEL_SHAPES:
-        fail(f"--model-shape {model_shape}: expected one of {', '.join(MODEL_SHAPES)}")
-    if problem := _device_problem(device):
-        fail(f"--device {device}: {problem}")
+    if problem := _bench_flag_problem(device, dtype, model_shape, decode):
+        fail(problem)
     load = None
     try:
         if model_shape is not None:
@@ -501,11 +493,36 @@ def bench_async_command(
     console = Console(stderr=as_json)
     result = bench_async(policy, config, steps, cores, progress=lambda m: console.print(f"[dim]{m}[/dim]"), repeats=repeats,
                          decode=decode, load=load)
+    _print_async_result(console, result)
+    if as_json:
+        typer.echo(json.dumps(result.as_dict()))
+
+
+def _bench_flag_problem(device: str, dtype: str, model_shape: str | None, decode: str) -> str | None:
+    """The first bad flag of `bench async`, as one line, or None."""
+    from swarmnode.policy.hf_backend import DECODES
+    from swarmnode.trainer.bench import MODEL_SHAPES
+
+    torch_dtypes = ("float32", "bfloat16", "float16")
+    if dtype not in torch_dtypes:
+        return f"--dtype {dtype}: expected one of {', '.join(torch_dtypes)}"
+    if decode not in DECODES:
+        return f"--decode {decode}: expected one of {', '.join(DECODES)}"
+    if model_shape is not None and model_shape not in MODEL_SHAPES:
+        return f"--model-shape {model_shape}: expected one of {', '.join(MODEL_SHAPES)}"
+    if problem := _device_problem(device):
+        return f"--device {device}: {problem}"
+    return None
+
+
+def _print_async_result(console: Console, result) -> None:
+    """`bench async`'s figures for people: both rates, their ratio, the generator's speeds, idle shares."""
     console.print(f"sync : {result.sync_samples_per_s:8.1f} samples/s ({result.samples} samples in {result.sync_seconds:.1f}s, "
                   f"best of {sorted(result.sync_seconds_by_threads)} threads: {result.sync_threads})")
     console.print(f"async: {result.async_samples_per_s:8.1f} samples/s ({result.samples} samples in {result.async_seconds:.1f}s, "
                   f"generator as a {result.async_mode}, best of {result.async_seconds_by_mode}; "
                   f"generator waited {result.generator_wait_s:.1f}s)")
+    repeats = result.repeats
     per_repeat = f" (per repeat: {', '.join(f'{r:.2f}x' for r in result.ratio_by_repeat)})" if repeats > 1 else ""
     console.print(f"async/sync ratio: {result.ratio:.2f}x{per_repeat}" + (" (medians)" if repeats > 1 else ""))
     rate = lambda x: "-" if x is None else f"{x:,.0f}"  # noqa: E731
@@ -515,8 +532,6 @@ def bench_async_command(
                   + (f" ({result.generator_beside_over_alone:.2f}x)" if result.generator_beside_over_alone else ""))
     console.print(f"idle (async): generator {share(result.generator_idle_share)}, trainer {share(result.trainer_idle_share)}"
                   f" ({result.device}, {result.dtype}, decode {result.decode})")
-    if as_json:
-        typer.echo(json.dumps(result.as_dict()))
 
 
 def main(argv: list[str] | None = None) -> int:

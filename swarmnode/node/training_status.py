@@ -137,8 +137,10 @@ class TrainingStatus:
         if memory is None:
             return None
         in_use, total = memory
-        self._gpu_peak = max(self._gpu_peak, in_use, process_peak_reserved(self.device))
-        return {"device": self.device, "in_use_bytes": in_use, "peak_bytes": self._gpu_peak, "total_bytes": total}
+        own_peak = process_peak_reserved(self.device)
+        with self._lock:  # status reads come from more than one thread
+            self._gpu_peak = peak = max(self._gpu_peak, in_use, own_peak)
+        return {"device": self.device, "in_use_bytes": in_use, "peak_bytes": peak, "total_bytes": total}
 
     def snapshot(self, plan: Plan, runner) -> dict[str, Any]:
         """status.training: the state, this node's speeds, the plan and (once a runner exists,

@@ -10,12 +10,16 @@ The decode paths (`HFGenerator(decode=...)`, config `model.decode`):
   attention is out of the way (below); kept as an option.
 - `generate`: `model.generate`.
 - `static`: `model.generate` with transformers' static KV cache. On a GPU transformers compiles
-  the decode step and replays it as CUDA graphs (the first batch of a shape pays the compile:
-  ~40 s for Qwen2.5-0.5B's shape on an H100, logged once per shape). Rows and prompt length are
-  padded up to a few bucketed sizes (static_shape) so that a run builds few graphs; padding rows
-  are dropped from the result. A static decode that fails is said once in the log and the loop
-  takes over for good. Measured on an H100 before it was a path here: model.generate with the
-  static cache at 47.9-49.8k tokens/s, the loop at ~17k (0.5B shape, bf16, 512 x 128 tokens).
+  the decode step and replays it as CUDA graphs; the first batch of each shape pays the
+  compile, and its seconds are logged once per shape. Rows and prompt length are padded up to
+  a few bucketed sizes (static_shape) so that a run builds few graphs; padding rows are dropped
+  from the result. A static decode that fails is said once in the log and the loop takes over
+  for good. Not in `auto` until measured in a node: an H100 run of 2026-11-25, before this path
+  existed, reported model.generate with a static cache at 47.9-49.8k tokens/s against ~17k for
+  the loop (0.5B shape, bf16, 512 x 128 tokens, ~40 s for the first, compiling call); those
+  figures are not yet in docs/results. Run it in the generator process (training.generator:
+  process): torch before 2.13 is reported to refuse compiling CUDA graphs off the main thread,
+  and then this path falls back to the loop.
 
 On a GPU the decode steps run with cuDNN's attention excluded (policy/attention.py; config
 `model.cudnn_attention`): rows leaving the batch change the attention shape nearly every
@@ -24,7 +28,8 @@ on an H100, Qwen2 of Qwen2.5-0.5B's shape in bf16, 64 prompts x 8 samples x 128 
 the loop ran 0.34-0.39x model.generate with cuDNN and 0.97-1.14x without (four sessions).
 
 `auto` (the default) measures: on a GPU the loop and generate take turns on the first batches
-and the faster stays (AUTO_DECODE, AUTO_TRIALS); on a CPU it is the loop, measured there at
+and the faster stays (AUTO_DECODE, AUTO_TRIALS; `static` is not among them yet); on a CPU it is
+the loop, measured there at
 1.8-3x generate on the bundled policy. docs/experiments/gpu.md has the figures
 (`scripts/bench/bench_generation.py`).
 """
@@ -56,7 +61,7 @@ DECODES = ("auto", "loop", "bucketed", "generate", "static")
 # on an H100 the winner depends on the model (the loop at 0.97-1.14x generate on the 0.5B
 # shape in bf16, 1.30-1.36x on the tiny policy in fp32, 0.82-0.88x on it in bf16). Device
 # types not listed use the CPU's.
-AUTO_DECODE = {"cpu": ("loop",), "cuda": ("loop", "generate", "static")}
+AUTO_DECODE = {"cpu": ("loop",), "cuda": ("loop", "generate")}  # static: opt-in until measured in a node
 AUTO_TRIALS = 3  # batches each candidate runs before "auto" settles (the best counts: the first warms up)
 STATIC_MIN_ROWS = 8  # the smallest row bucket of a static decode
 PROMPT_LENGTH_BUCKET = 32  # a static decode's prompt length is a multiple of this
@@ -110,7 +115,7 @@ class HFGenerator:
         self.eos_ids = torch.tensor(eos_ids, dtype=torch.long, device=self.device)
         self._eos = set(eos_ids)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else int(self.eos_ids[0])
-        # Static decode: seconds of the first batch of each (rows, prompt length) shape (the compile).
+        # Static decode: seconds of the first batch of each (rows, cache length) shape (its compile, on a GPU).
         self.static_shapes: dict[tuple[int, int], float] = {}
 
     @property
@@ -139,6 +144,7 @@ class HFGenerator:
         if params.seed is not None:
             generator = torch.Generator(device=self.device).manual_seed(params.seed)
         decode = {"generate": self._decode_generate, "static": self._decode_static}.get(path, self._decode_loop)
+        shapes_before = len(self.static_shapes)
         with attention_backends(self.device, self.cudnn_attention):
             try:
                 tokens, logprobs = decode(prompt_ids, samples_per_prompt, params, generator)
@@ -148,6 +154,9 @@ class HFGenerator:
                 self._give_up_static(e)
                 path, on_trial = "loop", False
                 tokens, logprobs = self._decode_loop(prompt_ids, samples_per_prompt, params, generator)
+        for (rows, length), seconds in list(self.static_shapes.items())[shapes_before:]:
+            log.info("static decode: the first batch of %d rows x %d cached tokens took %.1f s "
+                     "(on a GPU, compiling its graphs included)", rows, length, seconds)
         groups = []
         for p, (question, ids) in enumerate(zip(prompts, prompt_ids)):
             group = PromptGeneration(question, ids, policy_version=self.policy_version)
@@ -245,14 +254,12 @@ class HFGenerator:
         is padded with copies of its last row (dropped from the result) and left-padded to the
         bucketed prompt length."""
         rows = [ids for ids in prompt_ids for _ in range(samples)]
-        shape = static_shape(len(rows), max(len(r) for r in rows))
-        input_ids, mask = left_pad(rows + [rows[-1]] * (shape[0] - len(rows)), self.pad_id, width=shape[1])
+        padded_rows, width = static_shape(len(rows), max(len(r) for r in rows))
+        input_ids, mask = left_pad(rows + [rows[-1]] * (padded_rows - len(rows)), self.pad_id, width=width)
         start = time.perf_counter()
         tokens, logprobs = self._generate(input_ids, mask, params, cache_implementation="static")
-        if shape not in self.static_shapes:
-            self.static_shapes[shape] = time.perf_counter() - start
-            log.info("static decode: the first batch of %d rows x %d prompt tokens took %.1f s (compiling its "
-                     "graphs where the device compiles)", *shape, self.static_shapes[shape])
+        # the compiled shape: rows x cache length (the padded prompt and every new token)
+        self.static_shapes.setdefault((padded_rows, width + params.max_new_tokens), time.perf_counter() - start)
         return tokens[:len(rows)], logprobs[:len(rows)]
 
     @torch.inference_mode()

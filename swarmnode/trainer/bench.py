@@ -147,34 +147,45 @@ def bench_async(policy: LoadedPolicy, config: RolloutConfig, steps: int, cores: 
     finally:
         torch.set_num_threads(previous_threads)
 
-    def median(runs: list[_Run], value) -> float | None:
-        values = [v for v in map(value, runs) if v is not None]
-        return statistics.median(values) if values else None
+    return _summarise(policy, steps, samples, side_threads, repeats, ratios, decode, sync_runs, async_runs)
 
-    sync_by_threads = {t: median(v, lambda r: r.seconds) for t, v in sync_runs.items()}
-    async_by_mode = {m: median(v, lambda r: r.seconds) for m, v in async_runs.items()}
+
+def _median(runs: list[_Run], value) -> float | None:
+    """The median of value(run) over the runs where it is known (None: known in none)."""
+    values = [v for v in map(value, runs) if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _rounded(x: float | None, digits: int = 1) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def _summarise(policy, steps: int, samples: int, side_threads: int, repeats: int, ratios: list[float], decode: str,
+               sync_runs: dict[int, list[_Run]], async_runs: dict[str, list[_Run]]) -> AsyncBenchResult:
+    """The medians of each arm; the faster sync thread count and async mode are the ones reported."""
+    sync_by_threads = {t: _median(v, lambda r: r.seconds) for t, v in sync_runs.items()}
+    async_by_mode = {m: _median(v, lambda r: r.seconds) for m, v in async_runs.items()}
     sync_threads, sync_seconds = min(sync_by_threads.items(), key=lambda kv: kv[1])
     async_mode, async_seconds = min(async_by_mode.items(), key=lambda kv: kv[1])
     chosen = async_runs[async_mode]
-    alone = median(sync_runs[sync_threads], lambda r: tokens_per_s(r.batches))
-    beside = median(chosen, lambda r: tokens_per_s(r.batches))
-    rounded = lambda x, digits=1: None if x is None else round(x, digits)  # noqa: E731
+    alone = _median(sync_runs[sync_threads], lambda r: tokens_per_s(r.batches))
+    beside = _median(chosen, lambda r: tokens_per_s(r.batches))
+    parameter = next(policy.model.parameters())
     return AsyncBenchResult(
         model=policy.name, steps=steps, samples=samples,
         sync_seconds=round(sync_seconds, 3), async_seconds=round(async_seconds, 3),
         sync_samples_per_s=round(samples / sync_seconds, 2), async_samples_per_s=round(samples / async_seconds, 2),
         ratio=round(sync_seconds / async_seconds, 3), sync_threads=sync_threads,
         async_threads_per_side=side_threads, async_mode=async_mode,
-        generator_wait_s=round(median(chosen, lambda r: r.generator_wait_s), 3),
+        generator_wait_s=round(_median(chosen, lambda r: r.generator_wait_s), 3),
         sync_seconds_by_threads={t: round(v, 3) for t, v in sync_by_threads.items()},
         async_seconds_by_mode={m: round(v, 3) for m, v in async_by_mode.items()},
         repeats=repeats, ratio_by_repeat=[round(r, 3) for r in ratios],
-        device=str(next(policy.model.parameters()).device),
-        dtype=str(next(policy.model.parameters()).dtype).removeprefix("torch."), decode=decode,
-        generator_tokens_per_s_alone=rounded(alone), generator_tokens_per_s_beside=rounded(beside),
-        generator_beside_over_alone=rounded(beside / alone, 3) if alone and beside else None,
-        generator_idle_share=rounded(median(chosen, lambda r: r.idle["generator_idle_share"]), 4),
-        trainer_idle_share=rounded(median(chosen, lambda r: r.idle["trainer_idle_share"]), 4),
+        device=str(parameter.device), dtype=str(parameter.dtype).removeprefix("torch."), decode=decode,
+        generator_tokens_per_s_alone=_rounded(alone), generator_tokens_per_s_beside=_rounded(beside),
+        generator_beside_over_alone=_rounded(beside / alone, 3) if alone and beside else None,
+        generator_idle_share=_rounded(_median(chosen, lambda r: r.idle["generator_idle_share"]), 4),
+        trainer_idle_share=_rounded(_median(chosen, lambda r: r.idle["trainer_idle_share"]), 4),
     )
 
 

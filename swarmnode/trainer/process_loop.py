@@ -15,9 +15,10 @@ process, as in AReaL:
 - rollouts: the child scores its groups and sends them back over a queue; a feeder thread puts
   them into the trainer's ExperienceBuffer.
 
-On a GPU the same holds for another reason: a decode step is many short kernel launches from
-Python, and a generator thread beside the trainer's thread shares the GIL and the default CUDA
-stream with it (measured on an H100, 0.5B shape: 17.5k tokens/s alone, 8.2k beside the trainer).
+On a GPU a decode step is many short kernel launches from Python, and a generator thread beside
+the trainer's shares the GIL and the default CUDA stream with it: an H100 run (0.5B shape, not
+yet in docs/results) reported 17.5k tokens/s alone and 8.2k beside the trainer. Whether its own
+process wins that back is what the next GPU run measures (docs/experiments/gpu.md).
 """
 from __future__ import annotations
 
@@ -76,6 +77,17 @@ def _generator_main(load, shared, version, steps_done, cond, stop, out, config: 
     policy = load()  # the trainer's device and precision: behaviour log-probs must match it
     generator = HFGenerator(policy.model, policy.tokenizer, policy_version=-1, **(generator_options or {}))
     stream = prompt_stream(config.tasks, config.data_seed, stream_start, exclude)
+    try:
+        _generate_batches(generator, stream, shared, version, steps_done, cond, stop, out, config, slowdown, local_quota)
+    finally:
+        shared.clear()  # let go of the trainer's CUDA IPC tensors before the process ends
+        _finish_copies(generator.device)
+    out.put(None)
+
+
+def _generate_batches(generator, stream, shared, version, steps_done, cond, stop, out, config: RolloutConfig,
+                      slowdown: float, local_quota) -> None:
+    """The child's loop: wait for the staleness bound, take the newest weights, generate and send a batch."""
     for batch in itertools.count():
         waited = time.perf_counter()
         with cond:
@@ -96,7 +108,6 @@ def _generator_main(load, shared, version, steps_done, cond, stop, out, config: 
         seconds = time.perf_counter() - start
         tokens = sum(len(t) for g in groups for t in g.completion_token_ids)
         out.put((groups, {"seconds": seconds, "tokens": tokens, "items": len(items), "waited": waited}))
-    out.put(None)
 
 
 class ProcessAsyncRunner:
@@ -126,7 +137,7 @@ class ProcessAsyncRunner:
         if load is None:
             from swarmnode.policy import load_policy
 
-            load = functools.partial(load_policy, model_name, device=str(self._device(trainer)), dtype=dtype)
+            load = functools.partial(load_policy, model_name, device=str(self._trainer_device(trainer)), dtype=dtype)
         self._child_args = (load, config, stream_start, exclude, threads, dict(generator_options or {}))
         self._context = mp.get_context("spawn")
         self._quotas = Quotas.of(config)
@@ -184,9 +195,9 @@ class ProcessAsyncRunner:
             self._sizes.close()
 
     @staticmethod
-    def _device(trainer: Trainer) -> torch.device:
-        parameters = getattr(trainer, "model", None)
-        first = next(parameters.parameters(), None) if parameters is not None else None
+    def _trainer_device(trainer: Trainer) -> torch.device:
+        model = getattr(trainer, "model", None)  # (a stand-in trainer in tests may have none)
+        first = next(model.parameters(), None) if model is not None else None
         return first.device if first is not None else torch.device("cpu")
 
     def _publish(self) -> None:
@@ -194,7 +205,7 @@ class ProcessAsyncRunner:
         with self._cond:
             for k, v in self._shared.items():
                 v.copy_(state[k])
-            _finish_copies(self._device(self.trainer))  # before the child may read them
+            _finish_copies(self._trainer_device(self.trainer))  # before the child may read them
             self._version.value = self.trainer.version
             self._steps_done.value += 1
             self._cond.notify_all()
@@ -216,7 +227,7 @@ class ProcessAsyncRunner:
             return []
         load, config, stream_start, exclude, threads, generator_options = self._child_args
         self._shared = {k: _shareable(v) for k, v in self.trainer.model.state_dict().items()}
-        _finish_copies(self._device(self.trainer))
+        _finish_copies(self._trainer_device(self.trainer))
         self._process = self._context.Process(
             target=_generator_main, name="swarmnode-generator", daemon=True,
             args=(load, self._shared, self._version, self._steps_done, self._cond, self._stop, self._out,
@@ -254,4 +265,6 @@ class ProcessAsyncRunner:
             if self._feeder is not None:
                 self._feeder.join(timeout=30)
             self._shared = {}
+            if self._trainer_device(self.trainer).type == "cuda":
+                torch.cuda.ipc_collect()  # free what the ended child held through CUDA IPC
         return results

@@ -40,7 +40,7 @@ def test_seeded_sampling_is_reproducible(tiny_dir):
 def test_bucket_size_by_hand():
     assert [bucket_size(n, 48) for n in (1, 2, 3, 5, 16, 17, 33, 48)] == [1, 2, 4, 8, 16, 32, 48, 48]
     assert decode_candidates("auto", torch.device("cpu")) == ("loop",)
-    assert decode_candidates("auto", torch.device("cuda", 0)) == ("loop", "generate", "static")
+    assert decode_candidates("auto", torch.device("cuda", 0)) == ("loop", "generate")  # static: opt-in until measured
     assert decode_candidates("bucketed", torch.device("cuda")) == ("bucketed",)
     with pytest.raises(ValueError, match="model.decode"):
         decode_candidates("fast", torch.device("cpu"))
@@ -103,7 +103,7 @@ def test_static_decode_samples_what_generate_samples(tiny_dir, caplog):
         static = static_generator.generate(prompts, 4, params)
         padded = static_generator.generate(prompts + ["9="], 3, params)
         static_generator.generate(prompts, 6, params)  # 12 rows: the 16-row shape again
-    assert list(static_generator.static_shapes) == [(8, 32), (16, 32)]
+    assert list(static_generator.static_shapes) == [(8, 32 + 8), (16, 32 + 8)]  # rows x (prompt + new tokens)
     shapes = [r.message for r in caplog.records if r.name == "swarmnode.generation"]
     assert len(shapes) == 2 and all(m.startswith("static decode: the first batch of ") for m in shapes)
     for d, s in zip(dynamic, static):
