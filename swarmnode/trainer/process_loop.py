@@ -30,7 +30,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable
+from typing import Callable, Mapping
 
 import torch
 import torch.multiprocessing as mp
@@ -58,7 +58,30 @@ def _finish_copies(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _shareable(tensor: torch.Tensor) -> torch.Tensor:
+def write_weights(shared: Mapping[str, torch.Tensor], state: Mapping[str, torch.Tensor], device: torch.device,
+                  cond, version, new_version: int) -> None:
+    """The trainer's side of the handoff: under the lock, copy `state` into the shared tensors,
+    wait until the copies are done, then publish `new_version`. A reader holds the same lock
+    while it copies, so it never sees half a version and is never overwritten mid-copy."""
+    with cond:
+        for name, tensor in shared.items():
+            tensor.copy_(state[name])
+        _finish_copies(device)
+        version.value = new_version
+        cond.notify_all()
+
+
+def read_weights(generator, shared: Mapping[str, torch.Tensor], version, cond) -> None:
+    """The generator's side: under the lock, load the shared tensors if they hold a newer
+    version than the generator's, and wait until the copies are done."""
+    with cond:
+        current = version.value
+        if current != generator.policy_version:
+            generator.load_weights(shared, current)
+            _finish_copies(generator.device)
+
+
+def shareable_copy(tensor: torch.Tensor) -> torch.Tensor:
     """A copy the child can map: in shared memory on a CPU; on a GPU a device tensor (sent as a
     CUDA IPC handle when the child starts)."""
     copy = tensor.detach().clone()
@@ -96,9 +119,7 @@ def _generate_batches(generator, stream, shared, version, steps_done, cond, stop
             break
         waited = time.perf_counter() - waited
         if version.value != generator.policy_version:
-            with cond:  # the trainer writes the next version only after this copy is done
-                generator.load_weights(shared, version.value)
-                _finish_copies(generator.device)
+            read_weights(generator, shared, version, cond)
         batch_size = config.prompts_per_step if local_quota is None else max(1, local_quota.value)
         items = list(itertools.islice(stream, batch_size))
         start = time.perf_counter()
@@ -202,11 +223,8 @@ class ProcessAsyncRunner:
 
     def _publish(self) -> None:
         state = self.trainer.model.state_dict()
+        write_weights(self._shared, state, self._trainer_device(self.trainer), self._cond, self._version, self.trainer.version)
         with self._cond:
-            for k, v in self._shared.items():
-                v.copy_(state[k])
-            _finish_copies(self._trainer_device(self.trainer))  # before the child may read them
-            self._version.value = self.trainer.version
             self._steps_done.value += 1
             self._cond.notify_all()
 
@@ -226,7 +244,7 @@ class ProcessAsyncRunner:
         if self._stop.is_set():
             return []
         load, config, stream_start, exclude, threads, generator_options = self._child_args
-        self._shared = {k: _shareable(v) for k, v in self.trainer.model.state_dict().items()}
+        self._shared = {k: shareable_copy(v) for k, v in self.trainer.model.state_dict().items()}
         _finish_copies(self._trainer_device(self.trainer))
         self._process = self._context.Process(
             target=_generator_main, name="swarmnode-generator", daemon=True,
