@@ -2,6 +2,7 @@
 Python repr of a dict or list)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -35,13 +36,14 @@ def histogram(table: dict[str, int] | None) -> str:
 
 
 def number(value: Any, spec: str = "") -> str:
-    """A figure for people: `-` when missing, floats to 4 significant digits unless `spec` says."""
+    """A figure for people: `-` when missing, floats to 4 significant digits unless `spec` says
+    (from 10,000 on, whole with thousands separators: 17,500 tokens/s, not 1.75e+04)."""
     if value is None:
         return "-"
     if spec:
         return format(value, spec)
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:,.0f}" if math.isfinite(value) and abs(value) >= 9999.5 else f"{value:.4g}"
     return str(value)
 
 

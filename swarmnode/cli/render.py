@@ -86,7 +86,7 @@ def status_view(s: dict[str, Any], fold_addresses: bool = False) -> Group:
     train.add_row("model", str(training.get("model") or "-"))
     train.add_row("phase", str(training.get("phase") or "-"))
     for key in ("policy_version", "steps", "reward_mean", "local_reward_mean", "heldout_accuracy", "generate_tokens_per_s",
-                "train_samples_per_s", "seconds_per_step", "slowdown", "staleness_local", "staleness_external",
+                "train_tokens_per_s", "train_samples_per_s", "seconds_per_step", "slowdown", "staleness_local", "staleness_external",
                 "dropped_stale", "external_trained", "external_pool", "generator_idle_share", "trainer_idle_share"):
         value = training.get(key)
         train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else human(value))

@@ -31,11 +31,13 @@ def test_status_view_shows_the_plan_and_idle_shares_in_80_columns():
 def test_status_view_shows_gpu_memory_in_80_columns():
     gpu = {"device": "cuda:0", "in_use_bytes": 12 * 2**30, "peak_bytes": 30 * 2**30, "total_bytes": 80 * 2**30}
     console = Console(width=80, record=True, color_system=None)
-    console.print(status_view(status(training={"model": "random:0.5b", "gpu_memory": gpu})))
+    console.print(status_view(status(training={"model": "random:0.5b", "gpu_memory": gpu, "generate_tokens_per_s": 17500.0,
+                                               "train_tokens_per_s": 68500.0})))
     text = console.export_text()
     assert all(len(line) <= 80 for line in text.splitlines())
     flat = " ".join(text.split())
     assert "gpu memory 12.00 GiB of 80.00 GiB in use (peak 30.00 GiB) on cuda:0" in flat, flat
+    assert "generate tokens per s 17,500" in flat and "train tokens per s 68,500" in flat, flat  # both sides
 
 
 def test_status_view_shows_summaries_in_80_columns():
@@ -157,3 +159,11 @@ def test_full_view_shows_bytes_per_batch_as_a_size():
     console.print(status_view(doc))
     text = console.export_text()
     assert "bytes per batch" in text and "2.5 KiB" in text and "2600.000" not in text
+
+
+def test_numbers_for_people():
+    from swarmnode.cli.format import number
+
+    assert [number(x) for x in (17500.0, 9999.4, 9999.5, 0.01234, -12345.6, 3, None)] == \
+        ["17,500", "9999", "10,000", "0.01234", "-12,346", "3", "-"]
+    assert [number(x) for x in (float("nan"), float("inf"))] == ["nan", "inf"]
