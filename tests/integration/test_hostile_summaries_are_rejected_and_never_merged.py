@@ -11,6 +11,14 @@ identity and offers summaries made with the real compressor, then corrupted: NaN
 scales, wrong shapes, a missing and an unknown tensor, norms far over the bound, another base,
 undecodable responses, random envelopes, broken signatures, an oversized announcement; the last
 keeps sending bad ones until node0 ignores it (rollouts.strike_limit 3 here: the 4th strike).
+
+The earned-trust rule is off here (summaries.robust_merge: false: trust is shown, never acted
+on), so that what is tested is the checks every summary passes before it is judged at all. The
+trust rule has its own test (test_dishonest_summaries_are_judged_and_struck.py). With it on, in
+this two-node configuration (4 prompts x 4 samples, a summary every 4 steps), node0 once struck
+the honest node1 four times for harmful_summary (node1's agreement with node0's own direction
+was small and mostly negative over 16 judged summaries) and ignored it: docs/security.md,
+what is left open.
 """
 from __future__ import annotations
 
@@ -43,7 +51,7 @@ SUMMARY_REASONS = {"wrong_base", "bad_tensor", "non_finite", "norm_too_large", "
 def victim_config(path):
     return write_honest_config(path, {
         "training": {"external_rollouts": 0, "checkpoint_every": 8},
-        "summaries": {"every_steps": 4, "fetch_interval_s": 0.5, "announce_interval_s": 1},
+        "summaries": {"every_steps": 4, "fetch_interval_s": 0.5, "announce_interval_s": 1, "robust_merge": False},
         "rollouts": {"strike_limit": STRIKE_LIMIT, "ignore_s": 600},
     })
 
