@@ -49,7 +49,6 @@ from swarmnode.summaries import OuterResult, Received, check_summary, dense_byte
 from swarmnode.summaries.trust import REPEATED
 from swarmnode.swarm.lru_map import LRUMap
 from swarmnode.swarm.peers import RecordIntake
-from swarmnode.swarm.ratelimit import PeerRateLimiter
 from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL, SummaryOutbox, parse_summary_fetch_response, summary_fetch_request
 from swarmnode.swarm.transport import RequestFailed, Transport
 from swarmnode.swarm.windows import summaries_key, window_index
