@@ -441,12 +441,9 @@ def _device_problem(device: str) -> str | None:
         return None
     if kind != "cuda" or (colon and not index.isdigit()):
         return "expected cpu, cuda or cuda:<index>"
-    import torch
+    from swarmnode.node.preflight import cuda_device_count, cuda_shortfall
 
-    seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if seen < (int(index) + 1 if index else 1):
-        return "torch sees no CUDA GPU here" if seen == 0 else f"torch sees only {seen} CUDA GPU(s) here"
-    return None
+    return cuda_shortfall(device, cuda_device_count())
 
 
 @bench_app.command("async", cls=HelpCommand)

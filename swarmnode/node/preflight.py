@@ -102,10 +102,21 @@ def _lookup_model(name: str) -> ModelLookup:
     return ModelLookup("hub", True)  # online: whether the hub has it is known only once it loads
 
 
-def _cuda_devices() -> int:
+def cuda_device_count() -> int:
+    """The CUDA GPUs torch sees (0 without CUDA)."""
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def cuda_shortfall(device: str, cuda_devices: int) -> str | None:
+    """What torch lacks for a cuda `device` (cuda, cuda:<index>) given the GPUs it sees, as
+    "torch sees no CUDA GPU" / "torch sees only N CUDA GPU(s)"; None when the GPU is there."""
+    index = device.partition(":")[2]
+    wanted = int(index) + 1 if index.isdigit() else 1
+    if cuda_devices >= wanted:
+        return None
+    return "torch sees " + ("no CUDA GPU" if cuda_devices == 0 else f"only {cuda_devices} CUDA GPU(s)")
 
 
 def probe_start(config: NodeConfig, home_root: Path) -> StartFacts:
@@ -130,7 +141,7 @@ def probe_start(config: NodeConfig, home_root: Path) -> StartFacts:
         status_port_error=_bind_error(config.status.host, status_port) if status_port else None,
         host_port_errors=host_errors,
         model=_lookup_model(model) if model else None,
-        cuda_devices=_cuda_devices() if model and config.model.device.startswith("cuda") else None,
+        cuda_devices=cuda_device_count() if model and config.model.device.startswith("cuda") else None,
     )
 
 
@@ -166,12 +177,10 @@ def _model_problem(config: NodeConfig, lookup: ModelLookup, sources: ValueSource
 
 def _device_problem(config: NodeConfig, cuda_devices: int, sources: ValueSources) -> str | None:
     device = config.model.device
-    index = device.partition(":")[2]
-    wanted = int(index) + 1 if index.isdigit() else 1
-    if cuda_devices >= wanted:
+    shortfall = cuda_shortfall(device, cuda_devices)
+    if shortfall is None:
         return None
-    seen = "no CUDA GPU" if cuda_devices == 0 else f"only {cuda_devices} CUDA GPU(s)"
-    return (f"model.device is {device} but torch sees {seen} (from {sources.of('model.device')}); "
+    return (f"model.device is {device} but {shortfall} (from {sources.of('model.device')}); "
             f"{sources.fix('model.device')} (e.g. cpu)")
 
 

@@ -80,21 +80,26 @@ def fastest(rates: dict[str, list[float]]) -> str:
     return max(rates, key=lambda path: max(rates[path], default=0.0))
 
 
+def next_power_of_two(n: int) -> int:
+    """The smallest power of two >= n: 2 ** ceil(log2(n)) (1 for n <= 1)."""
+    return 1 << max(0, n - 1).bit_length()
+
+
 def bucket_size(running: int, width: int) -> int:
     """Rows a bucketed decode batch keeps: the smallest power of two >= running, at most width.
 
-        size = min(width, 2 ** ceil(log2(running)))
+        size = min(width, next_power_of_two(running))
     """
-    return min(width, 1 << max(0, running - 1).bit_length())
+    return min(width, next_power_of_two(running))
 
 
 def static_shape(rows: int, prompt_length: int) -> tuple[int, int]:
     """The (rows, prompt length) a static decode runs at, so that batches share few compiled shapes:
 
-        rows'   = max(STATIC_MIN_ROWS, 2 ** ceil(log2(rows)))
+        rows'   = max(STATIC_MIN_ROWS, next_power_of_two(rows))
         length' = PROMPT_LENGTH_BUCKET x ceil(prompt_length / PROMPT_LENGTH_BUCKET)
     """
-    return (max(STATIC_MIN_ROWS, 1 << max(0, rows - 1).bit_length()),
+    return (max(STATIC_MIN_ROWS, next_power_of_two(rows)),
             PROMPT_LENGTH_BUCKET * -(-prompt_length // PROMPT_LENGTH_BUCKET))
 
 

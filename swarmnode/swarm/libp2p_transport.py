@@ -188,22 +188,23 @@ class LibP2PTransport(Transport):
             raise RequestFailed(f"connect to {peer_id[:16]}: {reason}", reason) from None
 
     async def reserve_circuit(self, relay_peer_id: str) -> bool:
-        try:
-            return await asyncio.wait_for(self._thread.call(self._node.reserve_circuit, relay_peer_id),
-                                          CIRCUIT_CALL_TIMEOUT_S)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # noqa: BLE001 - without a circuit slot peers still reach it through the relay
-            log.debug("circuit reservation on %s: %s", relay_peer_id[:16], explain_failure(e))
-            return False
+        # Without a circuit slot peers still reach this node through the swarm relay.
+        return await self._best_effort(f"circuit reservation on {relay_peer_id[:16]}", CIRCUIT_CALL_TIMEOUT_S,
+                                       self._node.reserve_circuit, relay_peer_id)
 
     async def punch_hole(self, peer_id: str, relays: tuple[str, ...], timeout: float) -> bool:
+        # Without a punched hole the relays carry the requests.
+        return await self._best_effort(f"hole punch to {peer_id[:16]}", timeout, self._node.punch_hole, peer_id, list(relays))
+
+    async def _best_effort(self, what: str, timeout: float, fn: Callable[..., Any], *args: Any) -> bool:
+        """`fn(*args)` on the trio side within `timeout`: its answer, or False (logged at debug)
+        if it failed or ran out of time."""
         try:
-            return await asyncio.wait_for(self._thread.call(self._node.punch_hole, peer_id, list(relays)), timeout)
+            return await asyncio.wait_for(self._thread.call(fn, *args), timeout)
         except asyncio.CancelledError:
             raise
-        except Exception as e:  # noqa: BLE001 - the relays carry the requests instead
-            log.debug("hole punch to %s: %s", peer_id[:16], explain_failure(e))
+        except Exception as e:  # noqa: BLE001 - a best-effort step: any failure means "not done"
+            log.debug("%s: %s", what, explain_failure(e))
             return False
 
     def counters(self) -> dict[str, int]:

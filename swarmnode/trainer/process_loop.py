@@ -118,8 +118,7 @@ def _generate_batches(generator, stream, shared, version, steps_done, cond, stop
         if stop.is_set():
             break
         waited = time.perf_counter() - waited
-        if version.value != generator.policy_version:
-            read_weights(generator, shared, version, cond)
+        read_weights(generator, shared, version, cond)
         batch_size = config.prompts_per_step if local_quota is None else max(1, local_quota.value)
         items = list(itertools.islice(stream, batch_size))
         start = time.perf_counter()
@@ -155,10 +154,11 @@ class ProcessAsyncRunner:
         self.generate_seconds = 0.0
         self.items_generated = 0
         self.generator_wait_s = 0.0
+        self._device = self._trainer_device(trainer)  # where the shared weights live
         if load is None:
             from swarmnode.policy import load_policy
 
-            load = functools.partial(load_policy, model_name, device=str(self._trainer_device(trainer)), dtype=dtype)
+            load = functools.partial(load_policy, model_name, device=str(self._device), dtype=dtype)
         self._child_args = (load, config, stream_start, exclude, threads, dict(generator_options or {}))
         self._context = mp.get_context("spawn")
         self._quotas = Quotas.of(config)
@@ -223,7 +223,7 @@ class ProcessAsyncRunner:
 
     def _publish(self) -> None:
         state = self.trainer.model.state_dict()
-        write_weights(self._shared, state, self._trainer_device(self.trainer), self._cond, self._version, self.trainer.version)
+        write_weights(self._shared, state, self._device, self._cond, self._version, self.trainer.version)
         with self._cond:
             self._steps_done.value += 1
             self._cond.notify_all()
@@ -245,7 +245,7 @@ class ProcessAsyncRunner:
             return []
         load, config, stream_start, exclude, threads, generator_options = self._child_args
         self._shared = {k: shareable_copy(v) for k, v in self.trainer.model.state_dict().items()}
-        _finish_copies(self._trainer_device(self.trainer))
+        _finish_copies(self._device)
         self._process = self._context.Process(
             target=_generator_main, name="swarmnode-generator", daemon=True,
             args=(load, self._shared, self._version, self._steps_done, self._cond, self._stop, self._out,
@@ -283,6 +283,6 @@ class ProcessAsyncRunner:
             if self._feeder is not None:
                 self._feeder.join(timeout=30)
             self._shared = {}
-            if self._trainer_device(self.trainer).type == "cuda":
+            if self._device.type == "cuda":
                 torch.cuda.ipc_collect()  # free what the ended child held through CUDA IPC
         return results

@@ -93,3 +93,11 @@ def test_tcp_listen_address():
     assert tcp_listen_address("/ip4/0.0.0.0/tcp/31337") == ("0.0.0.0", 31337)
     assert tcp_listen_address("/ip4/0.0.0.0/tcp/0") is None
     assert tcp_listen_address("/ip4/0.0.0.0/udp/5/quic") is None
+
+
+def test_cuda_shortfall_by_hand():
+    from swarmnode.node.preflight import cuda_shortfall
+
+    assert cuda_shortfall("cuda", 0) == "torch sees no CUDA GPU"
+    assert cuda_shortfall("cuda:1", 1) == "torch sees only 1 CUDA GPU(s)"
+    assert cuda_shortfall("cuda", 1) is None and cuda_shortfall("cuda:1", 2) is None
