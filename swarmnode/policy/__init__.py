@@ -6,7 +6,7 @@
 - prompts.py: format_prompt (a question through the chat template), left_pad, left_pad_positions
 - generation.py: what every backend shares: SamplingParams, Completion, PromptGeneration, the
   Generator protocol
-- sampling.py: top_p_filter, sample_next (one token per row from logits)
+- sampling.py: top_p_filter, sampling_distribution, sample_next (one token per row from logits)
 - attention.py: attention_backends (whether SDPA may use cuDNN's attention)
 - precision.py: use_fp32_logits (the output layer in float32 for a bf16 / fp16 model)
 - hf_backend.py: HFGenerator, the `hf` backend (cached decode loop, bucketed or model.generate)

@@ -8,7 +8,9 @@ The decode paths (`HFGenerator(decode=...)`, config `model.decode`):
 - `bucketed`: the same loop, but the batch only shrinks to power-of-two sizes (finished rows
   ride along, masked), so attention shapes repeat. Measured slower than `loop` once cuDNN's
   attention is out of the way (below); kept as an option.
-- `generate`: `model.generate`.
+- `generate`: `model.generate`. It draws from the same distribution as the loop (NodeSampling
+  is its only logits processor; a hub model's generation_config.json is not applied) and keeps
+  one step's logits at a time for the behaviour log-probs.
 - `static`: `model.generate` with transformers' static KV cache. On a GPU transformers compiles
   the decode step and replays it as CUDA graphs; the first batch of each shape pays the
   compile, and its seconds are logged once per shape. Rows and prompt length are padded up to
@@ -37,10 +39,11 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from typing import Mapping, Sequence
 
 import torch
-from transformers import DynamicCache
+from transformers import DynamicCache, GenerationConfig, LogitsProcessor, LogitsProcessorList
 
 from swarmnode.policy.attention import attention_backends
 from swarmnode.policy.generation import (
@@ -51,7 +54,7 @@ from swarmnode.policy.generation import (
 )
 from swarmnode.policy.precision import use_fp32_logits
 from swarmnode.policy.prompts import format_prompt, left_pad, left_pad_positions
-from swarmnode.policy.sampling import sample_next
+from swarmnode.policy.sampling import sample_next, sampling_distribution
 
 log = logging.getLogger("swarmnode.generation")
 
@@ -101,6 +104,56 @@ def static_shape(rows: int, prompt_length: int) -> tuple[int, int]:
     """
     return (max(STATIC_MIN_ROWS, next_power_of_two(rows)),
             PROMPT_LENGTH_BUCKET * -(-prompt_length // PROMPT_LENGTH_BUCKET))
+
+
+class NodeSampling(LogitsProcessor):
+    """model.generate's only logits processor in the generate and static decodes.
+
+    Each step it turns the logits into this node's sampling distribution (sampling_distribution:
+    temperature, then top-p), so that generate() draws from exactly what the loop draws from;
+    generate()'s own warpers stay off (own_generation_config, top_k=0). It keeps the sampled
+    tokens' log-probs one step behind (a step's token is known at the next call) instead of
+    output_logits, which holds every step's [B, V] logits: 512 rows x 128 tokens of a
+    152k-token vocabulary is 20 GB in bf16.
+    """
+
+    def __init__(self, temperature: float, top_p: float):
+        self.temperature, self.top_p = temperature, top_p
+        self._step_logprobs: torch.Tensor | None = None  # the last step's [B, V] log-probs
+        self._taken: list[torch.Tensor] = []  # [B] per step: the sampled tokens' log-probs
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self._step_logprobs is not None:
+            self._take(input_ids[:, -1])  # the token sampled at the last call
+        self._step_logprobs, draw_from = sampling_distribution(scores, self.temperature, self.top_p)
+        return draw_from
+
+    def _take(self, tokens: torch.Tensor) -> None:
+        self._taken.append(self._step_logprobs.gather(-1, tokens[:, None]).squeeze(-1))
+        self._step_logprobs = None
+
+    def logprobs(self, tokens: torch.Tensor) -> torch.Tensor:
+        """[B, T] log-probs of generate()'s new tokens [B, T] (taking the last step's)."""
+        if self._step_logprobs is not None:
+            self._take(tokens[:, len(self._taken)])
+        if len(self._taken) != tokens.shape[1]:
+            raise RuntimeError(f"generate() made {tokens.shape[1]} tokens in {len(self._taken)} logits steps")
+        return torch.stack(self._taken, dim=1)
+
+
+@contextmanager
+def own_generation_config(model):
+    """generate() fills what a call leaves unset from the model's generation_config: a hub
+    model's generation_config.json (Qwen2.5's instruct models ship temperature 0.7, top_p 0.8,
+    top_k 20 and a repetition penalty) would bend the distribution the node samples from away from the
+    one its trainer scores. For the call, the model has a config of its special tokens only."""
+    saved = model.generation_config
+    model.generation_config = GenerationConfig(bos_token_id=saved.bos_token_id, eos_token_id=saved.eos_token_id,
+                                               pad_token_id=saved.pad_token_id)
+    try:
+        yield
+    finally:
+        model.generation_config = saved
 
 
 class HFGenerator:
@@ -269,23 +322,22 @@ class HFGenerator:
 
     @torch.inference_mode()
     def _generate(self, input_ids, mask, params, **generate_options) -> tuple[torch.Tensor, torch.Tensor]:
-        """model.generate over left-padded rows: [B, T] tokens and their log-probs (on the host)."""
+        """model.generate over left-padded rows: [B, T] tokens and their log-probs (on the host),
+        drawn from this node's sampling distribution (NodeSampling)."""
         if params.seed is not None:
             torch.manual_seed(params.seed)
         input_ids, mask = input_ids.to(self.device), mask.to(self.device)
+        sampling = NodeSampling(params.temperature, params.top_p)
         greedy = params.temperature <= 0.0
-        out = self.model.generate(
-            input_ids=input_ids, attention_mask=mask, max_new_tokens=params.max_new_tokens,
-            do_sample=not greedy, temperature=None if greedy else params.temperature,
-            top_p=None if greedy else params.top_p, top_k=None,
-            eos_token_id=self.eos_ids.tolist(), pad_token_id=self.pad_id,
-            return_dict_in_generate=True, output_logits=True, **generate_options,
-        )
-        tokens = out.sequences[:, input_ids.shape[1]:]
-        scale = 1.0 if greedy else params.temperature
-        logits = torch.stack(out.logits, dim=1).float() / scale
-        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, tokens[..., None]).squeeze(-1)
-        return tokens.cpu(), logprobs.cpu()
+        with own_generation_config(self.model):
+            sequences = self.model.generate(
+                input_ids=input_ids, attention_mask=mask, max_new_tokens=params.max_new_tokens,
+                do_sample=not greedy, **({} if greedy else {"top_k": 0}),  # 0: generate()'s default top-k of 50 off
+                eos_token_id=self.eos_ids.tolist(), pad_token_id=self.pad_id,
+                logits_processor=LogitsProcessorList([sampling]), **generate_options,
+            )
+        tokens = sequences[:, input_ids.shape[1]:]
+        return tokens.cpu(), sampling.logprobs(tokens).cpu()
 
     def _completion(self, tokens: torch.Tensor, logprobs: torch.Tensor, params: SamplingParams) -> Completion:
         return finish_completion(self.tokenizer, self._eos, tokens.tolist(), logprobs.tolist(), params.stop)

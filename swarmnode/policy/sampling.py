@@ -19,21 +19,30 @@ def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return logits.masked_fill(drop, float("-inf"))
 
 
-def sample_next(
-    logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sample tokens [B] from logits [B, V]; return (tokens, log-probs).
+def sampling_distribution(logits: torch.Tensor, temperature: float, top_p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The behaviour policy at one step, from logits [B, V]: (log-probs, logits to draw from).
 
-    The log-prob is log softmax(logits / temperature)[token]: the behaviour policy's probability
-    of the token at that temperature, before top-p truncation (the trainer recomputes the same
-    quantity, so the importance ratios compare like with like). temperature == 0 is greedy.
+        log-probs  = log softmax(logits / temperature)
+        draw from  = softmax(top_p_filter(logits / temperature, top_p))
+
+    The log-probs are taken before top-p truncation: the trainer recomputes the same quantity,
+    so the importance ratios compare like with like. temperature == 0 is greedy: log softmax
+    of the logits, and the logits themselves (their argmax is the token).
     """
     logits = logits.float()
     if temperature <= 0.0:
-        tokens = logits.argmax(dim=-1)
-        return tokens, torch.log_softmax(logits, dim=-1).gather(-1, tokens[:, None]).squeeze(-1)
+        return torch.log_softmax(logits, dim=-1), logits
     scaled = logits / temperature
-    logprobs = torch.log_softmax(scaled, dim=-1)
-    probs = torch.softmax(top_p_filter(scaled, top_p), dim=-1)
-    tokens = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return torch.log_softmax(scaled, dim=-1), top_p_filter(scaled, top_p)
+
+
+def sample_next(
+    logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample tokens [B] from logits [B, V] under sampling_distribution; return (tokens, their log-probs)."""
+    logprobs, draw_from = sampling_distribution(logits, temperature, top_p)
+    if temperature <= 0.0:
+        tokens = draw_from.argmax(dim=-1)
+    else:
+        tokens = torch.multinomial(torch.softmax(draw_from, dim=-1), 1, generator=generator).squeeze(-1)
     return tokens, logprobs.gather(-1, tokens[:, None]).squeeze(-1)

@@ -132,3 +132,38 @@ def test_a_failing_static_decode_falls_back_to_the_loop_once(tiny_dir, caplog, m
     assert generator.decode == "loop" and "static" not in generator.decode_rates
     said = [r.message for r in caplog.records if r.name == "swarmnode.generation"]
     assert said == ["static decode failed (RuntimeError: capture failed); decoding with the loop from now on"]
+
+
+@pytest.mark.parametrize("decode", ["loop", "generate", "static"])
+def test_every_decode_draws_from_the_nodes_distribution_whatever_the_models_generation_config(tiny_dir, decode):
+    """The first token of 2048 samples, temperature 1.5, top-p 0.9: its frequencies match
+    softmax(top_p_filter(logits / 1.5, 0.9)): total variation under 0.2, where 2048 draws from
+    this near-uniform distribution (~230 tokens) land at ~0.13 and a draw from only three tokens
+    at ~0.99. The model carries a hub-style generation_config (temperature 0.3, top-k 3, top-p
+    0.05, repetition penalty 1.5) that generate() must not apply. Behaviour log-probs are
+    log softmax(logits / 1.5)."""
+    from transformers import GenerationConfig
+
+    from swarmnode.policy.prompts import format_prompt
+    from swarmnode.policy.sampling import sampling_distribution
+
+    policy = load_policy(str(tiny_dir))
+    hub_config = GenerationConfig(do_sample=True, temperature=0.3, top_k=3, top_p=0.05, repetition_penalty=1.5,
+                                  eos_token_id=policy.tokenizer.eos_token_id, pad_token_id=policy.tokenizer.pad_token_id)
+    policy.model.generation_config = hub_config
+    prompt = "12+7="
+    ids = policy.tokenizer(format_prompt(policy.tokenizer, prompt), add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logits = policy.model(input_ids=torch.tensor([ids])).logits[:, -1]
+    logprobs, draw_from = sampling_distribution(logits, 1.5, 0.9)
+    want = torch.softmax(draw_from, -1)[0]
+    assert int((want > 0).sum()) > 20  # a wide distribution: a top-3 draw could not pass
+
+    params = SamplingParams(temperature=1.5, top_p=0.9, max_new_tokens=1, seed=11)
+    generator = HFGenerator(policy.model, policy.tokenizer, decode=decode)
+    completions = generator.generate([prompt], 2048, params)[0].completions
+    first = torch.tensor([c.token_ids[0] for c in completions])
+    got = torch.bincount(first, minlength=want.numel()).float() / len(first)
+    assert 0.5 * float((got - want).abs().sum()) < 0.2
+    assert torch.allclose(torch.tensor([c.logprobs[0] for c in completions]), logprobs[0, first], atol=1e-5)
+    assert policy.model.generation_config is hub_config  # given back after the call
