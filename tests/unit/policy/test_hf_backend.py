@@ -167,3 +167,36 @@ def test_every_decode_draws_from_the_nodes_distribution_whatever_the_models_gene
     assert 0.5 * float((got - want).abs().sum()) < 0.2
     assert torch.allclose(torch.tensor([c.logprobs[0] for c in completions]), logprobs[0, first], atol=1e-5)
     assert policy.model.generation_config is hub_config  # given back after the call
+
+
+def test_compiled_static_decode_samples_what_the_uncompiled_one_does_and_builds_few_graphs(tiny_dir):
+    """On a GPU transformers compiles the static decode's step; here torch.compile is forced on
+    the CPU with dynamo's eager backend (the same tracing and guards, no code generation). Same
+    seed, same tokens as uncompiled. Seven batches (six shapes) of 8 to 128 rows and three prompt-length
+    buckets build at most 3 graphs (the first shape, then rows and cache length turn dynamic),
+    far under torch's recompile limit of 8."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+    from transformers import CompileConfig
+
+    policy = load_policy(str(tiny_dir))
+    params = SamplingParams(temperature=1.0, max_new_tokens=8, seed=5)
+    want = HFGenerator(policy.model, policy.tokenizer, decode="static").generate(["1+2=", "3+4="], 4, params)
+    compiled = HFGenerator(policy.model, policy.tokenizer, decode="static")
+    forced = CompileConfig(backend="eager", mode=None)
+    forced._compile_all_devices = True  # transformers' own switch for compiling off a GPU
+    uncompiled_generate = compiled._generate
+    compiled._generate = lambda *args, **kwargs: uncompiled_generate(*args, compile_config=forced, **kwargs)
+    torch._dynamo.reset()
+    counters.clear()
+    got = compiled.generate(["1+2=", "3+4="], 4, params)
+    assert [[c.token_ids for c in g.completions] for g in got] == [[c.token_ids for c in g.completions] for g in want]
+    assert counters["stats"]["unique_graphs"] == 1
+    long_prompt = "+".join(str(i) for i in range(20)) + "="
+    longer_prompt = "+".join(str(i) for i in range(40)) + "="
+    for prompts, samples in [(["1+2="] * 4, 4), ([long_prompt] * 2, 4), ([longer_prompt] * 8, 4),
+                             (["1+2="] * 2, 4), ([long_prompt] * 16, 4), (["9="] * 32, 4)]:
+        assert len(compiled.generate(prompts, samples, params)) == len(prompts)
+    assert compiled.decode == "static" and len(compiled.static_shapes) == 6  # (8, 40) came twice
+    assert counters["stats"]["unique_graphs"] <= 3
+    torch._dynamo.reset()
