@@ -351,6 +351,9 @@ def swarm_local(
         None, "--slowdowns", metavar="X,Y,...", help="slowdowns; node i gets the (i mod count)-th, e.g. 1,2,4"),
     transport: Optional[Transport] = typer.Option(
         None, "--transport", help="every node's network.transport: hivemind (p2pd) or libp2p (pure Python)"),
+    devices: Optional[str] = typer.Option(
+        None, "--devices", metavar="D,E,...", help="model.device per node; node i gets the (i mod count)-th, "
+                                                  "e.g. cuda,cpu: a GPU node beside CPU nodes"),
 ) -> None:
     """Start N daemons on 127.0.0.1 with a live table (Ctrl-C stops all).
 
@@ -367,6 +370,7 @@ def swarm_local(
     except ConfigError as e:
         fail(str(e))
     factors = _parse_slowdowns(slowdowns) if slowdowns is not None else None
+    node_devices = _parse_devices(devices) if devices is not None else None
     if rounds is not None and not node_config.model.name_or_path:
         fail(f"--rounds needs a config that trains a model; {cfg_path} sets no model.name_or_path "
              "(try --config with model.name_or_path: bundled:tiny-policy, e.g. the bundled local-train.yaml)")
@@ -377,6 +381,8 @@ def swarm_local(
             env["SWARMNODE__TRAINING__MAX_STEPS"] = str(rounds)
         if transport is not None:
             env["SWARMNODE__NETWORK__TRANSPORT"] = transport.value
+        if node_devices is not None:
+            env["SWARMNODE__MODEL__DEVICE"] = node_devices[index % len(node_devices)]
         return env
 
     def node_args(index: int) -> list[str]:
@@ -432,6 +438,15 @@ def _parse_slowdowns(text: str) -> list[float]:
         if problem := _slowdown_problem(factor):
             fail(f"--slowdowns {text}: {problem}")
     return factors
+
+
+def _parse_devices(text: str) -> list[str]:
+    """--devices "cuda,cpu": each one checked on this machine (as --device is) before any node starts."""
+    names = [part.strip() for part in text.split(",")]
+    for name in names:
+        if problem := _device_problem(name):
+            fail(f"--devices {text}: {name!r}: {problem}")
+    return names
 
 
 def _device_problem(device: str) -> str | None:

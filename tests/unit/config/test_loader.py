@@ -117,6 +117,7 @@ def test_missing_file(tmp_path):
         (["run", "--home", "{home}", "--slowdown", "fast"], "'--slowdown'"),
         (["swarm", "local", "--root", "{home}", "--slowdowns", "1,x"], "--slowdowns 1,x: expected comma-separated numbers"),
         (["swarm", "local", "--root", "{home}", "--slowdowns", "1,2,0.9"], "--slowdowns 1,2,0.9: 0.9 is not a valid"),
+        (["swarm", "local", "--root", "{home}", "--devices", "cpu,gpu"], "--devices cpu,gpu: 'gpu': expected cpu, cuda or cuda:<index>"),
     ],
 )
 def test_cli_errors_are_one_line(tmp_path, args, expected):

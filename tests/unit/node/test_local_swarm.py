@@ -17,6 +17,24 @@ def test_swarm_local_gives_node_i_the_slowdown_i_mod_count(tmp_path, monkeypatch
     assert launched == {0: ["--slowdown", "1.0"], 1: ["--slowdown", "2.5"], 2: ["--slowdown", "1.0"]}
 
 
+def test_swarm_local_gives_node_i_the_device_i_mod_count(tmp_path, monkeypatch):
+    """`swarm local --devices cuda,cpu` gives node i model.device devices[i % 2] through its
+    environment (no daemon starts here; the device check is stubbed: this machine has no GPU)."""
+    from swarmnode.cli import app as cli
+    from swarmnode.node import local_swarm
+
+    launched = {}
+
+    def fake_start(self, on_progress=None):
+        launched.update({n.index: self.node_env(n.index).get("SWARMNODE__MODEL__DEVICE") for n in self.nodes})
+        raise local_swarm.LocalSwarmError("not starting daemons in a unit test")
+
+    monkeypatch.setattr(local_swarm.LocalSwarm, "start", fake_start)
+    monkeypatch.setattr(cli, "_device_problem", lambda name: None if name in ("cpu", "cuda") else "no such device")
+    assert cli.main(["swarm", "local", "--nodes", "3", "--root", str(tmp_path), "--devices", "cuda,cpu"]) == 1
+    assert launched == {0: "cuda", 1: "cpu", 2: "cuda"}
+
+
 def test_a_node_that_exited_with_an_error_shows_as_failed_and_counts_as_finished(tmp_path):
     from swarmnode.node.local_swarm import LocalSwarm, exited_row
 
