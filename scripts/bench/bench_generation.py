@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from swarmnode.node.preflight import device_problem
 from swarmnode.policy import SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.tasks import DEFAULT_TASKS
@@ -50,7 +51,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--gap", action="store_true", help="measure the generator-vs-trainer log-prob gap too")
     p.add_argument("--threads", type=int, default=torch.get_num_threads())
     p.add_argument("--json", type=Path, help="also write the figures here")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if problem := device_problem(args.device):
+        p.exit(2, f"error: --device {args.device}: {problem}\n")
+    return args
 
 
 def tokens_per_second(generator: HFGenerator, prompts: list[str], samples: int, params: SamplingParams) -> float:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from swarmnode.node.preflight import device_problem
 from swarmnode.policy import SamplingParams, load_policy
 from swarmnode.policy.attention import attention_backends
 from swarmnode.policy.hf_backend import HFGenerator
@@ -54,7 +55,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                                              "(a random model earns none); on with --model-shape")
     p.add_argument("--threads", type=int, default=torch.get_num_threads())
     p.add_argument("--json", type=Path, help="also write the figures here")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if problem := device_problem(args.device):
+        p.exit(2, f"error: --device {args.device}: {problem}\n")
+    return args
 
 
 def synced_seconds(device: torch.device, run, *args):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from swarmnode.node.preflight import device_problem
 from swarmnode.policy import SamplingParams, load_policy
 from swarmnode.policy.hf_backend import DECODES, HFGenerator
 from swarmnode.tasks import DEFAULT_TASKS
@@ -56,6 +57,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--name", help="file stem of the JSON and PNG (default: learning_curve, + _<device type> off the CPU)")
     p.add_argument("--replot", type=Path, help="only draw the PNG beside this learning-curve JSON")
     args = p.parse_args(argv)
+    if problem := device_problem(args.device):
+        p.exit(2, f"error: --device {args.device}: {problem}\n")
     if args.name is None:
         device_type = args.device.split(":")[0]
         args.name = "learning_curve" if device_type == "cpu" else f"learning_curve_{device_type}"

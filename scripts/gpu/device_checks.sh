@@ -13,7 +13,9 @@
 # Each part is stopped after its own limit ($PART_TIMEOUT overrides them all), so one slow
 # part leaves the others their time; a failing part does not stop the next. The limits add up
 # to 14 minutes: on a 15-minute lease run `async decode tests` in one call (at most 580 s) and
-# `swarm` in the next, if time is left.
+# `swarm` in the next, if time is left. Then scripts/gpu/collect_results.py $OUT --session
+# <name> writes the figures, with each part's command ($OUT/<part>.cmd), into
+# docs/results/gpu.json.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/swarmnode-gpu}
@@ -28,36 +30,33 @@ python3 -c "import hivemind, reasoning_gym, pytest, swarmnode.cli.app, swarmnode
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" | tee -a "$OUT/gpu.txt"
 
-part() {
-  local name=$1 limit=${PART_TIMEOUT:-$2}; shift 2
-  echo "== $name: $*"
+part() {  # name, time limit (s), command line (run by bash -c; written to $OUT/<name>.cmd)
+  local name=$1 limit=${PART_TIMEOUT:-$2} command=$3
+  echo "== $name: $command"
+  echo "$command" > "$OUT/$name.cmd"
   local start=$SECONDS
-  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  timeout "$limit" bash -c "$command" > "$OUT/$name.log" 2>&1
   local rc=$?
   tail -n 15 "$OUT/$name.log"
   echo "== $name: exit $rc after $((SECONDS - start)) s (limit $limit s)"
 }
 
-swarm() {  # a function run under timeout through bash -c, hence export -f below
-  python3 -m swarmnode swarm local --nodes 3 --devices cuda,cpu --config configs/local-train.yaml \
-    --duration "${SWARM_SECONDS:-150}" --root "$OUT/swarm" > "$OUT/swarm-table.log" 2>&1
-  python3 scripts/gpu/swarm_rates.py "$OUT/swarm/summary.json" --json "$OUT/swarm-rates.json"
-}
-
-export -f swarm
+# Single-quoted: $OUT and $SWARM_SECONDS stay as written in the .cmd files, bash -c expands them.
+ASYNC='python3 -m swarmnode bench async --device cuda --dtype bfloat16 --model-shape 0.5b --prompts 64 --samples 8 --max-new-tokens 128 --steps 5 --repeats 1 --decode static --json'
+DECODE='python3 scripts/bench/bench_generation.py --model-shape 0.5b --device cuda --dtype bfloat16 --prompts 64 --samples 8 --max-new-tokens 128 --repeats 2 --decodes loop,generate,static --json $OUT/generation.json'
+TESTS='python3 -m pytest -q -p no:cacheprovider -m cuda tests/cuda tests/integration/test_node_trains_and_resumes_after_sigkill.py'
+SWARM='python3 -m swarmnode swarm local --nodes 3 --devices cuda,cpu --config configs/local-train.yaml --duration $SWARM_SECONDS --root $OUT/swarm > $OUT/swarm-table.log 2>&1; python3 scripts/gpu/swarm_rates.py $OUT/swarm/summary.json --json $OUT/swarm-rates.json'
+export SWARM_SECONDS=${SWARM_SECONDS:-150}
 
 for which in "${@:-async decode tests swarm}"; do
   for p in $which; do
     case $p in
-      async) part async 260 python3 -m swarmnode bench async --device cuda --dtype bfloat16 --model-shape 0.5b \
-               --prompts 64 --samples 8 --max-new-tokens 128 --steps 5 --repeats 1 --decode static --json ;;
-      decode) part decode 170 python3 scripts/bench/bench_generation.py --model-shape 0.5b --device cuda --dtype bfloat16 \
-               --prompts 64 --samples 8 --max-new-tokens 128 --repeats 2 --decodes loop,generate,static \
-               --json "$OUT/generation.json" ;;
-      tests) part tests 150 python3 -m pytest -q -p no:cacheprovider -m cuda tests/cuda \
-               tests/integration/test_node_trains_and_resumes_after_sigkill.py ;;
-      swarm) part swarm $(( ${SWARM_SECONDS:-150} + 90 )) bash -c swarm ;;
+      async) part async 260 "$ASYNC" ;;
+      decode) part decode 170 "$DECODE" ;;
+      tests) part tests 150 "$TESTS" ;;
+      swarm) part swarm $((SWARM_SECONDS + 90)) "$SWARM" ;;
       *) echo "unknown part $p (async, decode, tests, swarm)"; exit 2 ;;
     esac
   done
 done
+echo "== next: python3 scripts/gpu/collect_results.py $OUT --session <name> (here, or where the files come back)"

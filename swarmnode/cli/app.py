@@ -442,23 +442,13 @@ def _parse_slowdowns(text: str) -> list[float]:
 
 def _parse_devices(text: str) -> list[str]:
     """--devices "cuda,cpu": each one checked on this machine (as --device is) before any node starts."""
+    from swarmnode.node.preflight import device_problem
+
     names = [part.strip() for part in text.split(",")]
     for name in names:
-        if problem := _device_problem(name):
+        if problem := device_problem(name):
             fail(f"--devices {text}: {name!r}: {problem}")
     return names
-
-
-def _device_problem(device: str) -> str | None:
-    """What is wrong with a --device (cpu, cuda, cuda:<index>) on this machine, or None."""
-    kind, colon, index = device.partition(":")
-    if kind == "cpu" and not colon:
-        return None
-    if kind != "cuda" or (colon and not index.isdigit()):
-        return "expected cpu, cuda or cuda:<index>"
-    from swarmnode.node.preflight import cuda_device_count, cuda_shortfall
-
-    return cuda_shortfall(device, cuda_device_count())
 
 
 @bench_app.command("async", cls=HelpCommand)
@@ -512,6 +502,7 @@ def bench_async_command(
 
 def _bench_flag_problem(device: str, dtype: str, model_shape: str | None, decode: str) -> str | None:
     """The first bad flag of `bench async`, as one line, or None."""
+    from swarmnode.node.preflight import device_problem
     from swarmnode.policy.hf_backend import DECODES
     from swarmnode.trainer.bench import MODEL_SHAPES
 
@@ -522,7 +513,7 @@ def _bench_flag_problem(device: str, dtype: str, model_shape: str | None, decode
         return f"--decode {decode}: expected one of {', '.join(DECODES)}"
     if model_shape is not None and model_shape not in MODEL_SHAPES:
         return f"--model-shape {model_shape}: expected one of {', '.join(MODEL_SHAPES)}"
-    if problem := _device_problem(device):
+    if problem := device_problem(device):
         return f"--device {device}: {problem}"
     return None
 

@@ -119,6 +119,16 @@ def cuda_shortfall(device: str, cuda_devices: int) -> str | None:
     return "torch sees " + ("no CUDA GPU" if cuda_devices == 0 else f"only {cuda_devices} CUDA GPU(s)")
 
 
+def device_problem(device: str) -> str | None:
+    """What is wrong with a device name (cpu, cuda, cuda:<index>) on this machine, or None."""
+    kind, colon, index = device.partition(":")
+    if kind == "cpu" and not colon:
+        return None
+    if kind != "cuda" or (colon and not index.isdigit()):
+        return "expected cpu, cuda or cuda:<index>"
+    return cuda_shortfall(device, cuda_device_count())
+
+
 def probe_start(config: NodeConfig, home_root: Path) -> StartFacts:
     """Everything start_problems judges, found with the least I/O that tells it."""
     home_exists = home_root.is_dir()
@@ -175,7 +185,7 @@ def _model_problem(config: NodeConfig, lookup: ModelLookup, sources: ValueSource
     return f"model {name!r} {lookup.detail} {where}"
 
 
-def _device_problem(config: NodeConfig, cuda_devices: int, sources: ValueSources) -> str | None:
+def _model_device_problem(config: NodeConfig, cuda_devices: int, sources: ValueSources) -> str | None:
     device = config.model.device
     shortfall = cuda_shortfall(device, cuda_devices)
     if shortfall is None:
@@ -219,6 +229,6 @@ def start_problems(config: NodeConfig, facts: StartFacts, sources: ValueSources,
     problems += _task_problems(config, sources)
     if facts.model is not None and (line := _model_problem(config, facts.model, sources)):
         problems.append(line)
-    if facts.cuda_devices is not None and (line := _device_problem(config, facts.cuda_devices, sources)):
+    if facts.cuda_devices is not None and (line := _model_device_problem(config, facts.cuda_devices, sources)):
         problems.append(line)
     return problems + _port_problems(config, facts, sources)

@@ -30,7 +30,9 @@ def test_swarm_local_gives_node_i_the_device_i_mod_count(tmp_path, monkeypatch):
         raise local_swarm.LocalSwarmError("not starting daemons in a unit test")
 
     monkeypatch.setattr(local_swarm.LocalSwarm, "start", fake_start)
-    monkeypatch.setattr(cli, "_device_problem", lambda name: None if name in ("cpu", "cuda") else "no such device")
+    from swarmnode.node import preflight
+
+    monkeypatch.setattr(preflight, "device_problem", lambda name: None if name in ("cpu", "cuda") else "no such device")
     assert cli.main(["swarm", "local", "--nodes", "3", "--root", str(tmp_path), "--devices", "cuda,cpu"]) == 1
     assert launched == {0: "cuda", 1: "cpu", 2: "cuda"}
 
