@@ -102,6 +102,8 @@ def main(argv: list[str]) -> int:
                "samples": args.samples, "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
                "tokens_per_s": {n: round(v, 1) for n, v in medians.items()},
                "command": "python scripts/bench/bench_generation.py " + " ".join(argv)}
+    # the path each generator ended on: a static decode that failed fell back to the loop
+    results["decode_used"] = {name: g.decode for name, g in generators.items()}
     if "auto" in generators:
         results["auto"] = {"chose": generators["auto"].decode,
                            "trial_tokens_per_s": {p: [round(r, 1) for r in v] for p, v in generators["auto"].decode_rates.items()}}

@@ -17,9 +17,9 @@ The decode paths (`HFGenerator(decode=...)`, config `model.decode`):
   a few bucketed sizes (static_shape) so that a run builds few graphs; padding rows are dropped
   from the result. Measured on the CPU with compiling forced (torch 2.13; tests/unit/policy):
   the first shape compiles, a second row count and a second cache length each recompile once
-  with that size made dynamic, and later shapes reuse that graph, 3 graphs in all (inductor:
-  21 s, 11 s, 11 s for the bundled policy); on a GPU each new size still records its own CUDA
-  graph, which the buckets keep few. A static decode that fails is said once in the log and
+  with that size made dynamic, and later shapes reuse that graph, 3 graphs in all (inductor,
+  one manual run: 21 s, 11 s, 11 s for the bundled policy); on a GPU each new size still
+  records its own CUDA graph, which the buckets keep few. A static decode that fails is said once in the log and
   the loop takes over for good. Not in `auto` until measured in a node: an H100 run of
   2026-11-25, before this path existed, reported model.generate with a static cache at
   47.9-49.8k tokens/s against ~17k for the loop (0.5B shape, bf16, 512 x 128 tokens, ~40 s for
@@ -117,8 +117,8 @@ class NodeSampling(LogitsProcessor):
     temperature, then top-p), so that generate() draws from exactly what the loop draws from;
     generate()'s own warpers stay off (own_generation_config, top_k=0). It keeps the sampled
     tokens' log-probs one step behind (a step's token is known at the next call) instead of
-    output_logits, which holds every step's [B, V] logits: 512 rows x 128 tokens of a
-    152k-token vocabulary is 20 GB in bf16.
+    output_logits, which holds every step's [B, V] logits as float32 copies: 512 rows x 128
+    tokens of a 152k-token vocabulary is 40 GB.
     """
 
     def __init__(self, temperature: float, top_p: float):
@@ -137,12 +137,15 @@ class NodeSampling(LogitsProcessor):
         self._step_logprobs = None
 
     def logprobs(self, tokens: torch.Tensor) -> torch.Tensor:
-        """[B, T] log-probs of generate()'s new tokens [B, T] (taking the last step's)."""
-        if self._step_logprobs is not None:
+        """[B, T] log-probs of generate()'s new tokens [B, T] (taking the last step's). A step
+        beyond T is dropped: transformers' deferred stop check (used on mps) runs one decoding
+        step more and then takes its token back."""
+        length = tokens.shape[1]
+        if self._step_logprobs is not None and len(self._taken) < length:
             self._take(tokens[:, len(self._taken)])
-        if len(self._taken) != tokens.shape[1]:
-            raise RuntimeError(f"generate() made {tokens.shape[1]} tokens in {len(self._taken)} logits steps")
-        return torch.stack(self._taken, dim=1)
+        if len(self._taken) < length:
+            raise RuntimeError(f"generate() made {length} tokens in {len(self._taken)} logits steps")
+        return torch.stack(self._taken[:length], dim=1)
 
 
 @contextmanager
@@ -150,7 +153,9 @@ def own_generation_config(model):
     """generate() fills what a call leaves unset from the model's generation_config: a hub
     model's generation_config.json (Qwen2.5's instruct models ship temperature 0.7, top_p 0.8,
     top_k 20 and a repetition penalty) would bend the distribution the node samples from away from the
-    one its trainer scores. For the call, the model has a config of its special tokens only."""
+    one its trainer scores. For the call, the model has a config of its special tokens only.
+    Calls on one model must not overlap (they do not: a node's generator has its own model copy,
+    or shares the trainer's in a synchronous loop that generates and trains in turn)."""
     saved = model.generation_config
     model.generation_config = GenerationConfig(bos_token_id=saved.bos_token_id, eos_token_id=saved.eos_token_id,
                                                pad_token_id=saved.pad_token_id)

@@ -189,14 +189,60 @@ def test_compiled_static_decode_samples_what_the_uncompiled_one_does_and_builds_
     compiled._generate = lambda *args, **kwargs: uncompiled_generate(*args, compile_config=forced, **kwargs)
     torch._dynamo.reset()
     counters.clear()
-    got = compiled.generate(["1+2=", "3+4="], 4, params)
-    assert [[c.token_ids for c in g.completions] for g in got] == [[c.token_ids for c in g.completions] for g in want]
-    assert counters["stats"]["unique_graphs"] == 1
-    long_prompt = "+".join(str(i) for i in range(20)) + "="
-    longer_prompt = "+".join(str(i) for i in range(40)) + "="
-    for prompts, samples in [(["1+2="] * 4, 4), ([long_prompt] * 2, 4), ([longer_prompt] * 8, 4),
-                             (["1+2="] * 2, 4), ([long_prompt] * 16, 4), (["9="] * 32, 4)]:
-        assert len(compiled.generate(prompts, samples, params)) == len(prompts)
-    assert compiled.decode == "static" and len(compiled.static_shapes) == 6  # (8, 40) came twice
-    assert counters["stats"]["unique_graphs"] <= 3
-    torch._dynamo.reset()
+    try:
+        got = compiled.generate(["1+2=", "3+4="], 4, params)
+        assert [[c.token_ids for c in g.completions] for g in got] == [[c.token_ids for c in g.completions] for g in want]
+        assert counters["stats"]["unique_graphs"] == 1
+        long_prompt = "+".join(str(i) for i in range(20)) + "="
+        longer_prompt = "+".join(str(i) for i in range(40)) + "="
+        for prompts, samples in [(["1+2="] * 4, 4), ([long_prompt] * 2, 4), ([longer_prompt] * 8, 4),
+                                 (["1+2="] * 2, 4), ([long_prompt] * 16, 4), (["9="] * 32, 4)]:
+            assert len(compiled.generate(prompts, samples, params)) == len(prompts)
+        assert compiled.decode == "static" and len(compiled.static_shapes) == 6  # (8, 40) came twice
+        assert counters["stats"]["unique_graphs"] <= 3
+    finally:
+        torch._dynamo.reset()
+
+
+def test_node_sampling_keeps_one_logprob_per_token_one_step_behind():
+    """By hand: 3 decoding steps over 2 rows. Each call draws from softmax(top_p_filter(logits /
+    T)) and the token of the call before is scored with log softmax(logits / T) of its own step;
+    the last step's token is scored at the end. A step run and taken back (transformers'
+    deferred stop check) is dropped; too few steps is an error."""
+    from swarmnode.policy.hf_backend import NodeSampling
+    from swarmnode.policy.sampling import sampling_distribution
+
+    steps = [torch.tensor([[2.0, 0.0, -1.0], [0.0, 1.0, 3.0]]) * (k + 1) for k in range(4)]
+    tokens = torch.tensor([[0, 1, 2], [2, 2, 0]])
+    want = torch.stack([torch.log_softmax(steps[k] / 0.5, -1).gather(-1, tokens[:, k:k + 1]).squeeze(-1)
+                        for k in range(3)], dim=1)
+    for calls in (3, 4):  # 4: one step more, taken back
+        sampling = NodeSampling(temperature=0.5, top_p=0.9)
+        for k in range(calls):
+            draw_from = sampling(tokens[:, :k], steps[k])  # input_ids end with the last step's token
+            assert torch.equal(draw_from, sampling_distribution(steps[k], 0.5, 0.9)[1])
+        assert torch.allclose(sampling.logprobs(tokens), want)
+    short = NodeSampling(temperature=0.5, top_p=0.9)
+    short(tokens[:, :0], steps[0])
+    with pytest.raises(RuntimeError, match="made 3 tokens in 1 logits steps"):
+        short.logprobs(tokens)
+
+
+@pytest.mark.parametrize("decode", ["generate", "static"])
+def test_generate_paths_log_probs_equal_teacher_forcing_when_every_row_ends_early(decode):
+    """Temperature 0.7, top-p 0.9, up to 24 new tokens: the bundled (trained) policy ends every
+    answer within a few tokens, rows end at different steps and generate() stops before
+    max_new_tokens; each kept token's behaviour log-prob is log softmax(logits / 0.7) of a
+    teacher-forced forward pass."""
+    from swarmnode.policy.loading import BUNDLED_TINY
+
+    policy = load_policy(BUNDLED_TINY)
+    params = SamplingParams(temperature=0.7, top_p=0.9, max_new_tokens=24, seed=3)
+    groups = HFGenerator(policy.model, policy.tokenizer, decode=decode).generate(["1+2=", "34+5+67="], 4, params)
+    lengths = [len(c.token_ids) for g in groups for c in g.completions]
+    assert max(lengths) < params.max_new_tokens and min(lengths) < max(lengths)
+    assert all(c.finish_reason == "stop" for g in groups for c in g.completions)
+    for group in groups:
+        for c in group.completions:
+            recomputed = teacher_forced_logprobs(policy.model, group.prompt_token_ids, c.token_ids, 0.7)
+            assert torch.allclose(recomputed, torch.tensor(c.logprobs), atol=1e-4)
