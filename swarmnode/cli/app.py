@@ -397,7 +397,9 @@ def swarm_local(
         with swarm:
             swarm.start(on_progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
             deadline = None if duration is None else time.monotonic() + duration
-            until = f"until every node has trained {rounds} steps" if rounds else "until Ctrl-C"
+            stop_at = [f"until every node has trained {rounds} steps"] if rounds else []
+            stop_at += [f"for at most {duration:g} s"] if duration is not None else []
+            until = " or ".join(stop_at) or "until Ctrl-C"
             caption = f"homes and logs in {root}; runs {until}; Ctrl-C stops every node"
             rows = swarm.poll()
             with Live(swarm_table(rows, caption), console=console, refresh_per_second=2) as live:
