@@ -93,7 +93,8 @@ def read_session(folders: list[Path]) -> dict:
             if not command:
                 continue
             source, read = FIGURES[name]
-            figures[name] = read(text(folder, source)) if text(folder, source) else None
+            found = text(folder, source)
+            figures[name] = read(found) if found else None
             parts[name] = {"command": command, "figures": figures[name]}
             if figures[name] is None:
                 parts[name]["log_tail"] = text(folder, f"{name}.log").splitlines()[-15:]

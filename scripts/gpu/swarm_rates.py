@@ -71,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         print(f"error: {args.summary}: {e}", file=sys.stderr)
         return 2
-    nodes = [n for n in map(node_rates, rows) if n is not None]
-    silent = [r.get("name") for r in rows if node_rates(r) is None]
+    rated = [(row, node_rates(row)) for row in rows]
+    nodes = [n for _, n in rated if n is not None]
+    silent = [row.get("name") for row, n in rated if n is None]
     print(f"{'node':7} {'device':7} {'steps':>6} {'steps/s':>8} {'samples/s':>10} {'gen tok/s':>10} {'groups':>7}")
     for n in nodes:
         print(f"{n['name']:7} {n['device']:7} {n['steps']:>6} {n['steps_per_s'] or 0:>8.2f} "

@@ -19,13 +19,13 @@ The decode paths (`HFGenerator(decode=...)`, config `model.decode`):
   the first shape compiles, a second row count and a second cache length each recompile once
   with that size made dynamic, and later shapes reuse that graph, 3 graphs in all (inductor,
   one manual run: 21 s, 11 s, 11 s for the bundled policy); on a GPU each new size still
-  records its own CUDA graph, which the buckets keep few. A static decode that fails is said once in the log and
-  the loop takes over for good. Not in `auto` until measured in a node: an H100 run of
-  2026-11-25, before this path existed, reported model.generate with a static cache at
-  47.9-49.8k tokens/s against ~17k for the loop (0.5B shape, bf16, 512 x 128 tokens, ~40 s for
-  the first, compiling call); those figures are not yet in docs/results. Run it in the
-  generator process (training.generator: process): torch before 2.13 is reported to refuse
-  compiling CUDA graphs off the main thread, and then this path falls back to the loop.
+  records its own CUDA graph, which the buckets keep few. A static decode that fails is said
+  once in the log and the loop takes over for good. Not in `auto` until measured in a node: an
+  H100 run of 2026-11-25, before this path existed, reported model.generate with a static
+  cache at 47.9-49.8k tokens/s against ~17k for the loop (0.5B shape, bf16, 512 x 128 tokens,
+  ~40 s for the first, compiling call); those figures are not yet in docs/results. Run it in
+  the generator process (training.generator: process): torch before 2.13 is reported to
+  refuse compiling CUDA graphs off the main thread, and then this path falls back to the loop.
 
 On a GPU the decode steps run with cuDNN's attention excluded (policy/attention.py; config
 `model.cudnn_attention`): rows leaving the batch change the attention shape nearly every
@@ -152,8 +152,9 @@ class NodeSampling(LogitsProcessor):
 def own_generation_config(model):
     """generate() fills what a call leaves unset from the model's generation_config: a hub
     model's generation_config.json (Qwen2.5's instruct models ship temperature 0.7, top_p 0.8,
-    top_k 20 and a repetition penalty) would bend the distribution the node samples from away from the
-    one its trainer scores. For the call, the model has a config of its special tokens only.
+    top_k 20 and a repetition penalty) would bend the distribution the node samples from away
+    from the one its trainer scores. For the call, the model has a config of its special tokens
+    only.
     Calls on one model must not overlap (they do not: a node's generator has its own model copy,
     or shares the trainer's in a synchronous loop that generates and trains in turn)."""
     saved = model.generation_config
