@@ -5,7 +5,10 @@ import socket
 import subprocess
 import sys
 
+import yaml
+
 from swarmnode.home import NodeHome, init_home
+from swarmnode.swarm.backoff import backoff_delay
 from swarmnode.swarm.peers import short_address
 from swarmnode.identity import SigningKey, peer_id_from_ed25519
 from tests.integration.conftest import alive, child_pids, status_json, wait_until
@@ -41,7 +44,14 @@ def test_unreachable_initial_peer_is_retried_with_one_line_per_attempt(tmp_path,
         delays = [float(m.group(5)) for m in attempts[:3]]
         assert attempts[0].group(4) and not any(m.group(4) for m in attempts[1:])  # the advice once
         assert len({m.group(3) for m in attempts}) == 1, "one stable reason across retries"
-        assert delays == sorted(delays) and delays[1] > delays[0]  # backoff grows
+        # Backoff grows, jittered: retry k waits between half and all of min(max, initial * 2**(k-1)),
+        # printed to 0.1 s. Two neighbours' ranges touch (0.25-0.5 s, then 0.5-1 s), so only the
+        # ranges are checked, and the third retry must wait longer than the first.
+        net = yaml.safe_load(local_config.read_text())["network"]
+        for k, delay in enumerate(delays, start=1):
+            full = backoff_delay(k, net["join_backoff_initial_s"], net["join_backoff_max_s"])
+            assert full / 2 - 0.05 <= delay <= full + 0.05, (k, delay, full)
+        assert delays[2] > delays[0], delays
         status = status_json(home)
         assert status["join"]["joined"] is False and status["join"]["attempts"] >= 3
         assert status["join"]["last_error"]
