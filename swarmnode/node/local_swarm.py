@@ -30,6 +30,13 @@ def exited_row(name: str, exit_code: int | None) -> dict[str, Any]:
             "exited": True, "exit_code": exit_code}
 
 
+def python_module_command(module: str, *args: str) -> list[str]:
+    """`python -P -m <module> <args>` with this interpreter. -P keeps the working folder off
+    sys.path: run from a folder that holds a clone (`~/swarmnode`), the child would otherwise import
+    that folder as the `swarmnode` package instead of the installed one."""
+    return [sys.executable, "-P", "-m", module, *args]
+
+
 def _die_with_parent() -> None:
     # A node of a local swarm gets SIGTERM (clean shutdown) if the launcher dies.
     if sys.platform.startswith("linux"):
@@ -102,7 +109,8 @@ class LocalSwarm:
 
     def _launch(self, node: LocalNode) -> None:
         init_home(node.home.root, self.config_path.read_text(encoding="utf-8"))
-        args = [sys.executable, "-m", self.node_module(node.index), "run", "--home", str(node.home.root), "--config", str(self.config_path)]
+        args = python_module_command(self.node_module(node.index), "run", "--home", str(node.home.root),
+                                     "--config", str(self.config_path))
         if node.index > 0:
             for maddr in self.bootstrap_maddrs:
                 args += ["--initial-peer", maddr]

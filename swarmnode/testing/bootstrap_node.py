@@ -10,7 +10,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import psutil
 
 from swarmnode.config import load_config
 from swarmnode.home import NodeHome, read_runtime
-from swarmnode.node.local_swarm import START_TIMEOUT_S, wait_ready
+from swarmnode.node.local_swarm import START_TIMEOUT_S, python_module_command, wait_ready
 
 
 def free_tcp_port() -> int:
@@ -65,8 +64,8 @@ class BootstrapNode:
     def start(self, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
         """Start the process; return its runtime info once its status endpoint answers."""
         swarm, env = swarm_of(self.swarm_config)
-        args = [sys.executable, "-m", "swarmnode", "bootstrap", "--home", str(self.home.root), "--port", str(self.port),
-                "--announce", self.announce, "--swarm", swarm]
+        args = python_module_command("swarmnode", "bootstrap", "--home", str(self.home.root), "--port", str(self.port),
+                                     "--announce", self.announce, "--swarm", swarm)
         self.stdout_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.stdout_path, "wb") as console:
             self.process = subprocess.Popen(args, stdout=console, stderr=subprocess.STDOUT,

@@ -9,6 +9,7 @@ Three real `swarmnode run` processes on 127.0.0.1:
   counts every group it sends and never strikes it (an honest peer may train other tasks).
 """
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -72,19 +73,24 @@ def test_heterogeneous_swarm_shares_rollouts_and_skips_other_tasks_without_strik
 
 
 def test_swarm_local_rounds_trains_shares_and_stops(tmp_path, sharing_config):
-    """`swarmnode swarm local --rounds R`, as a user runs it: N daemons train R steps, then all stop."""
+    """`swarmnode swarm local --rounds R`, as a user runs it: N daemons train R steps, then all stop.
+    It runs from a folder that holds a `swarmnode/` of its own, as a home folder holding the clone
+    does: the daemons must import the installed package, not the working folder's."""
     import json
     import subprocess
     import sys
 
     root = tmp_path / "local"
+    home_folder = tmp_path / "home"
+    (home_folder / "swarmnode").mkdir(parents=True)
+    (home_folder / "swarmnode" / "__init__.py").write_text("raise ImportError('the working folder was imported')\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "swarmnode", "swarm", "local", "--nodes", "2", "--rounds", "8", "--root", str(root),
-         "--config", str(sharing_config)],
-        capture_output=True, text=True, timeout=300,
+        [str(Path(sys.executable).parent / "swarmnode"), "swarm", "local", "--nodes", "2", "--rounds", "8",
+         "--root", str(root), "--config", str(sharing_config)],
+        capture_output=True, text=True, timeout=300, cwd=home_folder,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "stopped 2 nodes" in proc.stdout
+    assert proc.stdout.splitlines()[-1].startswith("stopped 2 nodes"), proc.stdout[-300:]  # on a line of its own
     rows = json.loads((root / "summary.json").read_text())
     assert [r["training"]["phase"] for r in rows] == ["done", "done"]
     assert all(r["training"]["steps"] == 8 for r in rows)

@@ -9,7 +9,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ import yaml
 
 from swarmnode.config import bundled_config_path
 from swarmnode.home import NodeHome, read_runtime
+from swarmnode.node.local_swarm import python_module_command
 from swarmnode.status.client import NoDaemon, fetch
 
 # The folder that holds the swarmnode package (the repository in a checkout): the hostile peer
@@ -175,10 +175,10 @@ def hostile_command(maddr: str, attacks: str, out: Path, *, swarm: str = "swarmn
                     seconds: float = 5.0, identities: int = 2000, total_seconds: float = 0.0, transport: str = "hivemind",
                     extra: list[str] | None = None) -> list[str]:
     """The hostile peer's command line; `transport` is the victim swarm's network.transport."""
-    return [sys.executable, "-m", "swarmnode.testing.hostile.peer", "--initial-peer", maddr, "--swarm", swarm,
-            "--window-s", str(window_s), "--attack", attacks, "--seconds", str(seconds), "--identities",
-            str(identities), "--total-seconds", str(total_seconds), "--transport", transport, "--out", str(out),
-            *(extra or [])]
+    return python_module_command(
+        "swarmnode.testing.hostile.peer", "--initial-peer", maddr, "--swarm", swarm, "--window-s", str(window_s),
+        "--attack", attacks, "--seconds", str(seconds), "--identities", str(identities),
+        "--total-seconds", str(total_seconds), "--transport", transport, "--out", str(out), *(extra or []))
 
 
 def start_hostile(command: list[str], log_path: Path) -> subprocess.Popen:

@@ -10,12 +10,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from swarmnode.home import NodeHome, init_home, read_runtime
+from swarmnode.node.local_swarm import python_module_command
 from swarmnode.testing.internet.topology import Host, Internet
 
 
@@ -48,7 +48,7 @@ class InternetNode:
         init_home(self.home.root, self.config_path.read_text(encoding="utf-8"))
         # `run` reads --config; `bootstrap` reads the config.yaml its home was made with
         config = ["--config", str(self.config_path)] if self.command == "run" else []
-        argv = [sys.executable, "-m", "swarmnode", self.command, "--home", str(self.home.root), *config, *self.args]
+        argv = python_module_command("swarmnode", self.command, "--home", str(self.home.root), *config, *self.args)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         with open(self.console_log, "ab") as console:
             self.started_at = time.monotonic()
@@ -77,8 +77,8 @@ class InternetNode:
 
     def status(self) -> dict[str, Any] | None:
         """`swarmnode status --json` inside the host, or None if the daemon does not answer."""
-        done = self.internet.run(self.host, [sys.executable, "-m", "swarmnode", "status", "--json",
-                                             "--home", str(self.home.root)], timeout=60)
+        done = self.internet.run(self.host, python_module_command("swarmnode", "status", "--json",
+                                                                   "--home", str(self.home.root)), timeout=60)
         if done.returncode != 0:
             return None
         try:
@@ -90,8 +90,8 @@ class InternetNode:
         """Record its status every `interval_s` (probe.py) into a JSON-lines file; returns the path."""
         path = self.home.root.parent / f"{self.home.root.name}.probe.jsonl"
         with open(path, "ab") as out:
-            self.internet.popen(self.host, [sys.executable, "-m", "swarmnode.testing.internet.probe", "--home",
-                                            str(self.home.root), "--interval", str(interval_s)], stdout=out,
+            self.internet.popen(self.host, python_module_command("swarmnode.testing.internet.probe", "--home",
+                                                                  str(self.home.root), "--interval", str(interval_s)), stdout=out,
                                 stderr=subprocess.DEVNULL)
         return path
 
