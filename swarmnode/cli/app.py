@@ -1,8 +1,8 @@
 """The `swarmnode` command: init, run, bootstrap, status, peers, logs, swarm local.
 
 The CLI holds no logic the daemon needs: it parses flags, calls into swarmnode.node /
-swarmnode.status, and prints. Every user mistake ends as one line on stderr and exit code 1
-(or 2 for a bad flag), never a traceback.
+swarmnode.status, and prints. Every user mistake ends as one line on stderr and exit code 2,
+a command that could not do its job (no daemon answers, say) with exit code 1; never a traceback.
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from rich.live import Live
 from swarmnode import __version__
 from swarmnode.cli.help import HelpCommand, HelpGroup
 from swarmnode.cli.render import peers_table
-from swarmnode.cli.start import check_before_start, check_log_level, fail, load_run_config, run_daemon_until_stopped
+from swarmnode.cli.start import (
+    FAILED, check_before_start, check_log_level, fail, load_run_config, run_daemon_until_stopped)
 from swarmnode.config import ConfigError, load_config
 from swarmnode.home import NodeHome, home_source, resolve_home
 
@@ -188,7 +189,7 @@ def bootstrap(
 
     check_log_level(log_level)
     if problem := announce_problem(announce):
-        fail(problem, 2)
+        fail(problem)
     root = (home if home is not None else DEFAULT_BOOTSTRAP_HOME).expanduser().resolve()
     peer_id = _make_bootstrap_home(root)
     node_home = NodeHome(root)
@@ -236,7 +237,7 @@ def _fetch_or_exit(home: Optional[Path], url: Optional[str], path: str) -> dict[
         base = url or status_url_for_home(NodeHome(resolve_home(home)))
         return fetch(base, path)
     except NoDaemon as e:
-        fail(str(e))
+        fail(str(e), FAILED)
 
 
 @app.command(cls=HelpCommand)
@@ -260,8 +261,8 @@ def status(
         if not doc.get("multiaddrs"):
             if (doc.get("network") or {}).get("reachability") == "private":
                 fail("peers cannot dial this node (behind NAT or a firewall): it has no address to join through; "
-                     "forward its TCP port and set network.announce_maddrs, or give out another node's address")
-            fail(f"the daemon has no multiaddrs yet (state {doc.get('state')}); try again in a few seconds")
+                     "forward its TCP port and set network.announce_maddrs, or give out another node's address", FAILED)
+            fail(f"the daemon has no multiaddrs yet (state {doc.get('state')}); try again in a few seconds", FAILED)
         for maddr in doc["multiaddrs"]:
             typer.echo(maddr)
         return
@@ -306,6 +307,8 @@ def peers(
     doc = _fetch_or_exit(home, url, "/peers")
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
+    elif not doc["peers"]:
+        typer.echo("no peers yet: the node has not learnt of any (`swarmnode status` says how its join goes)")
     else:
         Console().print(peers_table(doc["peers"]))
 
@@ -326,9 +329,9 @@ def logs(
         f = open(path, "rb")
     except FileNotFoundError:
         fail(f"no log at {path}: no node has run with home {node_home.root} yet "
-             f"(start one with: swarmnode run --home {node_home.root})")
+             f"(start one with: swarmnode run --home {node_home.root})", FAILED)
     except OSError as e:
-        fail(f"cannot read the log {path}: {e.strerror or e}")
+        fail(f"cannot read the log {path}: {e.strerror or e}", FAILED)
     with f:
         sys.stdout.write(last_lines(f, lines).decode("utf-8", errors="replace"))
         sys.stdout.flush()
@@ -393,6 +396,7 @@ def swarm_local(
 
     console = Console()
     rows: list = []
+    table_shown = False
     try:
         with swarm:
             swarm.start(on_progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
@@ -403,6 +407,7 @@ def swarm_local(
             caption = f"homes and logs in {root}; runs {until}; Ctrl-C stops every node"
             rows = swarm.poll()
             with Live(swarm_table(rows, caption), console=console, refresh_per_second=2) as live:
+                table_shown = True
                 while deadline is None or time.monotonic() < deadline:
                     time.sleep(1.0)
                     rows = swarm.poll()
@@ -410,10 +415,12 @@ def swarm_local(
                     if rounds is not None and swarm.training_done(rows):
                         break
     except LocalSwarmError as e:
-        fail(str(e))
+        fail(str(e), FAILED)
     except KeyboardInterrupt:
         pass
     (root / "summary.json").write_text(json.dumps(rows, indent=2, default=str), encoding="utf-8")
+    if table_shown and not console.is_terminal:
+        console.line()  # rich ends the table's last line only on a terminal
     console.print(f"stopped {nodes} nodes; homes, logs and summary.json in {root}")
 
 

@@ -12,7 +12,14 @@ from swarmnode.config import ConfigError, NodeConfig, ValueSources, load_config_
 from swarmnode.home import NodeHome
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
+# Exit codes: USAGE when the command was given something it cannot use (a flag, a config value,
+# an environment variable, a path) and started nothing, as click's own usage errors do; FAILED
+# when it could not do its job (no daemon answers, no log yet, a node that failed while running).
+USAGE = 2
+FAILED = 1
+
+
+def fail(message: str, code: int = USAGE) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 
@@ -22,13 +29,13 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 def check_log_level(log_level: str) -> None:
     if log_level.upper() not in LOG_LEVELS:
-        fail(f"--log-level {log_level}: expected one of {', '.join(LOG_LEVELS)}", 2)
+        fail(f"--log-level {log_level}: expected one of {', '.join(LOG_LEVELS)}")
 
 
 def load_run_config(path: Path, overrides: dict[str, Any], flags: dict[str, str],
                     port_flag: tuple[int | None, str]) -> tuple[NodeConfig, ValueSources]:
     """The daemon's config: `path` < environment < flags; `port_flag` (port, flag name) sets the
-    TCP port of every host multiaddr. A bad value: one line naming it, exit 1."""
+    TCP port of every host multiaddr. A bad value: one line naming it, exit USAGE."""
     port, flag = port_flag
     try:
         cfg, sources = load_config_with_sources(path, overrides, flags=flags)
@@ -41,14 +48,14 @@ def load_run_config(path: Path, overrides: dict[str, Any], flags: dict[str, str]
 
 
 def check_before_start(cfg: NodeConfig, sources: ValueSources, root: Path, source_of_home: str) -> None:
-    """Exit 2 with one line per problem found before anything starts (node/preflight.py)."""
+    """Exit USAGE with one line per problem found before anything starts (node/preflight.py)."""
     from swarmnode.node.preflight import probe_start, start_problems
 
     problems = start_problems(cfg, probe_start(cfg, root), sources, root, source_of_home)
     for line in problems[:-1]:
         typer.echo(f"error: {line}", err=True)
     if problems:
-        fail(problems[-1], 2)
+        fail(problems[-1])
 
 
 def run_daemon_until_stopped(cfg: NodeConfig, sources: ValueSources, node_home: NodeHome, log_level: str) -> NoReturn:

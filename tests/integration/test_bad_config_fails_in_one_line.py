@@ -85,7 +85,7 @@ def test_unknown_log_level_and_missing_config_file(home, tmp_path: Path):
     assert_failed_in_one_line(proc, home, "--log-level verbose: expected one of DEBUG, INFO, WARNING, ERROR")
     proc = run_node(home, "--config", str(tmp_path / "missing.yaml"))
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert proc.returncode == 1 and len(lines) == 1
+    assert proc.returncode == 2 and len(lines) == 1
     assert f"--config {tmp_path / 'missing.yaml'}: file not found" in lines[0] and "swarmnode init" not in lines[0]
 
 

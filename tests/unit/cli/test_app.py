@@ -66,6 +66,17 @@ def test_status_addrs_prints_only_the_multiaddrs(endpoint):
     assert "error: the daemon has no multiaddrs yet (state starting)" in result.output
 
 
+def test_peers_lists_each_peer_and_says_so_when_there_is_none(endpoint):
+    url, served = endpoint
+    result = CliRunner().invoke(app, ["peers", "--url", url], terminal_width=80)
+    assert result.exit_code == 0 and "peers (3;" in result.output
+    assert all(len(line) <= 80 for line in result.output.splitlines())
+    served["doc"] = realistic_status(peers=[])
+    result = CliRunner().invoke(app, ["peers", "--url", url], terminal_width=80)
+    assert result.exit_code == 0
+    assert result.output == "no peers yet: the node has not learnt of any (`swarmnode status` says how its join goes)\n"
+
+
 def test_status_json_is_the_served_document(endpoint):
     url, served = endpoint
     assert json.loads(status(url, "--json")) == served["doc"]

@@ -87,7 +87,7 @@ def test_home_of_a_training_node_is_refused_in_one_line(tmp_path):
     home.mkdir()
     (home / "config.yaml").write_text("model:\n  name_or_path: bundled:tiny-policy\n", encoding="utf-8")
     code, output = bootstrap("--home", str(home))
-    assert code == 1
+    assert code == 2
     assert output.splitlines()[-1] == (f"error: {home}/config.yaml sets model.name_or_path (bundled:tiny-policy): it is "
                                        "the home of a node that trains; give the bootstrap node a home of its own (--home DIR)")
 
@@ -95,6 +95,6 @@ def test_home_of_a_training_node_is_refused_in_one_line(tmp_path):
 def test_first_start_makes_the_home_from_the_bundled_config(tmp_path):
     home = tmp_path / "boot"
     code, output = bootstrap("--home", str(home), "--announce", "nonsense")  # stops after making the home
-    assert code == 1 and f"created config {home}/config.yaml" in output
+    assert code == 2 and f"created config {home}/config.yaml" in output
     assert (home / "config.yaml").read_text() == Path(bundled_config_path(BOOTSTRAP_CONFIG)).read_text()
     assert (home / "p2p_identity.key").exists() and (home / "node_key.pem").exists()

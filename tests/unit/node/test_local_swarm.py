@@ -62,5 +62,5 @@ def test_a_node_that_fails_before_its_log_opens_is_named_with_its_console_output
     node = swarm.nodes[0]
     assert (node.log_path, node.stdout_path) == (tmp_path / "node0" / "logs" / "node.log", tmp_path / "node0" / "logs" / "stdout.log")
     message = str(info.value)
-    assert message.startswith("node0 exited with code 1: error: config error in environment variable SWARMNODE__RECORDS__TTL_S")
+    assert message.startswith("node0 exited with code 2: error: config error in environment variable SWARMNODE__RECORDS__TTL_S")
     assert message.endswith(f"(its output: {node.stdout_path}; its log: {node.log_path})") and "\n" not in message
