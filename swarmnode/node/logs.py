@@ -32,9 +32,9 @@ FILE_ONLY = {"file_only": True}  # `extra=` of a record for the log file only (a
 log = logging.getLogger("swarmnode")
 
 
-# Libraries' deprecation notices (Python warnings, transformers' own logger): the file keeps them,
-# the console, which a user reads, does not.
-LIBRARY_NOISE = ("py.warnings", "transformers")
+# Libraries' notices (Python warnings, transformers' deprecations, huggingface_hub's download
+# retries): the file keeps them, the console, which a user reads, does not.
+LIBRARY_NOISE = ("py.warnings", "transformers", "huggingface_hub")
 
 
 class _NotFileOnly(logging.Filter):
@@ -82,6 +82,21 @@ def route_hivemind_logs() -> None:
 
     use_hivemind_log_handler("nowhere")
     logging.getLogger("hivemind").setLevel(logging.ERROR)  # "nowhere" resets the level
+
+
+def route_model_library_logs() -> None:
+    """transformers' and huggingface_hub's records through this process's handlers (the file
+    keeps them, the console filters them out), not their own stderr handlers, which would print
+    each of them raw on the console (huggingface_hub's twice: raw, then through the root)."""
+    from huggingface_hub.utils import logging as hub_logging
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_default_handler()
+    hf_logging.enable_propagation()
+    hub_root = hub_logging.get_logger()
+    for handler in list(hub_root.handlers):
+        hub_root.removeHandler(handler)
+    hub_root.propagate = True
 
 
 def one_line(error: BaseException) -> str:

@@ -78,7 +78,7 @@ def tcp_listen_address(maddr: str) -> tuple[str, int] | None:
     return (parts[2], port) if port else None
 
 
-def _lookup_model(name: str) -> ModelLookup:
+def lookup_model(name: str) -> ModelLookup:
     """Offline only: a bundled name among the assets, a local folder with config.json, a hub id
     well formed (and, with HF_HUB_OFFLINE set, in the local cache). Nothing is downloaded."""
     if name.startswith(BUNDLED_PREFIX):
@@ -150,7 +150,7 @@ def probe_start(config: NodeConfig, home_root: Path) -> StartFacts:
         free_bytes=shutil.disk_usage(home_root).free if home_exists else None,
         status_port_error=_bind_error(config.status.host, status_port) if status_port else None,
         host_port_errors=host_errors,
-        model=_lookup_model(model) if model else None,
+        model=lookup_model(model) if model else None,
         cuda_devices=cuda_device_count() if model and config.model.device.startswith("cuda") else None,
     )
 

@@ -9,7 +9,8 @@ import time
 from swarmnode.config import NodeConfig
 from swarmnode.home import DaemonLock, HomeLocked, NodeHome
 from swarmnode.identity import KeyFileError, load_identity
-from swarmnode.node.logs import FILE_ONLY, log_crash, log_uncaught_exceptions, route_hivemind_logs, setup_logging
+from swarmnode.node.logs import (
+    FILE_ONLY, log_crash, log_uncaught_exceptions, route_hivemind_logs, route_model_library_logs, setup_logging)
 from swarmnode.swarm.transport import TransportStartError
 
 log = logging.getLogger("swarmnode")
@@ -45,6 +46,8 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", conf
 
     if hivemind:
         route_hivemind_logs()
+    if config.model.name_or_path:
+        route_model_library_logs()
     node: Node | None = None
 
     def peer_penalty(peer: str) -> float:  # read from the transport's thread once the node runs

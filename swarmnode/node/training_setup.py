@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from swarmnode.config import NodeConfig
+from swarmnode.node.preflight import lookup_model
 from swarmnode.trainer.intake import RolloutIntake
 from swarmnode.policy import Generator, SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
@@ -105,7 +106,10 @@ def load_node_policy(config: NodeConfig):
     elif t.generator == "process":
         # The generator child takes one core; a trainer on every core would oversubscribe them.
         torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
-    return load_policy(config.model.name_or_path, device=config.model.device, dtype=config.model.dtype)
+    name = config.model.name_or_path
+    if lookup_model(name).kind == "hub":  # the download (or its retries, in the log file) can take a while
+        log.info("loading model %s from the Hugging Face hub or its local cache (the first run downloads it)", name)
+    return load_policy(name, device=config.model.device, dtype=config.model.dtype)
 
 
 def policy_identity(policy) -> PolicyIdentity:

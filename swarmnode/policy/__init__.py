@@ -8,6 +8,7 @@
   Generator protocol
 - sampling.py: top_p_filter, sampling_distribution, sample_next (one token per row from logits)
 - attention.py: attention_backends (whether SDPA may use cuDNN's attention)
+- kv_cache.py: with_cache, returned_cache (the KV cache by the name the model's forward uses)
 - precision.py: use_fp32_logits (the output layer in float32 for a bf16 / fp16 model)
 - hf_backend.py: HFGenerator, the `hf` backend (cached decode loop, bucketed or model.generate)
 - vllm_backend.py: VLLMGenerator, the optional `vllm` backend (the extra `swarmnode[vllm]`)

@@ -56,6 +56,7 @@ from swarmnode.policy.generation import (
     SamplingParams,
     finish_completion,
 )
+from swarmnode.policy.kv_cache import returned_cache, with_cache
 from swarmnode.policy.precision import use_fp32_logits
 from swarmnode.policy.prompts import format_prompt, left_pad, left_pad_positions
 from swarmnode.policy.sampling import sample_next, sampling_distribution
@@ -277,8 +278,8 @@ class HFGenerator:
         input_ids, mask = (t.to(self.device) for t in left_pad(prompt_ids, self.pad_id))
         positions = left_pad_positions(mask)
         out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                         past_key_values=DynamicCache(), use_cache=True, logits_to_keep=1)
-        cache = out.past_key_values
+                         **with_cache(self.model, DynamicCache()), logits_to_keep=1)
+        cache = returned_cache(out)
         if samples > 1:
             cache.batch_repeat_interleave(samples)
         logits = out.logits[:, -1].repeat_interleave(samples, dim=0)
@@ -307,7 +308,7 @@ class HFGenerator:
                 cache.batch_select_indices(keep)
             mask = torch.cat([mask, mask.new_ones((len(running), 1))], dim=1)
             out = self.model(input_ids=token[:, None], attention_mask=mask, position_ids=next_position,
-                             past_key_values=cache, use_cache=True)
+                             **with_cache(self.model, cache))
             logits = out.logits[:, -1]
             next_position = next_position + 1
         return tokens[:, :width].cpu(), logprobs[:, :width].cpu()

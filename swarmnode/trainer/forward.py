@@ -26,6 +26,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
+from swarmnode.policy.kv_cache import returned_cache, with_cache
 from swarmnode.policy.prompts import left_pad_positions
 from swarmnode.trainer.experience import TrainBatch
 from swarmnode.trainer.objectives import token_logprobs
@@ -156,8 +157,8 @@ def _shared_prompt_logprobs(model, batch: TrainBatch, temperature: float, overhe
     device = batch.prompt_ids.device
     prompt_positions = left_pad_positions(batch.prompt_mask)
     prompt_out = model(input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask, position_ids=prompt_positions,
-                       past_key_values=DynamicCache(), use_cache=True, logits_to_keep=1)
-    prompt_cache = [(layer.keys, layer.values) for layer in prompt_out.past_key_values.layers]
+                       **with_cache(model, DynamicCache()), logits_to_keep=1)
+    prompt_cache = [(layer.keys, layer.values) for layer in returned_cache(prompt_out).layers]
     first_logits = prompt_out.logits[:, -1]  # [G, V]: predicts each completion's first token
     prompt_end = prompt_positions[:, -1] + 1  # [G]: the position of each completion's first token
     lengths = batch.completion_lengths.tolist()
@@ -175,7 +176,7 @@ def _shared_prompt_logprobs(model, batch: TrainBatch, temperature: float, overhe
             mask = torch.cat([batch.prompt_mask[groups], batch.completion_mask[index, : chunk_width - 1].long()], dim=1)
             positions = prompt_end[groups][:, None] + torch.arange(chunk_width - 1, device=device)[None]
             cache = DynamicCache(ddp_cache_data=[(k[groups], v[groups]) for k, v in prompt_cache])
-            out = model(input_ids=feed, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True)
+            out = model(input_ids=feed, attention_mask=mask, position_ids=positions, **with_cache(model, cache))
             logits = torch.cat([logits, out.logits], dim=1)
         logp = token_logprobs(logits / temperature, tokens)
         parts.append(torch.nn.functional.pad(logp, (0, width - chunk_width)))

@@ -17,6 +17,7 @@ from swarmnode.node.logs import (
     log_uncaught_exceptions,
     one_line,
     previous_run_text,
+    route_model_library_logs,
     setup_logging,
     start_line,
     summary_loop,
@@ -77,6 +78,35 @@ def test_a_file_only_record_stays_off_the_console(tmp_path, capsys, restored_log
     text = path.read_text()
     assert "stopping: training failed" in text and "Traceback (most recent call last)" in text
     assert 'raise RuntimeError("deep inside")' in text and "not at INFO" not in text
+
+
+@pytest.fixture
+def restored_library_loggers():
+    """route_model_library_logs takes the libraries' own handlers off: put them back after the test."""
+    import huggingface_hub  # noqa: F401  # each library sets up its logger on import
+    import transformers  # noqa: F401
+
+    loggers = [logging.getLogger(name) for name in ("transformers", "huggingface_hub")]
+    saved = [(lg.handlers[:], lg.propagate) for lg in loggers]
+    yield
+    for lg, (handlers, propagate) in zip(loggers, saved):
+        lg.handlers[:], lg.propagate = handlers, propagate
+
+
+def test_model_libraries_notices_go_to_the_file_once_and_never_to_the_console(
+        tmp_path, capfd, restored_logging, restored_library_loggers):
+    """huggingface_hub's download retries and transformers' deprecations: the file has each once,
+    the console none (their own stderr handlers printed them raw, the hub's a second time)."""
+    path = tmp_path / "logs" / "node.log"
+    setup_logging("INFO", path, max_bytes=2**20, backup_count=1)
+    route_model_library_logs()
+    logging.getLogger("huggingface_hub.utils._http").warning("Retrying in 1s [Retry 1/5].")
+    logging.getLogger("transformers.utils.generic").warning("`past_key_values` is deprecated")
+    logging.getLogger("swarmnode.training").info("loading model owner/name")
+    console = capfd.readouterr().err
+    assert "Retry" not in console and "deprecated" not in console and "loading model owner/name" in console
+    text = path.read_text()
+    assert text.count("Retrying in 1s") == 1 and text.count("`past_key_values` is deprecated") == 1
 
 
 def test_an_uncaught_exception_in_a_thread_lands_in_the_file_with_its_traceback(tmp_path, capsys, restored_logging):
