@@ -529,11 +529,16 @@ def _bench_flag_problem(device: str, dtype: str, model_shape: str | None, decode
 
 def _print_async_result(console: Console, result) -> None:
     """`bench async`'s figures for people: both rates, their ratio, the generator's speeds, idle shares."""
-    console.print(f"sync : {result.sync_samples_per_s:8.1f} samples/s ({result.samples} samples in {result.sync_seconds:.1f}s, "
-                  f"best of {sorted(result.sync_seconds_by_threads)} threads: {result.sync_threads})")
-    console.print(f"async: {result.async_samples_per_s:8.1f} samples/s ({result.samples} samples in {result.async_seconds:.1f}s, "
-                  f"generator as a {result.async_mode}, best of {result.async_seconds_by_mode}; "
-                  f"generator waited {result.generator_wait_s:.1f}s)")
+    def tried(seconds_by: dict) -> str:
+        return ", ".join(f"{key} {seconds:.1f}s" for key, seconds in seconds_by.items())
+
+    console.print(f"sync : {result.sync_samples_per_s:8.1f} samples/s ({result.samples} samples in "
+                  f"{result.sync_seconds:.1f}s, {result.sync_threads} threads)")
+    console.print(f"       threads tried: {tried(result.sync_seconds_by_threads)}")
+    console.print(f"async: {result.async_samples_per_s:8.1f} samples/s ({result.samples} samples in "
+                  f"{result.async_seconds:.1f}s, generator as a {result.async_mode})")
+    console.print(f"       generator tried as a {tried(result.async_seconds_by_mode)}; "
+                  f"it waited {result.generator_wait_s:.1f}s")
     repeats = result.repeats
     per_repeat = f" (per repeat: {', '.join(f'{r:.2f}x' for r in result.ratio_by_repeat)})" if repeats > 1 else ""
     console.print(f"async/sync ratio: {result.ratio:.2f}x{per_repeat}" + (" (medians)" if repeats > 1 else ""))

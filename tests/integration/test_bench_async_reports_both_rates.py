@@ -29,6 +29,8 @@ def test_bench_async_json_reports_both_rates_and_their_ratio():
     assert 0 <= result["generator_idle_share"] <= 1 and 0 <= result["trainer_idle_share"] <= 1
     assert (result["device"], result["dtype"], result["decode"]) == ("cpu", "float32", "static")
     assert "tokens/s alone" in proc.stderr and "idle (async): generator" in proc.stderr
+    assert "generator tried as a thread" in proc.stderr and "{" not in proc.stderr  # figures, not a dict
+    assert all(len(line) <= 80 for line in proc.stderr.splitlines()), proc.stderr
 
 
 @pytest.mark.parametrize("flags, expected", [
