@@ -564,7 +564,9 @@ def main(argv: list[str] | None = None) -> int:
         # typer's (vendored) click usage errors carry format_message() and exit_code.
         if hasattr(e, "format_message") and hasattr(e, "exit_code"):
             command = " ".join(["swarmnode", *[a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")][:1]])
-            typer.echo(f"error: {e.format_message()} (see: {command} --help)", err=True)
+            # typer checks an enum flag through pydantic, whose prefix says nothing to a user
+            message = e.format_message().replace(": Value error, ", ": ")
+            typer.echo(f"error: {message} (see: {command} --help)", err=True)
             return int(e.exit_code)
         raise
     return int(result) if isinstance(result, int) else 0

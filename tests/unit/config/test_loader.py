@@ -109,6 +109,8 @@ def test_missing_file(tmp_path):
         (["run", "--home", "{home}", "--config", "{bad}"], "unknown field 'network.clientmode'"),
         (["run", "--home", "{home}", "--config", "{home}/missing.yaml"], "file not found"),
         (["run", "--home", "{home}", "--host-port", "abc"], "--host-port"),
+        (["run", "--home", "{home}", "--transport", "foo"],
+         "error: Invalid value for '--transport': 'foo' is not one of 'hivemind', 'libp2p'."),
         (["run", "--home", "{home}"], "not a node home"),
         (["status", "--home", "{home}"], "no swarmnode daemon is running"),
         (["run", "--home", "{home}", "--slowdown", "0.5"], ("--slowdown: 0.5 is not a valid training.slowdown: "
