@@ -156,6 +156,8 @@ class OuterLoop:
         c = self.config
         weights = {name: p.detach().cpu() for name, p in self.params.items()}
         own = pseudo_gradient(self.anchor, weights)
+        if (before := global_norm(self.direction)) > 0:  # how persistent this node's own deltas are
+            self.trust.note_own_agreement(cosine(own, self.direction, None, before))
         for name, d in self.direction.items():
             d.mul_(DIRECTION_DECAY).add_(own[name])
         tensors, norm = None, None

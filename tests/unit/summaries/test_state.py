@@ -100,6 +100,22 @@ def test_peers_are_judged_against_the_decaying_sum_of_own_deltas():
     _loop()[1].load({k: t for k, t in state.items() if not k.startswith("direction.")}, {})
 
 
+def test_each_outer_step_reads_how_much_its_own_delta_repeats_its_direction():
+    """p's readings: cos(own_t, D_{t-1}), none while D is zero. own = u, then u + v (u, v
+    orthogonal unit vectors): cos(u + v, u) = 1 / sqrt(2)."""
+    model, loop = _loop()
+    u = {n: torch.zeros(s) for n, s in loop.shapes.items()}
+    v = {n: torch.zeros(s) for n, s in loop.shapes.items()}
+    first, second = list(loop.shapes)[:2]
+    u[first].view(-1)[0], v[second].view(-1)[0] = 1.0, 1.0
+    _train(model, u, 1.0)
+    loop.step(publish=True)
+    assert loop.trust.own_persistence == 0.0  # the first step: no direction yet, no reading
+    _train(model, {n: u[n] + v[n] for n in u}, 1.0)
+    loop.step(publish=True)
+    assert loop.trust.own_persistence == pytest.approx(1 / math.sqrt(2), abs=1e-5)
+
+
 def test_outer_step_weighs_down_the_partner_merged_every_step():
     model = _tiny_model()
     loop = OuterLoop(model, OuterConfig(every_steps=1, outer_lr=1.0, outer_momentum=0.0, partners_per_step=2,
