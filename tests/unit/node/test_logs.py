@@ -83,8 +83,10 @@ def test_a_file_only_record_stays_off_the_console(tmp_path, capsys, restored_log
 @pytest.fixture
 def restored_library_loggers():
     """route_model_library_logs takes the libraries' own handlers off: put them back after the test."""
-    import huggingface_hub  # noqa: F401  # each library sets up its logger on import
-    import transformers  # noqa: F401
+    import importlib
+
+    for library in ("huggingface_hub", "transformers"):  # each sets up its logger on import
+        importlib.import_module(library)
 
     loggers = [logging.getLogger(name) for name in ("transformers", "huggingface_hub")]
     saved = [(lg.handlers[:], lg.propagate) for lg in loggers]
