@@ -26,6 +26,16 @@ def _train(model, direction, scale):
             p.sub_(scale * direction[name])
 
 
+def _orthogonal_units(loop):
+    """u, v: unit vectors over the loop's parameters, 1 at the first entry of its first and of
+    its second tensor."""
+    u = {n: torch.zeros(s) for n, s in loop.shapes.items()}
+    v = {n: torch.zeros(s) for n, s in loop.shapes.items()}
+    first, second = list(loop.shapes)[:2]
+    u[first].view(-1)[0], v[second].view(-1)[0] = 1.0, 1.0
+    return u, v
+
+
 def test_the_outer_step_skips_a_sign_flipped_peer_and_still_steps_forward():
     model, loop = _loop()
     direction = {n: torch.randn(s) for n, s in loop.shapes.items()}
@@ -81,10 +91,8 @@ def test_peers_are_judged_against_the_decaying_sum_of_own_deltas():
     from swarmnode.summaries.state import DIRECTION_DECAY
 
     model, loop = _loop()
-    u = {n: torch.zeros(s) for n, s in loop.shapes.items()}
-    v = {n: torch.zeros(s) for n, s in loop.shapes.items()}
-    first, second = list(loop.shapes)[:2]
-    u[first].view(-1)[0], v[second].view(-1)[0] = 1.0, 1.0
+    u, v = _orthogonal_units(loop)
+    first = list(loop.shapes)[0]
     _train(model, u, 1.0)
     loop.step(publish=True)
     _train(model, v, 1.0)
@@ -104,10 +112,7 @@ def test_each_outer_step_reads_how_much_its_own_delta_repeats_its_direction():
     """p's readings: cos(own_t, D_{t-1}), none while D is zero. own = u, then u + v (u, v
     orthogonal unit vectors): cos(u + v, u) = 1 / sqrt(2)."""
     model, loop = _loop()
-    u = {n: torch.zeros(s) for n, s in loop.shapes.items()}
-    v = {n: torch.zeros(s) for n, s in loop.shapes.items()}
-    first, second = list(loop.shapes)[:2]
-    u[first].view(-1)[0], v[second].view(-1)[0] = 1.0, 1.0
+    u, v = _orthogonal_units(loop)
     _train(model, u, 1.0)
     loop.step(publish=True)
     assert loop.trust.own_persistence == 0.0  # the first step: no direction yet, no reading
