@@ -396,7 +396,6 @@ def swarm_local(
 
     console = Console()
     rows: list = []
-    table_shown = False
     try:
         with swarm:
             swarm.start(on_progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
@@ -406,21 +405,22 @@ def swarm_local(
             until = " or ".join(stop_at) or "until Ctrl-C"
             caption = f"homes and logs in {root}; runs {until}; Ctrl-C stops every node"
             rows = swarm.poll()
-            with Live(swarm_table(rows, caption), console=console, refresh_per_second=2) as live:
-                table_shown = True
-                while deadline is None or time.monotonic() < deadline:
-                    time.sleep(1.0)
-                    rows = swarm.poll()
-                    live.update(swarm_table(rows, caption))
-                    if rounds is not None and swarm.training_done(rows):
-                        break
+            try:
+                with Live(swarm_table(rows, caption), console=console, refresh_per_second=2) as live:
+                    while deadline is None or time.monotonic() < deadline:
+                        time.sleep(1.0)
+                        rows = swarm.poll()
+                        live.update(swarm_table(rows, caption))
+                        if rounds is not None and swarm.training_done(rows):
+                            break
+            finally:
+                if not console.is_terminal:
+                    console.line()  # rich ends the table's last line only on a terminal
     except LocalSwarmError as e:
         fail(str(e), FAILED)
     except KeyboardInterrupt:
         pass
     (root / "summary.json").write_text(json.dumps(rows, indent=2, default=str), encoding="utf-8")
-    if table_shown and not console.is_terminal:
-        console.line()  # rich ends the table's last line only on a terminal
     console.print(f"stopped {nodes} nodes; homes, logs and summary.json in {root}")
 
 

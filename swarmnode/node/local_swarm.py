@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from swarmnode.home import NodeHome, init_home, read_runtime
 from swarmnode.status.client import NoDaemon, fetch
@@ -30,11 +30,28 @@ def exited_row(name: str, exit_code: int | None) -> dict[str, Any]:
             "exited": True, "exit_code": exit_code}
 
 
+# The folder this swarmnode package was imported from: site-packages, or a checkout's root.
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
 def python_module_command(module: str, *args: str) -> list[str]:
     """`python -P -m <module> <args>` with this interpreter. -P keeps the working folder off
     sys.path: run from a folder that holds a clone (`~/swarmnode`), the child would otherwise import
-    that folder as the `swarmnode` package instead of the installed one."""
+    that folder as the `swarmnode` package instead of the installed one. Start it with
+    child_environment(), which says where this package is when it is not installed."""
     return [sys.executable, "-P", "-m", module, *args]
+
+
+def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This environment for a child of python_module_command: unbuffered output, and, when this
+    package runs from a checkout (installed in place, or not installed at all: the working
+    folder), that checkout first on PYTHONPATH, so the child runs the very package its parent
+    does. An installed package's site-packages is found anyway, and is not put before the
+    standard library."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if PACKAGE_ROOT.name not in ("site-packages", "dist-packages"):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
+    return {**env, **(extra or {})}
 
 
 def _die_with_parent() -> None:
@@ -117,7 +134,7 @@ class LocalSwarm:
         args += self.extra_args + self.node_args(node.index)
         node.stdout_path.parent.mkdir(parents=True, exist_ok=True)
         console = open(node.stdout_path, "wb")  # this start's console only: the log file keeps the history
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.node_env(node.index)}
+        env = child_environment(self.node_env(node.index))
         node.process = subprocess.Popen(args, stdout=console, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
         console.close()
 

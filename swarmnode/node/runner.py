@@ -33,9 +33,9 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", conf
     log_uncaught_exceptions(home.node_log)
     try:
         identity = load_identity(home.node_key, home.p2p_identity)
-    except KeyFileError as e:
+    except KeyFileError as e:  # a key it cannot use, before anything started: as a bad config
         log.error("%s", e)
-        return 1
+        return 2
     hivemind = config.network.transport == "hivemind"  # libp2p's process never imports hivemind
     if hivemind and not config.model.name_or_path:  # no model, no torch (a bootstrap node stays small)
         from swarmnode.swarm.hivemind_imports import defer_hivemind_imports

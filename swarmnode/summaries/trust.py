@@ -23,8 +23,8 @@ moments carry each node's early noise for many steps; short H, tiny batches), p 
 honest peer's |a| is a small fraction of it, with a sign that stays put for ten outer steps or
 more: measured on the bundled policy at H = 4 and 4 x 4 samples, p ~ 0.6 against an honest
 peer's |a| ~ 0.03, which without this term read as r = -1 eleven times running and struck it.
-Where peers share this node's learning signal (H = 20, 8 x 8), p ~ 0.1 and an honest peer's
-|a| ~ 0.05-0.09, so the term leaves the scale alone
+Where peers share this node's learning signal (H = 20, 8 x 8), p ~ 0.06 and an honest peer's
+|a| ~ 0.05-0.09 (there, relative to p, large), so the term leaves the scale alone
 (`scripts/experiments/trust_sim.py`). On the bundled policy a random direction gives
 |a| ~ 0.001, honest peers and sign-flipped ones some +-0.01 to 0.03. Each peer has one vote in
 the median (the median |a| of its last VOTE_WINDOW summaries), so a peer that echoes this node's own summary back cannot stretch
@@ -166,9 +166,17 @@ class TrustBook:
         self._lock = threading.Lock()
 
     def note_own_agreement(self, agreement: float) -> None:
-        """Record cos(own_t, D_{t-1}) of an outer step (a direction of zero is no reading)."""
+        """Record cos(own_t, D_{t-1}) of an outer step, clamped to [0, 1]; a non-finite one is
+        no reading (the caller gives none while either vector is zero)."""
+        if not math.isfinite(agreement):
+            return
         with self._lock:
             self._own.append(max(0.0, min(1.0, float(agreement))))
+
+    def own_agreements(self) -> list[float]:
+        """The readings behind p, oldest first (checkpointed with the outer loop)."""
+        with self._lock:
+            return list(self._own)
 
     @property
     def own_persistence(self) -> float:

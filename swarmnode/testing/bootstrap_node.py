@@ -6,7 +6,6 @@ nodes join through a DNS address, as users of a public swarm do.
 """
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -18,7 +17,7 @@ import psutil
 
 from swarmnode.config import load_config
 from swarmnode.home import NodeHome, read_runtime
-from swarmnode.node.local_swarm import START_TIMEOUT_S, python_module_command, wait_ready
+from swarmnode.node.local_swarm import START_TIMEOUT_S, child_environment, python_module_command, wait_ready
 
 
 def free_tcp_port() -> int:
@@ -69,7 +68,7 @@ class BootstrapNode:
         self.stdout_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.stdout_path, "wb") as console:
             self.process = subprocess.Popen(args, stdout=console, stderr=subprocess.STDOUT,
-                                            env={**os.environ, "PYTHONUNBUFFERED": "1", **env})
+                                            env=child_environment(env))
         return wait_ready(self, timeout)  # type: ignore[arg-type]  # a LocalNode in all it reads
 
     @property

@@ -93,6 +93,6 @@ def test_damaged_node_key_names_the_file_and_the_next_step(home):
     home.node_key.write_text("-----BEGIN PRIVATE KEY-----\ngarbage\n-----END PRIVATE KEY-----\n")
     proc = run_node(home)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert f"cannot read node key {home.node_key}" in lines[0] and f"swarmnode init --home {home.root}" in lines[0]
     assert "Traceback" not in proc.stderr and not p2pd_of(home) and not home.runtime_file.exists()

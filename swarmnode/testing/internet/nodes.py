@@ -7,7 +7,6 @@ on the host's loopback, like on a user's machine).
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmnode.home import NodeHome, init_home, read_runtime
-from swarmnode.node.local_swarm import python_module_command
+from swarmnode.node.local_swarm import child_environment, python_module_command
 from swarmnode.testing.internet.topology import Host, Internet
 
 
@@ -49,7 +48,7 @@ class InternetNode:
         # `run` reads --config; `bootstrap` reads the config.yaml its home was made with
         config = ["--config", str(self.config_path)] if self.command == "run" else []
         argv = python_module_command("swarmnode", self.command, "--home", str(self.home.root), *config, *self.args)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        env = child_environment(self.env)
         with open(self.console_log, "ab") as console:
             self.started_at = time.monotonic()
             self.process = self.internet.popen(self.host, argv, stdout=console, stderr=subprocess.STDOUT, env=env)
@@ -78,7 +77,8 @@ class InternetNode:
     def status(self) -> dict[str, Any] | None:
         """`swarmnode status --json` inside the host, or None if the daemon does not answer."""
         done = self.internet.run(self.host, python_module_command("swarmnode", "status", "--json",
-                                                                   "--home", str(self.home.root)), timeout=60)
+                                                                   "--home", str(self.home.root)),
+                                 timeout=60, env=child_environment())
         if done.returncode != 0:
             return None
         try:
@@ -92,7 +92,7 @@ class InternetNode:
         with open(path, "ab") as out:
             self.internet.popen(self.host, python_module_command("swarmnode.testing.internet.probe", "--home",
                                                                   str(self.home.root), "--interval", str(interval_s)), stdout=out,
-                                stderr=subprocess.DEVNULL)
+                                stderr=subprocess.DEVNULL, env=child_environment())
         return path
 
     def multiaddrs(self) -> list[str]:

@@ -2,6 +2,7 @@
 from the output under either name."""
 import warnings
 
+import pytest
 import torch
 from transformers import DynamicCache
 
@@ -31,6 +32,8 @@ def test_the_returned_cache_is_read_under_either_name():
     marker = object()
     assert returned_cache({"logits": None, "cache": marker}) is marker
     assert returned_cache({"logits": None, "past_key_values": marker}) is marker
+    with pytest.raises(ValueError, match="returned no KV cache"):
+        returned_cache({"logits": None})
 
 
 def test_a_cached_forward_of_the_bundled_policy_warns_of_no_renamed_argument():

@@ -119,6 +119,11 @@ def test_each_outer_step_reads_how_much_its_own_delta_repeats_its_direction():
     _train(model, {n: u[n] + v[n] for n in u}, 1.0)
     loop.step(publish=True)
     assert loop.trust.own_persistence == pytest.approx(1 / math.sqrt(2), abs=1e-5)
+    other = _loop()[1]  # the readings come back from a checkpoint
+    other.load(loop.state_tensors(), loop.state_meta())
+    assert other.trust.own_agreements() == loop.trust.own_agreements() and len(other.trust.own_agreements()) == 1
+    loop.step(publish=True)  # no training since: own is zero, no reading
+    assert len(loop.trust.own_agreements()) == 1
 
 
 def test_outer_step_weighs_down_the_partner_merged_every_step():

@@ -64,6 +64,8 @@ def test_own_persistence_is_the_median_of_recent_readings_clamped_to_0_1():
     for _ in range(8):
         book.note_own_agreement(0.1)
     assert book.own_persistence == pytest.approx(0.1)  # the last 8 only
+    book.note_own_agreement(float("nan"))
+    assert book.own_agreements() == [0.1] * 8  # no reading
 
 
 def test_score_rises_slowly_and_falls_fast():
