@@ -5,27 +5,29 @@ Two copies of the bundled policy train in turn, each on its own questions, and e
 steps run the node's real OuterLoop (compress, judge, merge, step the anchor) and trade
 summaries. A third sender, the flipper, sends the honest peer's summary negated and scaled
 (--flip): node0 judges both. What node0 made of each (mean evidence r, strikes, merges, trust)
-is printed per seed; --own-share 0 is the rule without the own-persistence floor
-(summaries/trust.py). Fast (seconds per run at H = 4), for exploring the rule, not a headline:
+is printed per seed, with p, node0's own persistence: the median cos of its fresh
+pseudo-gradient with its direction so far (summaries/trust.py judges peers against that
+direction). Fast (seconds per run at H = 4), for exploring the rule, not a headline:
 
-    .venv/bin/python scripts/experiments/trust_sim.py --seeds 0 1 2 3 4 5 --every 4 --prompts 4 --samples 4
-    .venv/bin/python scripts/experiments/trust_sim.py --seeds 0 1 2 3 4 5 --own-share 0
+    .venv/bin/python scripts/experiments/trust_sim.py --seeds 0 1 2 3 4 5
+    .venv/bin/python scripts/experiments/trust_sim.py --seeds 0 1 --every 20 --prompts 8 --samples 8 --steps 300
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
 
 import torch
 
-import swarmnode.summaries.trust as trust_rule
 from swarmnode.policy import SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
-from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, decode_tensor
+from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, cosine, decode_tensor
+from swarmnode.summaries.outer import pseudo_gradient
 from swarmnode.trainer.loop import RolloutConfig, generate_groups, prompt_stream
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 
@@ -38,7 +40,6 @@ def parse_args(argv):
     p.add_argument("--prompts", type=int, default=4)
     p.add_argument("--samples", type=int, default=4)
     p.add_argument("--flip", type=float, default=8.0, help="the flipper sends -flip x the honest summary (0: none)")
-    p.add_argument("--own-share", type=float, default=trust_rule.OWN_SHARE, help="OWN_SHARE of the rule (0: without)")
     p.add_argument("--out", type=Path, default=None, help="append each seed's result as a JSON line here")
     return p.parse_args(argv)
 
@@ -58,13 +59,17 @@ def run_seed(policy, args, seed: int) -> dict:
                             sampling=SamplingParams(temperature=1.0, max_new_tokens=8))
     cfg = OuterConfig(every_steps=args.every, compression=CompressionConfig(0.02, 2, 4096))
     nodes = [node(policy, cfg, i, seed, tasks) for i in range(2)]
-    verdicts = []
+    verdicts, persistence = [], []
     for step in range(1, args.steps + 1):
         for n in nodes:
             n["trainer"].step(generate_groups(n["gen"], [next(n["stream"]) for _ in range(args.prompts)], rollout))
         if step % args.every:
             continue
         sent = []
+        outer0 = nodes[0]["outer"]
+        own0 = pseudo_gradient(outer0.anchor, {name: p.detach() for name, p in outer0.params.items()})
+        if step > args.every:  # cos(own_t, D_{t-1}): how much node0's fresh delta repeats its direction
+            persistence.append(cosine(own0, outer0.direction))
         for i, n in enumerate(nodes):
             result = n["outer"].step(publish=True)
             sent.append(({t.name: decode_tensor(t, 4096, cfg.compression.per_chunk) for t in result.tensors}, result.norm))
@@ -76,7 +81,7 @@ def run_seed(policy, args, seed: int) -> dict:
         if args.flip:
             flipped = {name: -args.flip * t for name, t in sent[1][0].items()}
             victim.inbox.put(Received("flipper", flipped, sent[1][1] * args.flip, victim.clock(), time.monotonic()))
-    result = {"seed": seed, "own_persistence": round(nodes[0]["outer"].trust.own_persistence, 3)}
+    result = {"seed": seed, "own_persistence": round(statistics.median(persistence), 3) if persistence else None}
     for peer in ("honest", "flipper"):
         mine = [v for v in verdicts if v.peer == peer]
         if mine:
@@ -88,9 +93,8 @@ def run_seed(policy, args, seed: int) -> dict:
 
 def main(argv) -> int:
     args = parse_args(argv)
-    trust_rule.OWN_SHARE = args.own_share
     policy = load_policy("bundled:tiny-policy")
-    print(f"H={args.every} {args.prompts}x{args.samples} {args.steps} steps, flip {args.flip:g}x, own share {args.own_share:g}")
+    print(f"H={args.every} {args.prompts}x{args.samples} {args.steps} steps, flip {args.flip:g}x")
     print(" seed  p     honest: r  struck merged trust   flipper: r  struck merged max trust")
     for seed in args.seeds:
         r = run_seed(policy, args, seed)

@@ -25,7 +25,7 @@ from swarmnode.summaries.outer import (
     pseudo_gradient,
 )
 from swarmnode.summaries.robust import cosine, robust_merge
-from swarmnode.summaries.trust import OWN_WINDOW, TrustBook, Verdict
+from swarmnode.summaries.trust import TrustBook, Verdict
 from swarmnode.swarm.lru_map import LRUMap
 
 OWN_NORMS_KEPT = 8  # the norm bound looks at this node's last few summaries
@@ -156,9 +156,6 @@ class OuterLoop:
         c = self.config
         weights = {name: p.detach().cpu() for name, p in self.params.items()}
         own = pseudo_gradient(self.anchor, weights)
-        own_norm, before = global_norm(own), global_norm(self.direction)
-        if own_norm > 0 and before > 0:  # how much this node's own delta repeats its direction
-            self.trust.note_own_agreement(cosine(own, self.direction, own_norm, before))
         for name, d in self.direction.items():
             d.mul_(DIRECTION_DECAY).add_(own[name])
         tensors, norm = None, None
@@ -216,7 +213,7 @@ class OuterLoop:
     def state_meta(self) -> dict:
         return {"outer_steps": self.outer_steps, "own_norms": list(self.own_norms),
                 "recent_partners": [list(step) for step in self.recent_partners],
-                "agreement_votes": self.trust.votes(), "own_agreements": self.trust.own_agreements()}
+                "agreement_votes": self.trust.votes()}
 
     def load(self, tensors: dict[str, Tensor], meta: dict) -> None:
         """Resume from `state_tensors` / `state_meta` (a checkpoint of the same model)."""
@@ -227,9 +224,6 @@ class OuterLoop:
                     target[name].copy_(tensors[key])
         self.outer_steps = int(meta.get("outer_steps", 0))
         self.own_norms.extend(float(x) for x in meta.get("own_norms", []))
-        for reading in list(meta.get("own_agreements", []))[-OWN_WINDOW:]:
-            if isinstance(reading, (int, float)):
-                self.trust.note_own_agreement(reading)  # a non-finite one is dropped there
         votes = meta.get("agreement_votes")
         if isinstance(votes, dict):
             self.trust.restore_votes({p: a for p, a in votes.items() if isinstance(a, (int, float)) and math.isfinite(a)})

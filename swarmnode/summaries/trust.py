@@ -12,20 +12,10 @@ Agreement has no fixed scale (it depends on the model, H, the compression), so i
 against the typical agreement of the summaries this node judged lately:
 
     r_j = clamp(a_j / scale, -1, 1),   scale = max(median of |a| over the last SCALE_WINDOW
-                                                    judged summaries, NOISE_SIGMAS / sqrt(P),
-                                                    OWN_SHARE x p)
+                                                    judged summaries, NOISE_SIGMAS / sqrt(P))
 
 P is the number of parameters: two unrelated directions have cos ~ 1/sqrt(P), so a random
-direction never looks like evidence. p is this node's own persistence, the median over its
-last OWN_WINDOW outer steps of cos(own_t, D_{t-1}), how much its fresh pseudo-gradient agrees
-with its direction so far. Where a node's deltas are mostly its own lasting structure (Adam's
-moments carry each node's early noise for many steps; short H, tiny batches), p is high and an
-honest peer's |a| is a small fraction of it, with a sign that stays put for ten outer steps or
-more: measured on the bundled policy at H = 4 and 4 x 4 samples, p ~ 0.6 against an honest
-peer's |a| ~ 0.03, which without this term read as r = -1 eleven times running and struck it.
-Where peers share this node's learning signal (H = 20, 8 x 8), p ~ 0.06 and an honest peer's
-|a| ~ 0.05-0.09 (there, relative to p, large), so the term leaves the scale alone
-(`scripts/experiments/trust_sim.py`). On the bundled policy a random direction gives
+direction never looks like evidence. On the bundled policy a random direction gives
 |a| ~ 0.001, honest peers and sign-flipped ones some +-0.01 to 0.03. Each peer has one vote in
 the median (the median |a| of its last VOTE_WINDOW summaries), so a peer that echoes this node's own summary back cannot stretch
 the scale by sending often; many such identities can (docs/security.md, what is left open). A median is set by the majority of what was judged: a minority cannot
@@ -78,15 +68,13 @@ STEADY_Z = 3.0
 VOTE_WINDOW = 8  # a peer's recent |a| that make its vote in the scale
 SCALE_WINDOW = 32  # the peers most recently judged, whose typical |agreement| set the scale
 NOISE_SIGMAS = 3.0  # the scale is at least this many cos-of-unrelated-directions (1 / sqrt(P))
-OWN_SHARE = 0.25  # ... and at least this share of this node's own persistence p
-OWN_WINDOW = 8  # outer steps whose cos(own_t, D_{t-1}) make p
 DIGESTS_KEPT = 8  # a peer's recent summaries remembered to catch a repeat
 LOW_TRUST, REPEATED = "low_trust", "repeated_summary"  # why a summary was skipped (status keys)
 
 
-def agreement_scale(recent_abs: list[float], parameters: int, own_persistence: float = 0.0) -> float:
-    """max(median of the recent |a|, NOISE_SIGMAS / sqrt(P), OWN_SHARE x p)."""
-    floor = max(NOISE_SIGMAS / math.sqrt(max(1, parameters)), OWN_SHARE * own_persistence)
+def agreement_scale(recent_abs: list[float], parameters: int) -> float:
+    """max(median of the recent |a|, NOISE_SIGMAS / sqrt(P))."""
+    floor = NOISE_SIGMAS / math.sqrt(max(1, parameters))
     return max(statistics.median(recent_abs), floor) if recent_abs else floor
 
 
@@ -162,36 +150,13 @@ class TrustBook:
         # make every honest summary r = +-1 by its sign alone).
         self._votes: LRUMap[str, float] = LRUMap(SCALE_WINDOW)
         self._peers: LRUMap[str, PeerTrust] = LRUMap(max_peers, protect=lambda t: t.score < 0)
-        self._own: deque[float] = deque(maxlen=OWN_WINDOW)  # this node's recent cos(own_t, D_{t-1})
         self._lock = threading.Lock()
-
-    def note_own_agreement(self, agreement: float) -> None:
-        """Record cos(own_t, D_{t-1}) of an outer step, clamped to [0, 1]; a non-finite one is
-        no reading (the caller gives none while either vector is zero)."""
-        if not math.isfinite(agreement):
-            return
-        with self._lock:
-            self._own.append(max(0.0, min(1.0, float(agreement))))
-
-    def own_agreements(self) -> list[float]:
-        """The readings behind p, oldest first (checkpointed with the outer loop)."""
-        with self._lock:
-            return list(self._own)
-
-    @property
-    def own_persistence(self) -> float:
-        """p: the median of the recent cos(own_t, D_{t-1}), 0 before the first reading."""
-        with self._lock:
-            return self._own_persistence()
-
-    def _own_persistence(self) -> float:
-        return statistics.median(self._own) if self._own else 0.0
 
     @property
     def scale(self) -> float:
         """The agreement a peer needs for r = 1 now."""
         with self._lock:
-            return agreement_scale(list(self._votes.values()), self.parameters, self._own_persistence())
+            return agreement_scale(list(self._votes.values()), self.parameters)
 
     def votes(self) -> dict[str, float]:
         with self._lock:
@@ -213,7 +178,7 @@ class TrustBook:
             if not repeated:
                 t.abs_recent.append(abs(agreement))
                 self._votes[peer] = statistics.median(t.abs_recent)
-            scale = agreement_scale(list(self._votes.values()), self.parameters, self._own_persistence())
+            scale = agreement_scale(list(self._votes.values()), self.parameters)
             evidence = -1.0 if repeated else relative_agreement(agreement, scale)
             t.score = updated_score(t.score, evidence)
             t.evidence.append(evidence)

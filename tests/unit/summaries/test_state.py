@@ -26,16 +26,6 @@ def _train(model, direction, scale):
             p.sub_(scale * direction[name])
 
 
-def _orthogonal_units(loop):
-    """u, v: unit vectors over the loop's parameters, 1 at the first entry of its first and of
-    its second tensor."""
-    u = {n: torch.zeros(s) for n, s in loop.shapes.items()}
-    v = {n: torch.zeros(s) for n, s in loop.shapes.items()}
-    first, second = list(loop.shapes)[:2]
-    u[first].view(-1)[0], v[second].view(-1)[0] = 1.0, 1.0
-    return u, v
-
-
 def test_the_outer_step_skips_a_sign_flipped_peer_and_still_steps_forward():
     model, loop = _loop()
     direction = {n: torch.randn(s) for n, s in loop.shapes.items()}
@@ -91,8 +81,10 @@ def test_peers_are_judged_against_the_decaying_sum_of_own_deltas():
     from swarmnode.summaries.state import DIRECTION_DECAY
 
     model, loop = _loop()
-    u, v = _orthogonal_units(loop)
-    first = list(loop.shapes)[0]
+    u = {n: torch.zeros(s) for n, s in loop.shapes.items()}
+    v = {n: torch.zeros(s) for n, s in loop.shapes.items()}
+    first, second = list(loop.shapes)[:2]
+    u[first].view(-1)[0], v[second].view(-1)[0] = 1.0, 1.0
     _train(model, u, 1.0)
     loop.step(publish=True)
     _train(model, v, 1.0)
@@ -106,24 +98,6 @@ def test_peers_are_judged_against_the_decaying_sum_of_own_deltas():
     assert torch.equal(other.direction[first], loop.direction[first])
     del state[f"direction.{first}"]  # a checkpoint of an older release: no direction, zeros
     _loop()[1].load({k: t for k, t in state.items() if not k.startswith("direction.")}, {})
-
-
-def test_each_outer_step_reads_how_much_its_own_delta_repeats_its_direction():
-    """p's readings: cos(own_t, D_{t-1}), none while D is zero. own = u, then u + v (u, v
-    orthogonal unit vectors): cos(u + v, u) = 1 / sqrt(2)."""
-    model, loop = _loop()
-    u, v = _orthogonal_units(loop)
-    _train(model, u, 1.0)
-    loop.step(publish=True)
-    assert loop.trust.own_persistence == 0.0  # the first step: no direction yet, no reading
-    _train(model, {n: u[n] + v[n] for n in u}, 1.0)
-    loop.step(publish=True)
-    assert loop.trust.own_persistence == pytest.approx(1 / math.sqrt(2), abs=1e-5)
-    other = _loop()[1]  # the readings come back from a checkpoint
-    other.load(loop.state_tensors(), loop.state_meta())
-    assert other.trust.own_agreements() == loop.trust.own_agreements() and len(other.trust.own_agreements()) == 1
-    loop.step(publish=True)  # no training since: own is zero, no reading
-    assert len(loop.trust.own_agreements()) == 1
 
 
 def test_outer_step_weighs_down_the_partner_merged_every_step():

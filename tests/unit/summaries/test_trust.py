@@ -28,46 +28,6 @@ def test_agreement_scale_is_the_median_above_the_noise_floor():
     assert agreement_scale([0.03], 100) == pytest.approx(0.3)
 
 
-def test_agreement_scale_is_at_least_a_quarter_of_this_nodes_own_persistence():
-    """max(median |a|, 3 / sqrt(P), 0.25 x p): where this node's own deltas mostly repeat its
-    own direction (p = 0.6), an honest peer's |a| of 0.03 is no evidence either way."""
-    assert agreement_scale([0.03], 10**6, own_persistence=0.6) == pytest.approx(0.15)
-    assert agreement_scale([0.03, 0.09, 0.05], 10**6, own_persistence=0.1) == pytest.approx(0.05)  # the median
-    assert agreement_scale([], 10**6, own_persistence=0.004) == pytest.approx(0.003)  # the noise floor
-    assert relative_agreement(-0.03, agreement_scale([0.03], 10**6, own_persistence=0.6)) == pytest.approx(-0.2)
-
-
-def test_an_honest_peers_weak_steady_disagreement_is_not_struck_where_the_nodes_own_direction_persists():
-    """Measured at H = 4 (scripts/experiments/trust_sim.py, seed 0): node0's own persistence
-    ~0.55, an honest peer's agreement -0.02 to -0.03 for eleven summaries running. Read against
-    its own |a| alone that is r = -1 each time, and a strike from the sixth; with the
-    persistence floor r = -0.2 or so: skipped at most, never struck."""
-    readings = [-0.022, -0.023, -0.033, -0.025, -0.029, -0.030, -0.025, -0.034, -0.035, -0.029, -0.012]
-    for own in (0.0, 0.55):
-        book = TrustBook(8, initial=0.2, skip_below=0.15, parameters=10**6)
-        if own:
-            book.note_own_agreement(own)
-        verdicts = [book.judge("honest", a, None) for a in readings]
-        struck = sum(v.harmful for v in verdicts)
-        if own:
-            assert struck == 0 and all(v.evidence > -0.3 for v in verdicts) and book.own_persistence == own
-        else:
-            assert struck == 6 and all(v.evidence < -0.5 for v in verdicts[:-1])  # the rule without it
-
-
-def test_own_persistence_is_the_median_of_recent_readings_clamped_to_0_1():
-    book = TrustBook(8, initial=0.2, skip_below=0.15, parameters=10**6)
-    assert book.own_persistence == 0.0
-    for reading in (0.5, -0.2, 0.7, 1.4):
-        book.note_own_agreement(reading)
-    assert book.own_persistence == pytest.approx(0.6)  # median of 0.5, 0, 0.7, 1
-    for _ in range(8):
-        book.note_own_agreement(0.1)
-    assert book.own_persistence == pytest.approx(0.1)  # the last 8 only
-    book.note_own_agreement(float("nan"))
-    assert book.own_agreements() == [0.1] * 8  # no reading
-
-
 def test_score_rises_slowly_and_falls_fast():
     assert updated_score(0.1, 0.5) == pytest.approx(0.2)  # 0.1 + 0.25 x 0.4
     assert updated_score(0.6, -0.6) == pytest.approx(0.0)  # 0.6 + 0.5 x -1.2
