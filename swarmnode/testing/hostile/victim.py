@@ -6,7 +6,6 @@ scripts/experiments/hostile_harness.py. No pytest here.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import threading
@@ -20,7 +19,7 @@ import yaml
 
 from swarmnode.config import bundled_config_path
 from swarmnode.home import NodeHome, read_runtime
-from swarmnode.node.local_swarm import python_module_command
+from swarmnode.node.local_swarm import child_environment, python_module_command
 from swarmnode.status.client import NoDaemon, fetch
 
 # The folder that holds the swarmnode package (the repository in a checkout): the hostile peer
@@ -182,12 +181,11 @@ def hostile_command(maddr: str, attacks: str, out: Path, *, swarm: str = "swarmn
 
 
 def start_hostile(command: list[str], log_path: Path) -> subprocess.Popen:
-    """The hostile peer as a child process (PYTHONPATH: this swarmnode's folder first, so the child
-    runs the same `swarmnode.testing.hostile`)."""
+    """The hostile peer as a child process (child_environment: this swarmnode's checkout first on
+    PYTHONPATH, so the child runs the same `swarmnode.testing.hostile`)."""
     log = open(log_path, "ab")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     try:
-        return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+        return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=child_environment())
     finally:
         log.close()
 
