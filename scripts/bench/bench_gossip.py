@@ -32,7 +32,7 @@ from rich.table import Table
 
 from swarmnode.config import load_config
 from swarmnode.home import read_runtime
-from swarmnode.swarm.transport import process_cpu_s
+from swarmnode.swarm.transports.base import process_cpu_s
 from swarmnode.node.local_swarm import LocalSwarm
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -128,7 +128,7 @@ class SwarmnodeBackend:
 
     async def start(self, bootstrap: bool) -> list[str]:
         from swarmnode.identity import create_p2p_identity
-        from swarmnode.swarm.hivemind_transport import HivemindTransport
+        from swarmnode.swarm.transports.hivemind.transport import HivemindTransport
 
         create_p2p_identity(self.identity)
         self.t = HivemindTransport(identity_path=self.identity, host_maddrs=LOCAL_MADDRS, announce_maddrs=[],

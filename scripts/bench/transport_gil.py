@@ -42,11 +42,11 @@ def busy() -> None:
 def open_transport(kind: str, identity: Path):
     maddrs = ["/ip4/127.0.0.1/tcp/0"]
     if kind == "libp2p":
-        from swarmnode.swarm.libp2p_transport import LibP2PTransport
+        from swarmnode.swarm.transports.libp2p.transport import LibP2PTransport
 
         return LibP2PTransport(identity_path=identity, host_maddrs=maddrs, announce_maddrs=[], client_mode=False,
                                startup_timeout_s=60, policy=None, swarm="bench")
-    from swarmnode.swarm.hivemind_transport import HivemindTransport
+    from swarmnode.swarm.transports.hivemind.transport import HivemindTransport
 
     return HivemindTransport(identity_path=identity, host_maddrs=maddrs, announce_maddrs=[], client_mode=False,
                              startup_timeout_s=60, use_relay=False, auto_nat=False, wait_timeout_s=3, policy=None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from swarmnode.swarm.reachability import listening_ports
+from swarmnode.swarm.relaying.reachability import listening_ports
 
 DEFAULT_BOOTSTRAP_HOME = Path("~/.swarmnode-bootstrap")
 BOOTSTRAP_CONFIG = "bootstrap.yaml"  # in configs/, shipped as swarmnode.configs

@@ -6,7 +6,7 @@ The daemon and its loops:
   server and every other loop below (started in `run`, cancelled on shutdown).
 - network.py: `NetworkService`, whether peers can dial this node (dial-back checks) and what it
   does about it (relay reservations, DHT client mode, the addresses it gives out);
-  `make_transport`, hivemind's transport wrapped in swarm/routed_transport.py's relaying.
+  `make_transport`, hivemind's transport wrapped in swarm/relaying/routed_transport.py's relaying.
 - runner.py: `run_daemon`, `swarmnode run`'s logging, identity and event loop around a Node.
 - logs.py: the console and `<home>/logs/node.log` (`setup_logging`, rotation, tracebacks to the
   file only), the start line and `RecordedRun` (did the last run end cleanly?), `summary_loop`.
@@ -23,16 +23,8 @@ The daemon and its loops:
 
 The node's training, on its own thread:
 
-- training.py: `TrainingService`, the trainer thread (start, stop, errors) and what the node
-  uses of training (peers' batches in, groups and summaries out, plan, meters, snapshot);
-  `TrainingListeners`, what the trainer thread tells the node (given to the constructor).
-- training_setup.py: building the policy, trainer, outer loop, runner and intake from the config
-  (`load_node_policy`, `resume_trainer`, `build_outer_loop`, `build_runner`, `build_intake`, and
-  the config -> dataclass helpers `rollout_config`, `trainer_config`, `outer_config`, ...).
-- step_recorder.py: `StepRecorder`, what is done with each step (metrics, status, evaluation,
-  checkpoints, outer step); `HeldoutEvaluation`, when the held-out evaluation is due;
-  `OuterSteps`, the outer step every summaries.every_steps steps and its `OutgoingSummary`.
-- training_status.py: `TrainingStatus`, the lock-protected state behind status.training.
+- training/ (its own map): `TrainingService` (the trainer thread and what the node uses of
+  training), building it from the config, what is done with each step, and its status.
 """
 from __future__ import annotations
 

@@ -24,16 +24,16 @@ from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.limits import CAPABILITY_CAPS
 from swarmnode.status.server import StatusServer
 from swarmnode.status.snapshot import JoinState, build_status, state_name
-from swarmnode.swarm.backoff import backoff_delay, jittered
+from swarmnode.utils.backoff import backoff_delay, jittered
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake, peer_id_of, short_address
-from swarmnode.swarm.rollout_bookkeeping import ROLLOUT_LIMIT_KEYS
-from swarmnode.swarm.routed_transport import RoutedTransport
-from swarmnode.swarm.transport import JoinError, RecordPolicy
+from swarmnode.swarm.gossip.rollout_bookkeeping import ROLLOUT_LIMIT_KEYS
+from swarmnode.swarm.relaying.routed_transport import RoutedTransport
+from swarmnode.swarm.transports.base import JoinError, RecordPolicy
 from swarmnode.swarm.windows import peer_records_key, window_index, windows_to_read
 
 if TYPE_CHECKING:  # a node without a model never imports training (torch, transformers)
     from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
-    from swarmnode.node.training import TrainingService
+    from swarmnode.node.training.service import TrainingService
     from swarmnode.summaries import OuterResult
 
 log = logging.getLogger("swarmnode")
@@ -88,7 +88,7 @@ class Node:
     def _build_training(self) -> None:
         """Training and the gossip that feeds it, for a node with a model (imported only here)."""
         from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
-        from swarmnode.node.training import TrainingListeners, TrainingService
+        from swarmnode.node.training.service import TrainingListeners, TrainingService
 
         config, identity = self.config, self.identity
         listeners = TrainingListeners(on_implausible=self._blame_implausible, on_outer_step=self._take_verdicts,

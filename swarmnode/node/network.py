@@ -1,7 +1,7 @@
 """NetworkService: whether peers can dial this node, and what the node does about it.
 
 Every `network.reachability_check_interval_s` (every 10 s until a peer answers) the node asks up
-to three peers, public ones first, to dial it back (swarm/routed_transport.py answers). Then:
+to three peers, public ones first, to dial it back (swarm/relaying/routed_transport.py answers). Then:
 - public: it relays for nodes behind NAT (`network.relay_service`) and gives out the address
   peers reached it at;
 - private: it keeps `network.relays` reservations on public peers and names them in its record
@@ -27,7 +27,7 @@ from swarmnode.protocol.generated.peer_record_pb2 import (
     REACHABILITY_UNKNOWN,
 )
 from swarmnode.swarm.peers import PeerEntry, short_id
-from swarmnode.swarm.reachability import (
+from swarmnode.swarm.relaying.reachability import (
     BY_NAME,
     NAMES,
     DialBackAnswer,
@@ -36,9 +36,9 @@ from swarmnode.swarm.reachability import (
     listening_ports,
     usable_multiaddrs,
 )
-from swarmnode.swarm.routed_transport import RoutedTransport
+from swarmnode.swarm.relaying.routed_transport import RoutedTransport
 from swarmnode.home import NodeHome
-from swarmnode.swarm.transport import RecordPolicy, RequestFailed, Transport
+from swarmnode.swarm.transports.base import RecordPolicy, RequestFailed, Transport
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy,
     net, limits = config.network, config.limits
     inner: Transport
     if net.transport == "libp2p":
-        from swarmnode.swarm.libp2p_transport import LibP2PTransport
+        from swarmnode.swarm.transports.libp2p.transport import LibP2PTransport
 
         inner = LibP2PTransport(identity_path=home.p2p_identity, host_maddrs=net.host_maddrs,
                                 announce_maddrs=net.announce_maddrs, client_mode=net.client_mode,
@@ -223,7 +223,7 @@ def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy,
                                 swarm=config.swarm.name, peer_penalty=peer_penalty,
                                 relay_slots=net.relay_capacity if net.relay_service else 0)
     else:
-        from swarmnode.swarm.hivemind_transport import HivemindTransport
+        from swarmnode.swarm.transports.hivemind.transport import HivemindTransport
 
         inner = HivemindTransport(
             identity_path=home.p2p_identity,

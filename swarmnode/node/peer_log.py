@@ -18,7 +18,7 @@ from typing import Iterable
 from swarmnode.protocol import RecordOrigin, codec
 from swarmnode.protocol.versions import VersionRange, common_version, describe_incompatible
 from swarmnode.status.snapshot import state_name
-from swarmnode.swarm.lru_map import LRUMap
+from swarmnode.utils.lru_map import LRUMap
 from swarmnode.swarm.peers import IncompatiblePeer, PeerEntry, peer_id_of, short_id
 
 log = logging.getLogger("swarmnode.peers")

@@ -11,7 +11,7 @@ from swarmnode.home import DaemonLock, HomeLocked, NodeHome
 from swarmnode.identity import KeyFileError, load_identity
 from swarmnode.node.logs import (
     FILE_ONLY, log_crash, log_uncaught_exceptions, route_hivemind_logs, route_model_library_logs, setup_logging)
-from swarmnode.swarm.transport import TransportStartError
+from swarmnode.swarm.transports.base import TransportStartError
 
 log = logging.getLogger("swarmnode")
 
@@ -38,7 +38,7 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", conf
         return 2
     hivemind = config.network.transport == "hivemind"  # libp2p's process never imports hivemind
     if hivemind and not config.model.name_or_path:  # no model, no torch (a bootstrap node stays small)
-        from swarmnode.swarm.hivemind_imports import defer_hivemind_imports
+        from swarmnode.swarm.transports.hivemind.imports import defer_hivemind_imports
 
         defer_hivemind_imports()
     from swarmnode.node.daemon import Node

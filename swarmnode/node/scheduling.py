@@ -11,7 +11,7 @@ import logging
 from typing import Callable, Iterable
 
 from swarmnode.config import NodeConfig
-from swarmnode.node.training import TrainingService
+from swarmnode.node.training.service import TrainingService
 from swarmnode.scheduler import PeerSupply, Plan, PlanLimits, claimed_groups_per_s, fixed_plan, make_plan
 from swarmnode.swarm.peers import PeerEntry
 from swarmnode.swarm.windows import window_index

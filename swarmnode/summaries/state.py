@@ -26,7 +26,7 @@ from swarmnode.summaries.outer import (
 )
 from swarmnode.summaries.robust import cosine, robust_merge
 from swarmnode.summaries.trust import TrustBook, Verdict
-from swarmnode.swarm.lru_map import LRUMap
+from swarmnode.utils.lru_map import LRUMap
 
 OWN_NORMS_KEPT = 8  # the norm bound looks at this node's last few summaries
 # Peers are judged against this node's own direction over time: an exponential sum of its own

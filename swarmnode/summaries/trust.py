@@ -51,7 +51,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from swarmnode.swarm.lru_map import LRUMap
+from swarmnode.utils.lru_map import LRUMap
 
 RISE, FALL = 0.25, 0.5  # score steps towards the evidence, up and down
 FULL_AT = 0.3  # a score at which trust is full

@@ -1,27 +1,23 @@
-"""Swarm transports (hivemind, py-libp2p), peer table and record intake. Knows nothing about models.
+"""The swarm: transports, relaying, the peer table and the per-peer bookkeeping of gossip.
+Knows nothing about models.
 
-- transport.py: Transport, the interface the node talks to (DHT store/get, requests to peers),
-  StoredValue, JoinError, TransportStartError, RequestFailed
-- hivemind_transport.py: HivemindTransport, the Transport on hivemind's DHT and p2pd
-- libp2p_transport.py: LibP2PTransport, the Transport on py-libp2p (Kademlia, GossipSub push,
-  streams), its trio side in py_libp2p/ (TrioThread, Libp2pNode); network.transport picks one
-- routed_transport.py: RoutedTransport, the transport wrapped with relaying for nodes behind
-  NAT (reserve / forward / deliver), dial-back checks and a direct ping; relay_book.py its
-  state without I/O (Reservations, route, FailureLog); reachability.py: decide (public /
-  private / unknown from peers' dial-back answers) and usable_multiaddrs (what to give out)
-- hivemind_validator.py: PolicyValidator, the DHT-side check of every stored value
+- transports/ (its own map): the `Transport` interface (transports/base.py: DHT store/get and
+  requests to peers; StoredValue, JoinError, TransportStartError, RequestFailed) and its two
+  implementations, transports/hivemind/ (hivemind's DHT and p2pd) and transports/libp2p/
+  (py-libp2p: Kademlia, GossipSub push, streams on a trio thread); node/network.py picks one.
+- relaying/ (its own map): reaching nodes behind NAT: `RoutedTransport` (any transport wrapped
+  with reserve / forward / deliver, dial-back checks and a direct ping), its state without I/O
+  (relay_book.py) and the reachability verdict (reachability.py). The wire format of these small
+  protocols is protocol/relay_messages.py.
+- gossip/ (its own map): the gossip's bookkeeping without I/O: rollout outboxes, sender ledgers,
+  held long-polls and when to fetch (rollout_bookkeeping.py); the summary outbox (summary_outbox.py).
 - peers.py: PeerTable (who is in the swarm), RecordIntake (checks every DHT value and counts
   verdicts), PeerEntry, MessageStats
-- rollout_bookkeeping.py: the rollout gossip's state, no I/O: RolloutOutbox (batches served),
-  SenderLedger / PeerStanding (cursors and strikes per sender), HeldRequests (long-polls), the
-  fetch request and response bytes, and when to fetch (skip_fetch, announcements_due, fetch_wanted)
-- summary_outbox.py: SummaryOutbox (sealed summaries served by id) and its request and response bytes
-- ratelimit.py: PeerRateLimiter and TokenBucket (per-peer rate limits)
-- lru_map.py: LRUMap, per-peer state with a size bound
 - windows.py: window_index and the DHT key of each window (peer_records_key, rollouts_key, ...)
-- backoff.py: backoff_delay and jittered, retry delays for joining
+
+Generic helpers (LRUMap, rate limits, backoff) live in swarmnode/utils/.
 """
 from swarmnode.swarm.peers import MessageStats, PeerEntry, PeerTable, RecordIntake
-from swarmnode.swarm.transport import JoinError, StoredValue, Transport, TransportStartError
+from swarmnode.swarm.transports.base import JoinError, StoredValue, Transport, TransportStartError
 
 __all__ = ["JoinError", "MessageStats", "PeerEntry", "PeerTable", "RecordIntake", "StoredValue", "Transport", "TransportStartError"]

@@ -20,8 +20,8 @@ from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, chec
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, check_summary_announcement
 from swarmnode.protocol.versions import VersionRange, common_version
-from swarmnode.swarm.lru_map import LRUMap
-from swarmnode.swarm.transport import StoredValue
+from swarmnode.utils.lru_map import LRUMap
+from swarmnode.swarm.transports.base import StoredValue
 from swarmnode.swarm.windows import (
     peer_records_key,
     rollouts_key,

@@ -11,7 +11,7 @@ import pytest
 
 from swarmnode.protocol import RejectReason
 from swarmnode.swarm.peers import peer_id_of
-from swarmnode.swarm.transport import JoinError, Transport
+from swarmnode.swarm.transports.base import JoinError, Transport
 from swarmnode.swarm.windows import peer_records_key, window_index
 from tests.contract.transports import (
     RECORD_TTL_S,

@@ -15,8 +15,8 @@ import pytest
 
 from swarmnode.protocol import relay_messages as wire
 from swarmnode.protocol.codec import P2PD_MAX_MESSAGE_BYTES
-from swarmnode.swarm.routed_transport import RoutedTransport
-from swarmnode.swarm.transport import RequestFailed, Transport
+from swarmnode.swarm.relaying.routed_transport import RoutedTransport
+from swarmnode.swarm.transports.base import RequestFailed, Transport
 from tests.contract.transports import free_port, make_node, start_all, stop_all
 
 ECHO = "swarmnode/contract/echo"

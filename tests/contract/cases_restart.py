@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from swarmnode.swarm.transport import RequestFailed, Transport
+from swarmnode.swarm.transports.base import RequestFailed, Transport
 from tests.contract.holder import ECHO
 from tests.contract.transports import alive, eventually, make_node, start_all, stop_all
 

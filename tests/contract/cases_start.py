@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swarmnode.swarm.transport import TransportStartError
+from swarmnode.swarm.transports.base import TransportStartError
 from tests.contract.transports import alive, make_node
 
 

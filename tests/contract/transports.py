@@ -19,7 +19,7 @@ import psutil
 from swarmnode.identity import NodeIdentity, create_node_key, create_p2p_identity, load_identity
 from swarmnode.protocol import build_peer_record
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.transport import RecordPolicy, Transport
+from swarmnode.swarm.transports.base import RecordPolicy, Transport
 from swarmnode.swarm.windows import peer_records_key, window_index
 from tests.helpers import record_fields
 
@@ -39,8 +39,8 @@ def why_unavailable(kind: str) -> str | None:
     if kind == "hivemind":
         return None if importlib.util.find_spec("hivemind") else "hivemind is not installed"
     if kind == "libp2p":
-        if importlib.util.find_spec("swarmnode.swarm.libp2p_transport") is None:
-            return "swarmnode/swarm/libp2p_transport.py (LibP2PTransport) does not exist yet"
+        if importlib.util.find_spec("swarmnode.swarm.transports.libp2p.transport") is None:
+            return "swarmnode/swarm/transports/libp2p/transport.py (LibP2PTransport) does not exist yet"
         if importlib.util.find_spec("libp2p") is None:
             return "py-libp2p (import name libp2p) is not installed"
         return None
@@ -51,13 +51,13 @@ def open_transport(kind: str, identity_path: Path, port: int, policy: RecordPoli
     """A transport of `kind` (not started) listening on 127.0.0.1:`port`, settings as configs/local.yaml."""
     host_maddrs = [f"/ip4/127.0.0.1/tcp/{port}"]
     if kind == "hivemind":
-        from swarmnode.swarm.hivemind_transport import HivemindTransport
+        from swarmnode.swarm.transports.hivemind.transport import HivemindTransport
 
         return HivemindTransport(identity_path=identity_path, host_maddrs=host_maddrs, announce_maddrs=[],
                                  client_mode=False, startup_timeout_s=STARTUP_TIMEOUT_S, use_relay=False,
                                  auto_nat=False, wait_timeout_s=DHT_WAIT_TIMEOUT_S, policy=policy)
     if kind == "libp2p":
-        from swarmnode.swarm.libp2p_transport import LibP2PTransport
+        from swarmnode.swarm.transports.libp2p.transport import LibP2PTransport
 
         return LibP2PTransport(identity_path=identity_path, host_maddrs=host_maddrs, announce_maddrs=[],
                                client_mode=False, startup_timeout_s=STARTUP_TIMEOUT_S, policy=policy, swarm=SWARM)

@@ -8,7 +8,7 @@ import sys
 import yaml
 
 from swarmnode.home import NodeHome, init_home
-from swarmnode.swarm.backoff import backoff_delay
+from swarmnode.utils.backoff import backoff_delay
 from swarmnode.swarm.peers import short_address
 from swarmnode.identity import SigningKey, peer_id_from_ed25519
 from tests.integration.conftest import alive, child_pids, status_json, wait_until

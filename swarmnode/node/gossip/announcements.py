@@ -8,7 +8,7 @@ import logging
 from typing import Callable, Iterable, TypeVar
 
 from swarmnode.identity import NodeIdentity
-from swarmnode.swarm.transport import Transport
+from swarmnode.swarm.transports.base import Transport
 from swarmnode.swarm.windows import window_index, windows_to_read
 
 Announced = TypeVar("Announced")

@@ -15,9 +15,9 @@ import time
 from typing import Awaitable, Callable
 
 from swarmnode.config.model import LimitsConfig
-from swarmnode.swarm.lru_map import LRUMap
-from swarmnode.swarm.ratelimit import PeerRateLimiter
-from swarmnode.swarm.rollout_bookkeeping import skip_fetch
+from swarmnode.utils.lru_map import LRUMap
+from swarmnode.utils.ratelimit import PeerRateLimiter
+from swarmnode.swarm.gossip.rollout_bookkeeping import skip_fetch
 
 
 class PeerFetcher:

@@ -14,11 +14,11 @@ from typing import Callable
 from swarmnode.config import NodeConfig
 from swarmnode.node.gossip.fetcher import PeerFetcher
 from swarmnode.node.gossip.standings import PeerStandings
-from swarmnode.node.training import TrainingService
+from swarmnode.node.training.service import TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.signed_values import age_problem
 from swarmnode.protocol.rollout_messages import open_rollout_batch
-from swarmnode.swarm.lru_map import LRUMap
+from swarmnode.utils.lru_map import LRUMap
 from swarmnode.trainer.intake import IntakeResult
 
 log = logging.getLogger("swarmnode.gossip")

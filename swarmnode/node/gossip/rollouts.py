@@ -32,11 +32,11 @@ from swarmnode.node.gossip.fetcher import PeerFetcher
 from swarmnode.node.gossip.rollout_batches import RolloutReceiver
 from swarmnode.node.gossip.server import PeerServer, Waiters
 from swarmnode.node.gossip.standings import PeerStandings
-from swarmnode.node.training import TrainingService, fetch_ahead_steps
+from swarmnode.node.training.service import TrainingService, fetch_ahead_steps
 from swarmnode.protocol.codec import RejectReason
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, build_rollout_announcement, seal_rollout_batch
 from swarmnode.swarm.peers import RecordIntake
-from swarmnode.swarm.rollout_bookkeeping import (
+from swarmnode.swarm.gossip.rollout_bookkeeping import (
     ROLLOUT_LIMIT_KEYS,
     ROLLOUT_PROTOCOL,
     HeldRequests,
@@ -47,7 +47,7 @@ from swarmnode.swarm.rollout_bookkeeping import (
     parse_rollout_fetch_request,
     parse_rollout_fetch_response,
 )
-from swarmnode.swarm.transport import RequestFailed, Transport
+from swarmnode.swarm.transports.base import RequestFailed, Transport
 from swarmnode.swarm.windows import rollouts_key, rollouts_prefix, window_index
 from swarmnode.trainer.wire import groups_to_batch
 

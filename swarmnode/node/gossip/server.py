@@ -8,8 +8,8 @@ import time
 from typing import Awaitable, Callable
 
 from swarmnode.config.model import LimitsConfig
-from swarmnode.swarm.ratelimit import PeerRateLimiter
-from swarmnode.swarm.transport import Transport
+from swarmnode.utils.ratelimit import PeerRateLimiter
+from swarmnode.swarm.transports.base import Transport
 
 EMPTY_ANSWER = b""  # an empty fetch response of every payload kind
 

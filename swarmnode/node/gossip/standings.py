@@ -18,7 +18,7 @@ from swarmnode.protocol.codec import RejectReason
 from swarmnode.store.rollout_store import RolloutStore
 from swarmnode.store.standing import StandingRow, StandingStore
 from swarmnode.swarm.peers import MessageStats
-from swarmnode.swarm.rollout_bookkeeping import SenderLedger
+from swarmnode.swarm.gossip.rollout_bookkeeping import SenderLedger
 
 log = logging.getLogger("swarmnode.gossip")
 # Counted, dropped, but not strikes: an honest peer may differ this way (another tokenizer makes

@@ -40,17 +40,17 @@ from swarmnode.node.gossip.announcements import Announcer, read_newest_per_peer
 from swarmnode.node.gossip.fetcher import PeerFetcher
 from swarmnode.node.gossip.server import PeerServer
 from swarmnode.node.gossip.standings import PeerStandings
-from swarmnode.node.training import OutgoingSummary, TrainingService
+from swarmnode.node.training.service import OutgoingSummary, TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.signed_values import age_problem
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, build_summary_announcement, open_summary, seal_summary
 from swarmnode.summaries import OuterResult, Received, check_summary, dense_bytes, fetch_allowance, norm_bound
 from swarmnode.summaries.trust import REPEATED
-from swarmnode.swarm.lru_map import LRUMap
+from swarmnode.utils.lru_map import LRUMap
 from swarmnode.swarm.peers import RecordIntake
-from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL, SummaryOutbox, parse_summary_fetch_response, summary_fetch_request
-from swarmnode.swarm.transport import RequestFailed, Transport
+from swarmnode.swarm.gossip.summary_outbox import SUMMARY_PROTOCOL, SummaryOutbox, parse_summary_fetch_response, summary_fetch_request
+from swarmnode.swarm.transports.base import RequestFailed, Transport
 from swarmnode.swarm.windows import summaries_key, window_index
 
 log = logging.getLogger("swarmnode.summaries")

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from swarmnode.identity import NodeIdentity, SigningKey
 from swarmnode.protocol.codec import PROTOCOL_VERSION, MessageKind
 from swarmnode.protocol.generated import envelope_pb2, rollout_batch_pb2
-from swarmnode.swarm.rollout_bookkeeping import MAX_BATCHES_PER_FETCH
+from swarmnode.swarm.gossip.rollout_bookkeeping import MAX_BATCHES_PER_FETCH
 from swarmnode.swarm.windows import peer_records_key, rollouts_key
 from swarmnode.testing.hostile.groups import ITEM_SEED
 from swarmnode.testing.hostile.peer import HostilePeer, throwaway_identity

@@ -7,8 +7,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from swarmnode.swarm.rollout_bookkeeping import ROLLOUT_PROTOCOL, parse_rollout_fetch_response, rollout_fetch_request
-from swarmnode.swarm.transport import RequestFailed
+from swarmnode.swarm.gossip.rollout_bookkeeping import ROLLOUT_PROTOCOL, parse_rollout_fetch_response, rollout_fetch_request
+from swarmnode.swarm.transports.base import RequestFailed
 from swarmnode.swarm.windows import peer_records_key, rollouts_key
 from swarmnode.testing.hostile.peer import HostilePeer, say, throwaway_identity
 from swarmnode.testing.hostile.crafting import (

@@ -46,15 +46,15 @@ from swarmnode.protocol import PeerRecordFields, build_peer_record
 from swarmnode.protocol.codec import MessageKind, open_envelope
 from swarmnode.protocol.generated import peer_record_pb2, rollout_batch_pb2
 from swarmnode.protocol.rollout_messages import build_rollout_announcement, check_rollout_announcement
-from swarmnode.swarm.rollout_bookkeeping import (
+from swarmnode.swarm.gossip.rollout_bookkeeping import (
     MAX_BATCHES_PER_FETCH,
     MAX_ROLLOUT_FETCH_RESPONSE_BYTES,
     ROLLOUT_PROTOCOL,
     parse_rollout_fetch_response,
     rollout_fetch_request,
 )
-from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL
-from swarmnode.swarm.transport import RequestFailed
+from swarmnode.swarm.gossip.summary_outbox import SUMMARY_PROTOCOL
+from swarmnode.swarm.transports.base import RequestFailed
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index, windows_to_read
 from swarmnode.testing.hostile.groups import Crafter
 from swarmnode.testing.hostile.persona_transport import (

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from swarmnode.swarm.transport import Transport
+from swarmnode.swarm.transports.base import Transport
 
 KINDS = ("hivemind", "libp2p")
 # libp2p: PUT_VALUE streams one direct store keeps open at once, and how long one may take.
@@ -43,12 +43,12 @@ def open_persona_transport(kind: str, key_path: Path, swarm: str) -> Transport:
     asked to store (the persona's own crafted values included): no record policy."""
     host_maddrs = ["/ip4/127.0.0.1/tcp/0"]
     if kind == "hivemind":
-        from swarmnode.swarm.hivemind_transport import HivemindTransport
+        from swarmnode.swarm.transports.hivemind.transport import HivemindTransport
 
         return HivemindTransport(identity_path=key_path, host_maddrs=host_maddrs, announce_maddrs=[], client_mode=False,
                                  startup_timeout_s=30.0, use_relay=False, auto_nat=False, wait_timeout_s=2.0, policy=None)
     if kind == "libp2p":
-        from swarmnode.swarm.libp2p_transport import LibP2PTransport
+        from swarmnode.swarm.transports.libp2p.transport import LibP2PTransport
 
         return LibP2PTransport(identity_path=key_path, host_maddrs=host_maddrs, announce_maddrs=[], client_mode=False,
                                startup_timeout_s=30.0, policy=None, swarm=swarm)

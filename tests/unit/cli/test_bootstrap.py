@@ -14,7 +14,7 @@ from swarmnode.cli.bootstrap import (
     user_address_lines,
 )
 from swarmnode.config import bundled_config_path, load_config
-from swarmnode.swarm.reachability import listening_ports
+from swarmnode.swarm.relaying.reachability import listening_ports
 
 PEER = "12D3KooWNmvbb66jhZF1ZWMGibUUUz6eJG75kvUSEsA4EJTv4Q4J"
 

@@ -31,7 +31,7 @@ def test_a_node_without_a_model_loads_no_torch_transformers_or_trainer():
         from swarmnode.config import NodeConfig
         from swarmnode.home import init_home
         from swarmnode.identity import load_identity
-        from swarmnode.swarm.hivemind_imports import defer_hivemind_imports
+        from swarmnode.swarm.transports.hivemind.imports import defer_hivemind_imports
         defer_hivemind_imports()
         from swarmnode.node.daemon import Node
         from swarmnode.node.network import make_transport
@@ -41,7 +41,7 @@ def test_a_node_without_a_model_loads_no_torch_transformers_or_trainer():
         node = Node(config, load_identity(home.node_key, home.p2p_identity), home,
                     lambda policy: make_transport(config, home, policy))
         status = node.snapshot()
-        loaded = sorted(m for m in ("torch", "transformers", "swarmnode.trainer", "swarmnode.node.training") if m in sys.modules)
+        loaded = sorted(m for m in ("torch", "transformers", "swarmnode.trainer", "swarmnode.node.training.service") if m in sys.modules)
         print(node.training is None, status["state"], loaded)
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -54,7 +54,7 @@ def test_initial_peers_without_a_record_are_dialled_again_and_a_failure_stops_no
     network.join_backoff_max_s), but not the initial peers whose records they hold."""
     import asyncio
 
-    from swarmnode.swarm.transport import JoinError
+    from swarmnode.swarm.transports.base import JoinError
 
     known, restarted, down = "12D3KooWKnown", "12D3KooWRestarted", "12D3KooWDown"
     dialled = []

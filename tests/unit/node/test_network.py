@@ -4,7 +4,7 @@ from swarmnode.node.network import NetworkService, describe
 from swarmnode.protocol import PeerRecord
 from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_PRIVATE, REACHABILITY_PUBLIC, REACHABILITY_UNKNOWN
 from swarmnode.swarm.peers import PeerTable
-from swarmnode.swarm.reachability import Verdict
+from swarmnode.swarm.relaying.reachability import Verdict
 
 
 def test_describe_says_what_to_give_out_or_what_to_do():

@@ -5,7 +5,7 @@ from swarmnode.scheduler import DeliveryMeter
 def test_current_plan_follows_the_measurements(tmp_path):
     from swarmnode.config import NodeConfig
     from swarmnode.node.scheduling import current_plan
-    from swarmnode.node.training import TrainingService
+    from swarmnode.node.training.service import TrainingService
 
     config = NodeConfig.model_validate({
         "swarm": {"window_s": 10},

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from swarmnode.identity import NodeIdentity, SigningKey
 from swarmnode.protocol import MessageKind, Rejected, build_peer_record, check_peer_record, open_envelope
 from swarmnode.protocol.rollout_messages import build_rollout_announcement, check_rollout_announcement, open_rollout_batch
-from swarmnode.swarm.rollout_bookkeeping import RolloutOutbox, parse_rollout_fetch_response
+from swarmnode.swarm.gossip.rollout_bookkeeping import RolloutOutbox, parse_rollout_fetch_response
 from tests.helpers import record_fields
 
 IDENTITY = NodeIdentity(SigningKey.generate(), SigningKey.generate(), p2p_identity_path=None)  # type: ignore[arg-type]

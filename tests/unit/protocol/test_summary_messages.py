@@ -26,8 +26,8 @@ from swarmnode.protocol.summary_messages import (
     seal_summary,
 )
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.summary_outbox import SummaryOutbox, parse_summary_fetch_response
-from swarmnode.swarm.transport import StoredValue
+from swarmnode.swarm.gossip.summary_outbox import SummaryOutbox, parse_summary_fetch_response
+from swarmnode.swarm.transports.base import StoredValue
 from swarmnode.swarm.windows import rollouts_key, summaries_key
 from tests.unit.protocol.helpers import BASE, _with_offset, chunked_summary, rejection
 

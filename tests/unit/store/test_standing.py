@@ -3,7 +3,7 @@ rows with ignored and distrusted peers kept first, and a store of an older relea
 import pytest
 
 from swarmnode.store.standing import StandingRow, StandingStore
-from swarmnode.swarm.rollout_bookkeeping import SenderLedger
+from swarmnode.swarm.gossip.rollout_bookkeeping import SenderLedger
 
 NOW = 1000.0
 

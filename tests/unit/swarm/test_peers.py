@@ -5,7 +5,7 @@ import pytest
 
 from swarmnode.protocol import Rejected, RejectReason, build_peer_record, check_peer_record
 from swarmnode.swarm.peers import UNVERIFIED, MessageStats, PeerTable, RecordIntake
-from swarmnode.swarm.transport import StoredValue
+from swarmnode.swarm.transports.base import StoredValue
 from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key
 from tests.helpers import record_fields
 from tests.unit.protocol.helpers import NOW, SPEEDS, TTL, announce, fields, forged_announcement, rejection

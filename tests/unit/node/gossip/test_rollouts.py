@@ -9,7 +9,7 @@ import asyncio
 from swarmnode.node.gossip import RolloutGossip
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.protocol.rollout_messages import seal_rollout_batch
-from swarmnode.swarm.rollout_bookkeeping import MAX_BATCHES_PER_FETCH, parse_rollout_fetch_request, rollout_fetch_request
+from swarmnode.swarm.gossip.rollout_bookkeeping import MAX_BATCHES_PER_FETCH, parse_rollout_fetch_request, rollout_fetch_request
 from tests.unit.node.gossip.helpers import NOW, make_gossip, response, sealed
 
 
@@ -97,7 +97,7 @@ def test_batches_of_a_protocol_version_this_node_does_not_speak_are_dropped_but_
 
 
 def test_a_stalling_peer_slows_only_itself_and_failing_peers_are_backed_off(tmp_path, make_identity):
-    from swarmnode.swarm.transport import RequestFailed
+    from swarmnode.swarm.transports.base import RequestFailed
 
     gossip, fast, fast_announced = make_gossip(tmp_path, make_identity)
     gossip.config.rollouts.fetch_interval_s = 0.05

@@ -4,7 +4,7 @@ is a stand-in (the integration tests drive the same code between real daemons)."
 import asyncio
 import time
 
-from swarmnode.swarm.rollout_bookkeeping import rollout_fetch_request
+from swarmnode.swarm.gossip.rollout_bookkeeping import rollout_fetch_request
 from tests.unit.node.gossip.helpers import envelopes, make_gossip
 
 

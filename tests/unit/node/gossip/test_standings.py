@@ -3,7 +3,7 @@ from swarmnode.config import NodeConfig
 from swarmnode.node.gossip.standings import REJECTIONS_PENALTY_CAP, PeerStandings
 from swarmnode.protocol import RejectReason
 from swarmnode.swarm.peers import MessageStats
-from swarmnode.swarm.rollout_bookkeeping import IGNORED_PENALTY
+from swarmnode.swarm.gossip.rollout_bookkeeping import IGNORED_PENALTY
 
 NOW = 1000.0
 

@@ -16,7 +16,7 @@ from swarmnode.protocol.signed_values import MAX_CLOCK_SKEW_S
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, seal_summary
 from swarmnode.summaries import OuterConfig, OuterLoop, Received
 from swarmnode.summaries.checks import OWN_NORMS_TO_JUDGE
-from swarmnode.swarm.summary_outbox import SUMMARY_PROTOCOL
+from swarmnode.swarm.gossip.summary_outbox import SUMMARY_PROTOCOL
 from swarmnode.testing.hostile.summary_crafting import CORRUPTIONS, corrupted
 from tests.unit.summaries.helpers import BASE, CFG, SHAPES, summary, tiny_model
 

@@ -1,0 +1,10 @@
+"""Relaying: how a node behind NAT is reached, and how a public node helps (all of it here;
+the wire format is protocol/relay_messages.py).
+
+- routed_transport.py: `RoutedTransport`, any transport wrapped with relay reservations,
+  forwarding and delivery, dial-back checks and a direct ping
+- relay_book.py: its state without I/O: `Reservations`, `route` (direct, or through which
+  relays), `FailureLog`
+- reachability.py: `decide` (public / private / unknown from peers' dial-back answers) and
+  `usable_multiaddrs` (which addresses to give out)
+"""

@@ -1,0 +1,14 @@
+"""The py-libp2p transport: Kademlia, GossipSub push and streams on a trio loop in a thread.
+
+- transport.py: `LibP2PTransport`, its public face (the Transport the node uses)
+- trio_thread.py: TrioThread, a trio loop in a thread of its own, with calls across it both
+  ways (asyncio -> trio and trio -> asyncio) and cancellation that follows them
+- entry_book.py: HeardEntries (entries heard by push or read; when a read asks the DHT) and
+  due_writes (when a stored entry goes to the DHT): the caching rules, no I/O
+- node.py: Libp2pNode, the trio side (host with Noise and yamux, Kademlia DHT, GossipSub topic,
+  request streams), and EntryValidator, the DHT's check of every value against the node's
+  RecordPolicy
+- hole_punch.py: hole punching through circuit relays (DCUtR-style) on the trio side
+
+node.py imports libp2p: never import it in a process that imported hivemind.
+"""

@@ -1,0 +1,6 @@
+"""Generic helpers with no swarmnode imports: the lowest layer above the bundled assets.
+
+- lru_map.py: `LRUMap`, a map with a size bound (least recently used out first, protected last)
+- ratelimit.py: `TokenBucket` and `PeerRateLimiter` (per-peer rate limits in a bounded map)
+- backoff.py: `backoff_delay` and `jittered`, retry delays
+"""
