@@ -10,7 +10,7 @@ import torch
 
 from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.policy.loading import LoadedPolicy
-from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, idle_shares, prompt_stream, run_sync
+from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream, run_sync
 from swarmnode.trainer.process_loop import ProcessAsyncRunner
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 
@@ -104,7 +104,7 @@ def _time_async(policy, config, steps, threads, trainer_config, mode, generator_
         runner = AsyncRunner(generator, trainer, prompt_stream(config.tasks, config.data_seed), config,
                              on_generate_timing=timing)
     seconds = _timed_steps(runner.run, steps)
-    return _Run(seconds, batches, runner.generator_wait_s, idle_shares(runner))
+    return _Run(seconds, batches, runner.generator_wait_s, runner.idle_shares())
 
 
 def bench_async(policy: LoadedPolicy, config: RolloutConfig, steps: int, cores: int,

@@ -13,10 +13,7 @@ result (tests/unit/trainer/test_forward.py):
   and shapes of the chunked pass cost more than the padding saves.
 
 `auto` takes the one measured fastest on the device type (AUTO_CHUNKING): `length` on a CPU;
-`plain` on a GPU. Measured with `scripts/bench/bench_trainer.py` on an H100 (docs/experiments/gpu.md):
-a Qwen2 of Qwen2.5-0.5B's shape in bf16, 64 prompts x 8 samples x 128 tokens, 67.4k
-completion tokens/s plain, 53.6k single, 34.2k length; the bundled policy in fp32 12.9k plain,
-8.0k single, 7.9k length.
+`plain` on a GPU (`scripts/bench/bench_trainer.py`; the figures: docs/experiments/gpu.md).
 
 A batch too large for the device's memory is cut into micro-batches of rows (micro_batches)
 whose gradients the trainer accumulates; `micro_batch_budget` sizes them.
@@ -94,8 +91,8 @@ def training_bytes_per_position(config, dtype_bytes: int) -> int:
 
     (per layer: the saved inputs of the norms, projections, attention and gated MLP; per
     position: float32 logits, their log-softmax and its gradient). On a Qwen2 of Qwen2.5-0.5B's
-    shape in bf16 this gives 1.90 MB; measured on an H100 1.66 MB (peak memory 33.1 GiB with
-    micro-batches of <= 21,965 positions, 48.6 GiB with <= 32,000): it errs on the safe side.
+    shape in bf16 this gives a little more than was measured on a GPU: it errs on the safe side
+    (docs/experiments/gpu.md).
     """
     # transformers maps GPT-2's n_embd / n_layer to these names too (attribute_map).
     hidden = config.hidden_size

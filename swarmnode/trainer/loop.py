@@ -1,13 +1,15 @@
 """Generation and training, one after the other (sync) or at the same time (async).
 
-Async: a generator thread keeps producing scored groups while the trainer thread trains. The
-generator waits only at the staleness bound (admission control, as in AReaL): batch b may be
-generated only once b <= steps_trained + max_staleness, so every group it produces is at most
-max_staleness versions old when trained. After each step the trainer publishes its weights and
-the generator loads them before its next batch.
+Async: a generator keeps producing scored groups while the trainer thread trains (`StepLoop`,
+the one step loop; the generator behind it is a GeneratorWorker: `GeneratorThread` here, a child
+process in process_loop.py). The generator waits only at the staleness bound (admission
+control, as in AReaL): batch b may be generated only once b <= steps_trained + max_staleness, so
+every group it produces is at most max_staleness versions old when trained. After each step the
+trainer publishes its weights and the generator loads them before its next batch.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import threading
@@ -20,6 +22,7 @@ from swarmnode.policy.generation import Generator, SamplingParams
 from swarmnode.tasks import DEFAULT_TASKS, TaskItem, get_task
 from swarmnode.trainer.buffer import ExperienceBuffer, Take
 from swarmnode.trainer.experience import ScoredGroup, score_generation
+from swarmnode.trainer.generator_worker import BatchSink, BatchStats, GeneratorWorker
 from swarmnode.trainer.trainer import StepResult, Trainer
 
 
@@ -152,134 +155,211 @@ class BatchSizes:
             return self._sizes.popleft() if self._sizes else None
 
 
-def take_groups(buffer: ExperienceBuffer, sizes: BatchSizes, quotas: Quotas, version: int, runner) -> Take:
-    """One step's groups: the oldest batch's local groups and up to quotas.external peers'
-    groups; the wait is added to runner.trainer_wait_s."""
-    waited = time.perf_counter()
-    local = sizes.next()
-    take = Take([], 0) if local is None else buffer.take(local, quotas.external, version, external_wait=quotas.external_wait_s)
-    runner.trainer_wait_s += time.perf_counter() - waited
-    return take
-
-
-def idle_shares(runner) -> dict[str, float | None]:
-    """generator_idle_share and trainer_idle_share: each thread's waiting seconds over the wall
-    seconds since run() began (None before it began)."""
-    if runner.started_at is None:
-        return {"generator_idle_share": None, "trainer_idle_share": None}
-    wall = max(1e-9, time.perf_counter() - runner.started_at)
-    return {"generator_idle_share": round(min(1.0, runner.generator_wait_s / wall), 4),
-            "trainer_idle_share": round(min(1.0, runner.trainer_wait_s / wall), 4)}
-
-
-class AsyncRunner:
-    """Owns the generator thread; `run` trains on the calling thread and stops the generator."""
+class GeneratorThread:
+    """The GeneratorWorker on a thread of this process: `generator` (hf or vllm) makes batches of
+    `stream`'s items and loads `trainer`'s weights as each step publishes them."""
 
     def __init__(self, generator: Generator, trainer: Trainer, stream: Iterator[TaskItem], config: RolloutConfig,
-                 *, buffer: ExperienceBuffer | None = None, on_generated: GroupsCallback | None = None,
-                 slowdown: float = 1.0, after_step: Callable[[StepResult], None] | None = None,
-                 on_generate_timing: TimingCallback | None = None):
+                 slowdown: float = 1.0):
         self.generator = generator
         self.trainer = trainer
         self.stream = stream
         self.config = config
-        self.buffer = buffer if buffer is not None else make_buffer(config)
-        self.on_generated = on_generated  # e.g. share the groups with the swarm (called on the generator thread)
-        # Called on the trainer thread after each step, before the weights go to the generator
-        # (e.g. the outer step of gradient summaries, so the generator gets the merged weights).
-        self.after_step = after_step
-        # Called on the generator thread with each batch's tokens and wall seconds (e.g. to measure speed).
-        self.on_generate_timing = on_generate_timing
-        # training.slowdown: after each batch and each step, pause (slowdown - 1) x its compute time.
-        self.slowdown = slowdown
+        self.slowdown = slowdown  # training.slowdown: after each batch, pause (slowdown - 1) x its compute time
+        self._batch_size = config.prompts_per_step
         self._cond = threading.Condition()
         self._steps_done = 0
         self._published: tuple[int, dict] | None = None
         self._stop = False
         self._error: BaseException | None = None
-        self.quotas = Quotas.of(config)  # replaced whole (one atomic assignment) by the scheduler
-        self._sizes = BatchSizes()
-        self.started_at: float | None = None  # perf_counter when run() began (idle shares)
-        self.trainer_wait_s = 0.0  # the trainer's waits for groups
-        self.generator_wait_s = 0.0
-        self.generated_tokens = 0
-        self.generate_seconds = 0.0
-        self.items_generated = 0
+        self._thread: threading.Thread | None = None
 
-    def _generate_forever(self) -> None:
+    def start(self, sink: BatchSink) -> None:
+        self._thread = threading.Thread(target=self._generate_forever, args=(sink,), name="swarmnode-generator",
+                                        daemon=True)
+        self._thread.start()
+
+    def _generate_forever(self, sink: BatchSink) -> None:
         try:
             for batch in itertools.count():
                 with self._cond:
                     waited = time.perf_counter()
                     self._cond.wait_for(lambda: self._stop or batch <= self._steps_done + self.config.max_staleness)
-                    self.generator_wait_s += time.perf_counter() - waited
+                    sink.generator_waited(time.perf_counter() - waited)
                     if self._stop:
                         return
                     published, self._published = self._published, None
                 if published is not None:
                     self.generator.load_weights(published[1], published[0])
-                items = list(itertools.islice(self.stream, self.quotas.local))
-                start = time.perf_counter()
-                groups = generate_groups(self.generator, items, self.config)
-                self._pause(time.perf_counter() - start)  # before the groups go out: a slow node delivers late
-                seconds = time.perf_counter() - start
-                tokens = sum(len(t) for g in groups for t in g.completion_token_ids)
-                self.generate_seconds += seconds
-                self.generated_tokens += tokens
-                self.items_generated += len(items)
-                if self.on_generate_timing is not None:
-                    self.on_generate_timing(tokens, seconds, len(groups))
-                self.buffer.put(groups)
-                self._sizes.add(len(groups))  # what is in the buffer: a short batch cannot strand the trainer
-                if self.on_generated is not None:
-                    self.on_generated(groups)
-        except BaseException as e:  # noqa: BLE001 - surfaced by run()
+                items = list(itertools.islice(self.stream, self._batch_size))
+                sink.batch_generated(*self._generate(items))
+        except BaseException as e:  # noqa: BLE001 - surfaced by raise_if_failed()
             self._error = e
-            self.buffer.close()
-            self._sizes.close()
+            sink.generation_ended()
 
-    def _pause(self, compute_s: float) -> float:
-        """Sleep the slowdown's share of `compute_s` on this (worker) thread, woken early by
-        `stop()`; the seconds slept."""
-        return slowdown_sleep(compute_s, self.slowdown, self._wait_for_stop)
+    def _generate(self, items: list[TaskItem]) -> tuple[list[ScoredGroup], BatchStats]:
+        start = time.perf_counter()
+        groups = generate_groups(self.generator, items, self.config)
+        # before the groups go out: a slow node delivers late
+        slowdown_sleep(time.perf_counter() - start, self.slowdown, self.wait_for_stop)
+        seconds = time.perf_counter() - start
+        tokens = sum(len(t) for g in groups for t in g.completion_token_ids)
+        return groups, BatchStats(seconds, tokens, len(items))
 
-    def _wait_for_stop(self, timeout: float) -> None:
+    def publish(self) -> None:
         with self._cond:
-            self._cond.wait_for(lambda: self._stop, timeout=timeout)
+            self._steps_done += 1
+            self._published = (self.trainer.version, self.trainer.weights())
+            self._cond.notify_all()
+
+    def set_batch_size(self, size: int) -> None:
+        self._batch_size = size  # read before the next batch
 
     def stop(self) -> None:
-        """Ask `run` to return after the step in progress (callable from any thread)."""
         with self._cond:
             self._stop = True
             self._cond.notify_all()
+
+    def stopping(self) -> bool:
+        return self._stop
+
+    def wait_for_stop(self, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._stop, timeout=timeout)
+
+    def raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise RuntimeError("the generator thread failed") from self._error
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+
+class StepLoop:
+    """The step loop of async training, on the calling thread: each step takes the oldest batch
+    the `worker` (a GeneratorWorker: a thread or a child process) delivered, trains on it and
+    publishes the new weights to the worker. It is the worker's BatchSink."""
+
+    def __init__(self, worker: GeneratorWorker, trainer: Trainer, config: RolloutConfig, *,
+                 buffer: ExperienceBuffer | None = None, on_generated: GroupsCallback | None = None,
+                 slowdown: float = 1.0, after_step: Callable[[StepResult], None] | None = None,
+                 on_generate_timing: TimingCallback | None = None):
+        self.worker = worker
+        self.trainer = trainer
+        self.config = config
+        self.buffer = buffer if buffer is not None else make_buffer(config)
+        self.on_generated = on_generated  # e.g. share the groups with the swarm (called on the worker's thread)
+        # Called on the trainer thread after each step, before the weights go to the generator
+        # (e.g. the outer step of gradient summaries, so the generator gets the merged weights).
+        self.after_step = after_step
+        # Called on the worker's thread with each batch's tokens and wall seconds (e.g. to measure speed).
+        self.on_generate_timing = on_generate_timing
+        self.slowdown = slowdown  # training.slowdown: after each step, pause (slowdown - 1) x its compute time
+        self._quotas = Quotas.of(config)
+        self._sizes = BatchSizes()
+        self.started_at: float | None = None  # perf_counter when run() began (idle shares)
+        self.trainer_wait_s = 0.0  # the trainer's waits for groups
+        self.generator_wait_s = 0.0  # the generator's waits at the staleness bound
+        self.generated_tokens = 0
+        self.generate_seconds = 0.0
+        self.items_generated = 0
+
+    @property
+    def quotas(self) -> Quotas:
+        return self._quotas
+
+    def set_quotas(self, quotas: Quotas) -> None:
+        """Replaced whole by the scheduler once per window (any thread): the worker makes batches
+        of the new I from its next batch, each step reads them afresh."""
+        self._quotas = quotas
+        self.worker.set_batch_size(quotas.local)
+
+    def generator_waited(self, seconds: float) -> None:
+        self.generator_wait_s += seconds
+
+    def batch_generated(self, groups: list[ScoredGroup], stats: BatchStats) -> None:
+        self.generate_seconds += stats.seconds
+        self.generated_tokens += stats.tokens
+        self.items_generated += stats.items
+        if self.on_generate_timing is not None:
+            self.on_generate_timing(stats.tokens, stats.seconds, len(groups))
+        self.buffer.put(groups)
+        self._sizes.add(len(groups))  # what is in the buffer: a short batch cannot strand the trainer
+        if self.on_generated is not None:
+            self.on_generated(groups)
+
+    def generation_ended(self) -> None:
+        self.buffer.close()  # a trainer waiting for groups returns instead of hanging
+        self._sizes.close()
+
+    def idle_shares(self) -> dict[str, float | None]:
+        """generator_idle_share and trainer_idle_share: each side's waiting seconds over the wall
+        seconds since run() began (None before it began)."""
+        if self.started_at is None:
+            return {"generator_idle_share": None, "trainer_idle_share": None}
+        wall = max(1e-9, time.perf_counter() - self.started_at)
+        return {"generator_idle_share": round(min(1.0, self.generator_wait_s / wall), 4),
+                "trainer_idle_share": round(min(1.0, self.trainer_wait_s / wall), 4)}
+
+    def _take(self) -> Take:
+        """One step's groups: the oldest batch's local groups and up to quotas.external peers'
+        groups; the wait is added to trainer_wait_s."""
+        quotas, version = self.quotas, self.trainer.version
+        waited = time.perf_counter()
+        local = self._sizes.next()
+        take = Take([], 0) if local is None else self.buffer.take(local, quotas.external, version,
+                                                                   external_wait=quotas.external_wait_s)
+        self.trainer_wait_s += time.perf_counter() - waited
+        return take
+
+    def _pause(self, compute_s: float) -> float:
+        """Sleep the slowdown's share of `compute_s` on the trainer thread, woken early by
+        `stop()`; the seconds slept."""
+        return slowdown_sleep(compute_s, self.slowdown, self.worker.wait_for_stop)
+
+    def stop(self) -> None:
+        """Ask `run` to return after the step in progress (callable from any thread)."""
+        self.worker.stop()
         self.buffer.close()
         self._sizes.close()
 
     def run(self, steps: int | None, on_step: StepCallback | None = None) -> list[StepResult]:
-        """Train `steps` steps (None: until `stop()`); the generator thread runs meanwhile."""
-        thread = threading.Thread(target=self._generate_forever, name="swarmnode-generator", daemon=True)
-        self.started_at = time.perf_counter()
-        thread.start()
+        """Train `steps` steps (None: until `stop()`) while the worker generates; the worker is
+        stopped and joined on return."""
+        if self.worker.stopping():
+            return []
         results = []
         try:
+            self.worker.start(self)
+            self.started_at = time.perf_counter()
             for _ in itertools.count() if steps is None else range(steps):
-                take = take_groups(self.buffer, self._sizes, self.quotas, self.trainer.version, self)
-                if self._error is not None:
-                    raise RuntimeError("the generator thread failed") from self._error
-                if self._stop or not take.groups:
+                take = self._take()
+                self.worker.raise_if_failed()
+                if self.worker.stopping() or not take.groups:
                     break
                 result = self.trainer.step(take.groups)
-                result.pause_seconds = self._pause(result.seconds)  # before the new weights go out
+                # the slowdown's pause, before the new weights go out
+                result = dataclasses.replace(result, pause_seconds=self._pause(result.seconds))
                 if self.after_step is not None:
                     self.after_step(result)
-                with self._cond:
-                    self._steps_done += 1
-                    self._published = (self.trainer.version, self.trainer.weights())
-                    self._cond.notify_all()
+                self.worker.publish()
                 results.append(result)
                 if on_step:
                     on_step(result, take.dropped_stale)
         finally:
             self.stop()
-            thread.join()
+            self.worker.join()
         return results
+
+
+class AsyncRunner(StepLoop):
+    """The step loop with the generator on a thread of this process (training.generator "thread")."""
+
+    def __init__(self, generator: Generator, trainer: Trainer, stream: Iterator[TaskItem], config: RolloutConfig,
+                 *, buffer: ExperienceBuffer | None = None, on_generated: GroupsCallback | None = None,
+                 slowdown: float = 1.0, after_step: Callable[[StepResult], None] | None = None,
+                 on_generate_timing: TimingCallback | None = None):
+        super().__init__(GeneratorThread(generator, trainer, stream, config, slowdown), trainer, config, buffer=buffer,
+                         on_generated=on_generated, slowdown=slowdown, after_step=after_step,
+                         on_generate_timing=on_generate_timing)

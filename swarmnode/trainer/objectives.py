@@ -86,18 +86,9 @@ def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
 
 
 def decoupled_ppo_loss(
-    logp: Tensor,
-    proximal_logp: Tensor,
-    behavior_logp: Tensor,
-    advantages: Tensor,
-    mask: Tensor,
-    *,
-    eps_low: float = 0.2,
-    eps_high: float = 0.28,
-    behavior_weight_cap: float | None = None,
-    ref_logp: Tensor | None = None,
-    kl_coef: float = 0.0,
-    shaped_rows: Tensor | None = None,
+    logp: Tensor, proximal_logp: Tensor, behavior_logp: Tensor, advantages: Tensor, mask: Tensor, *,
+    eps_low: float = 0.2, eps_high: float = 0.28, behavior_weight_cap: float | None = None,
+    ref_logp: Tensor | None = None, kl_coef: float = 0.0, shaped_rows: Tensor | None = None,
     shaping_gamma: float = 0.1,
 ) -> tuple[Tensor, dict[str, float]]:
     """Decoupled PPO loss (AReaL) with asymmetric clipping and a token-level mean (DAPO).
@@ -127,48 +118,66 @@ def decoupled_ppo_loss(
     """
     mask = mask.bool()
     weights = mask.to(logp.dtype)
-    num_tokens = weights.sum().clamp(min=1.0)
-
-    def masked_mean(x: Tensor) -> Tensor:
-        return (x * weights).sum() / num_tokens
-
-    # Zero every log-prob outside the mask, so padding can never produce inf/nan (not even
-    # in the gradient), and detach all inputs except `logp`.
-    logp = torch.where(mask, logp, 0.0)
-    proximal_logp = torch.where(mask, proximal_logp.detach(), 0.0)
-    behavior_logp = torch.where(mask, behavior_logp.detach(), 0.0)
-    advantages = advantages.detach().to(logp.dtype)
-    if advantages.dim() == logp.dim() - 1:
-        advantages = advantages.unsqueeze(-1)
-
+    logp, proximal_logp, behavior_logp, advantages = masked_inputs(logp, proximal_logp, behavior_logp, advantages, mask)
     ratio = torch.exp(logp - proximal_logp)
-    behavior_weight = torch.exp(proximal_logp - behavior_logp)
-    if behavior_weight_cap is not None:
-        behavior_weight = torch.where(behavior_weight <= behavior_weight_cap, behavior_weight, 0.0)
-
+    behavior_weight = behavior_weights(proximal_logp, behavior_logp, behavior_weight_cap)
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) * advantages
     objective = behavior_weight * torch.minimum(unclipped, clipped)
     if shaped_rows is not None and bool(shaped_rows.any()):
         shaped = shaped_objective(logp, advantages, shaping_gamma)
         objective = torch.where(shaped_rows[:, None] & mask, shaped, objective)
-    loss = -masked_mean(objective)
-
+    loss = -masked_mean(objective, weights)
+    stats = ppo_stats(logp, proximal_logp, ratio, behavior_weight, unclipped, clipped, weights)
     if ref_logp is not None:
-        kl_to_ref = masked_mean(k3_kl(logp, torch.where(mask, ref_logp.detach(), 0.0)))
+        kl_to_ref = masked_mean(k3_kl(logp, torch.where(mask, ref_logp.detach(), 0.0)), weights)
         loss = loss + kl_coef * kl_to_ref
-
-    with torch.no_grad():
-        stats = {
-            "clip_fraction": masked_mean((clipped < unclipped).to(logp.dtype)).item(),
-            "mean_ratio": masked_mean(ratio).item(),
-            "mean_behavior_weight": masked_mean(behavior_weight).item(),
-            # tokens seen as samples of pi_prox: k3 = (ratio - 1) - log(ratio)
-            "approx_kl": masked_mean(k3_kl(proximal_logp, logp)).item(),
-        }
-        if ref_logp is not None:
-            stats["kl_to_ref"] = kl_to_ref.item()
+        stats["kl_to_ref"] = kl_to_ref.item()
     return loss, stats
+
+
+def masked_mean(x: Tensor, weights: Tensor) -> Tensor:
+    """The token-level mean over the mask (weights: the mask as 0/1 floats):
+
+        sum_{b,t} weights * x / max(1, sum_{b,t} weights)
+    """
+    return (x * weights).sum() / weights.sum().clamp(min=1.0)
+
+
+def masked_inputs(logp: Tensor, proximal_logp: Tensor, behavior_logp: Tensor, advantages: Tensor,
+                  mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The loss's inputs with every log-prob outside the (bool) mask zeroed, so padding can never
+    produce inf/nan (not even in the gradient); all but `logp` detached; advantages [B]
+    broadcast over tokens as [B, 1]."""
+    logp = torch.where(mask, logp, 0.0)
+    proximal_logp = torch.where(mask, proximal_logp.detach(), 0.0)
+    behavior_logp = torch.where(mask, behavior_logp.detach(), 0.0)
+    advantages = advantages.detach().to(logp.dtype)
+    if advantages.dim() == logp.dim() - 1:
+        advantages = advantages.unsqueeze(-1)
+    return logp, proximal_logp, behavior_logp, advantages
+
+
+def behavior_weights(proximal_logp: Tensor, behavior_logp: Tensor, cap: float | None) -> Tensor:
+    """The off-policy correction, 0 where it exceeds `cap` (None: no cap):
+
+        w_t = exp(proximal_logp_t - behavior_logp_t)   if w_t <= cap else 0
+    """
+    weight = torch.exp(proximal_logp - behavior_logp)
+    return weight if cap is None else torch.where(weight <= cap, weight, 0.0)
+
+
+def ppo_stats(logp: Tensor, proximal_logp: Tensor, ratio: Tensor, behavior_weight: Tensor, unclipped: Tensor,
+              clipped: Tensor, weights: Tensor) -> dict[str, float]:
+    """decoupled_ppo_loss's stats over the masked tokens (see there), without gradient."""
+    with torch.no_grad():
+        return {
+            "clip_fraction": masked_mean((clipped < unclipped).to(logp.dtype), weights).item(),
+            "mean_ratio": masked_mean(ratio, weights).item(),
+            "mean_behavior_weight": masked_mean(behavior_weight, weights).item(),
+            # tokens seen as samples of pi_prox: k3 = (ratio - 1) - log(ratio)
+            "approx_kl": masked_mean(k3_kl(proximal_logp, logp), weights).item(),
+        }
 
 
 def shaped_objective(logp: Tensor, advantages: Tensor, gamma: float) -> Tensor:
@@ -232,9 +241,8 @@ def external_sample_mask(advantages: Tensor, external: Tensor) -> Tensor:
 
     Pushing down the probability of text the policy did not sample itself moves mass to
     arbitrary places; on a weak policy most of a peer's samples are failures, so that push
-    dominates. Measured on the bundled policy (scripts/experiments/sapo_experiment.py): with every
-    external sample kept, sharing lowered the nodes' own reward; keeping only peers'
-    above-baseline samples is the fix it motivates.
+    dominates: with every external sample kept, sharing lowered the nodes' own reward
+    (docs/swarm-learning.md, docs/experiments/sapo-sim.md).
     """
     return (~(external & (advantages < 0))).to(advantages.dtype)
 

@@ -1,10 +1,9 @@
 """Async RL with the generator in its own process (the `hf` backend, on a CPU or a GPU).
 
 Threads in one process share the GIL, and a small model's decode loop is mostly Python between
-short torch calls, so a generator thread and a trainer thread mostly take turns. Measured here
-(`swarmnode bench async`, bundled policy, one core each): as a child process the generator makes
-async 1.3-1.6x faster than sync, as a thread 0.9-1.1x. So the generator runs in a child
-process, as in AReaL:
+short torch calls, so a generator thread and a trainer thread mostly take turns; as a child
+process the generator runs beside the trainer (the figures: docs/experiments/cpu-throughput.md,
+`swarmnode bench async`). So the generator can run in a child process, as in AReaL:
 
 - weights: the trainer copies its state dict into shared tensors and bumps a shared version
   after each step; the child loads them before its next batch. On a CPU the shared tensors are
@@ -16,9 +15,8 @@ process, as in AReaL:
   them into the trainer's ExperienceBuffer.
 
 On a GPU a decode step is many short kernel launches from Python, and a generator thread beside
-the trainer's shares the GIL and the default CUDA stream with it: an H100 run (0.5B shape, not
-yet in docs/results) reported 17.5k tokens/s alone and 8.2k beside the trainer. Whether its own
-process wins that back is what the next GPU run measures (docs/experiments/gpu.md).
+the trainer's shares the GIL and the default CUDA stream with it; whether its own process wins
+that back is what docs/experiments/gpu.md measures.
 """
 from __future__ import annotations
 
@@ -36,18 +34,15 @@ import torch
 import torch.multiprocessing as mp
 
 from swarmnode.trainer.buffer import ExperienceBuffer
+from swarmnode.trainer.generator_worker import BatchSink, BatchStats
 from swarmnode.trainer.loop import (
-    BatchSizes,
     GroupsCallback,
     RolloutConfig,
-    StepCallback,
+    StepLoop,
     TimingCallback,
     generate_groups,
-    make_buffer,
-    Quotas,
     prompt_stream,
     slowdown_sleep,
-    take_groups,
 )
 from swarmnode.trainer.trainer import StepResult, Trainer
 
@@ -127,33 +122,20 @@ def _generate_batches(generator, stream, shared, version, steps_done, cond, stop
         slowdown_sleep(time.perf_counter() - start, slowdown, stop.wait)
         seconds = time.perf_counter() - start
         tokens = sum(len(t) for g in groups for t in g.completion_token_ids)
-        out.put((groups, {"seconds": seconds, "tokens": tokens, "items": len(items), "waited": waited}))
+        out.put((groups, BatchStats(seconds, tokens, len(items)), waited))
 
 
-class ProcessAsyncRunner:
-    """Same surface as loop.AsyncRunner; the generator is a child process loading `model_name`
-    on the trainer's device (or what `load`, a picklable callable, returns) and running an
-    HFGenerator with `generator_options` (decode path, logits, attention)."""
+class GeneratorProcess:
+    """The GeneratorWorker in a child process: it loads `model_name` on the trainer's device (or
+    what `load`, a picklable callable, returns), runs an HFGenerator with `generator_options`
+    (decode path, logits, attention) and takes `trainer`'s weights through shared tensors. A
+    feeder thread here hands its batches to the sink."""
 
     def __init__(self, model_name: str, trainer: Trainer, config: RolloutConfig, *, stream_start: int = 0,
-                 exclude: frozenset = frozenset(), threads: int = 1, buffer: ExperienceBuffer | None = None,
-                 on_generated: GroupsCallback | None = None, dtype: str = "float32", slowdown: float = 1.0,
-                 after_step: Callable[[StepResult], None] | None = None, on_generate_timing: TimingCallback | None = None,
+                 exclude: frozenset = frozenset(), threads: int = 1, dtype: str = "float32", slowdown: float = 1.0,
                  load: Callable | None = None, generator_options: dict | None = None):
         self.trainer = trainer
-        self.config = config
-        self.buffer = buffer if buffer is not None else make_buffer(config)
-        self.on_generated = on_generated  # e.g. share the groups with the swarm (called on the feeder thread)
-        # Called on the trainer thread after each step, before the weights go to the generator
-        # (e.g. the outer step of gradient summaries, so the generator gets the merged weights).
-        self.after_step = after_step
-        # Called on the feeder thread with each batch's tokens and wall seconds (the child's pause included).
-        self.on_generate_timing = on_generate_timing
-        self.slowdown = slowdown  # training.slowdown: the child pauses after each batch, run() after each step
-        self.generated_tokens = 0
-        self.generate_seconds = 0.0
-        self.items_generated = 0
-        self.generator_wait_s = 0.0
+        self.slowdown = slowdown  # training.slowdown: the child pauses after each batch
         self._device = self._trainer_device(trainer)  # where the shared weights live
         if load is None:
             from swarmnode.policy import load_policy
@@ -161,59 +143,17 @@ class ProcessAsyncRunner:
             load = functools.partial(load_policy, model_name, device=str(self._device), dtype=dtype)
         self._child_args = (load, config, stream_start, exclude, threads, dict(generator_options or {}))
         self._context = mp.get_context("spawn")
-        self._quotas = Quotas.of(config)
-        self._sizes = BatchSizes()
-        self._local_quota = self._context.Value("i", config.prompts_per_step, lock=False)  # the child's batch size
-        self.started_at: float | None = None
-        self.trainer_wait_s = 0.0
+        self._batch_size = self._context.Value("i", config.prompts_per_step, lock=False)  # the child's batch size
         self._version = self._context.Value("q", trainer.version, lock=False)
         self._steps_done = self._context.Value("q", 0, lock=False)
         self._cond = self._context.Condition()
         self._stop = self._context.Event()
         self._out = self._context.Queue()
-        self._shared: dict[str, torch.Tensor] = {}  # allocated by run(): a model-sized copy
-        self._process = None
+        self._shared: dict[str, torch.Tensor] = {}  # allocated by start(): a model-sized copy
+        self.process = None
         self._feeder: threading.Thread | None = None
         self._failed = False
         self._error: BaseException | None = None
-
-    @property
-    def quotas(self) -> Quotas:
-        return self._quotas
-
-    @quotas.setter
-    def quotas(self, quotas: Quotas) -> None:
-        self._quotas = quotas
-        self._local_quota.value = quotas.local  # the child reads it before its next batch
-
-    def _feed(self) -> None:
-        try:
-            while True:
-                try:
-                    message = self._out.get(timeout=1.0)
-                except queue.Empty:
-                    if not self._process.is_alive():
-                        self._failed = not self._stop.is_set()
-                        break
-                    continue
-                if message is None:
-                    break
-                groups, stats = message
-                self.generate_seconds += stats["seconds"]
-                self.generated_tokens += stats["tokens"]
-                self.items_generated += stats["items"]
-                self.generator_wait_s += stats["waited"]
-                if self.on_generate_timing is not None:
-                    self.on_generate_timing(stats["tokens"], stats["seconds"], stats["items"])
-                self.buffer.put(groups)
-                self._sizes.add(len(groups))
-                if self.on_generated is not None:
-                    self.on_generated(groups)
-        except BaseException as e:  # noqa: BLE001 - surfaced by run()
-            self._error = e
-        finally:
-            self.buffer.close()  # a trainer waiting for groups returns instead of hanging
-            self._sizes.close()
 
     @staticmethod
     def _trainer_device(trainer: Trainer) -> torch.device:
@@ -221,68 +161,90 @@ class ProcessAsyncRunner:
         first = next(model.parameters(), None) if model is not None else None
         return first.device if first is not None else torch.device("cpu")
 
-    def _publish(self) -> None:
+    def start(self, sink: BatchSink) -> None:
+        load, config, stream_start, exclude, threads, generator_options = self._child_args
+        self._shared = {k: shareable_copy(v) for k, v in self.trainer.model.state_dict().items()}
+        _finish_copies(self._device)
+        self.process = self._context.Process(
+            target=_generator_main, name="swarmnode-generator", daemon=True,
+            args=(load, self._shared, self._version, self._steps_done, self._cond, self._stop, self._out,
+                  config, stream_start, exclude, threads, self.slowdown, self._batch_size, generator_options),
+        )
+        self.process.start()
+        self._feeder = threading.Thread(target=self._feed, args=(sink,), name="swarmnode-rollout-feeder", daemon=True)
+        self._feeder.start()
+
+    def _feed(self, sink: BatchSink) -> None:
+        try:
+            while True:
+                try:
+                    message = self._out.get(timeout=1.0)
+                except queue.Empty:
+                    if not self.process.is_alive():
+                        self._failed = not self._stop.is_set()
+                        break
+                    continue
+                if message is None:
+                    break
+                groups, stats, waited = message
+                sink.generator_waited(waited)
+                sink.batch_generated(groups, stats)
+        except BaseException as e:  # noqa: BLE001 - surfaced by raise_if_failed()
+            self._error = e
+        finally:
+            sink.generation_ended()
+
+    def publish(self) -> None:
         state = self.trainer.model.state_dict()
         write_weights(self._shared, state, self._device, self._cond, self._version, self.trainer.version)
         with self._cond:
             self._steps_done.value += 1
             self._cond.notify_all()
 
-    def _pause(self, compute_s: float) -> float:
-        """Sleep the slowdown's share of `compute_s` on the trainer thread, woken early by
-        `stop()`; the seconds slept."""
-        return slowdown_sleep(compute_s, self.slowdown, self._stop.wait)
+    def set_batch_size(self, size: int) -> None:
+        self._batch_size.value = size  # the child reads it before its next batch
 
     def stop(self) -> None:
         self._stop.set()
         with self._cond:
             self._cond.notify_all()
-        self.buffer.close()
-        self._sizes.close()
 
-    def run(self, steps: int | None, on_step: StepCallback | None = None) -> list[StepResult]:
-        if self._stop.is_set():
-            return []
-        load, config, stream_start, exclude, threads, generator_options = self._child_args
-        self._shared = {k: shareable_copy(v) for k, v in self.trainer.model.state_dict().items()}
-        _finish_copies(self._device)
-        self._process = self._context.Process(
-            target=_generator_main, name="swarmnode-generator", daemon=True,
-            args=(load, self._shared, self._version, self._steps_done, self._cond, self._stop, self._out,
-                  config, stream_start, exclude, threads, self.slowdown, self._local_quota, generator_options),
-        )
-        results = []
-        try:
-            self._process.start()
-            self._feeder = threading.Thread(target=self._feed, name="swarmnode-rollout-feeder", daemon=True)
-            self._feeder.start()
-            self.started_at = time.perf_counter()
-            for _ in itertools.count() if steps is None else range(steps):
-                take = take_groups(self.buffer, self._sizes, self.quotas, self.trainer.version, self)
-                if self._error is not None:
-                    raise RuntimeError("the rollout feeder failed") from self._error
-                if self._failed:
-                    raise RuntimeError(f"the generator process exited with code {self._process.exitcode}")
-                if self._stop.is_set() or not take.groups:
-                    break
-                result = self.trainer.step(take.groups)
-                result.pause_seconds = self._pause(result.seconds)  # before the new weights go out
-                if self.after_step is not None:
-                    self.after_step(result)
-                self._publish()
-                results.append(result)
-                if on_step:
-                    on_step(result, take.dropped_stale)
-        finally:
-            self.stop()
-            if self._process.pid is not None:  # it started
-                self._process.join(timeout=30)
-                if self._process.is_alive():
-                    self._process.kill()
-                    self._process.join()
-            if self._feeder is not None:
-                self._feeder.join(timeout=30)
-            self._shared = {}
-            if self._device.type == "cuda":
-                torch.cuda.ipc_collect()  # free what the ended child held through CUDA IPC
-        return results
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def wait_for_stop(self, timeout: float) -> bool:
+        return self._stop.wait(timeout)
+
+    def raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise RuntimeError("the rollout feeder failed") from self._error
+        if self._failed:
+            raise RuntimeError(f"the generator process exited with code {self.process.exitcode}")
+
+    def join(self) -> None:
+        if self.process is not None and self.process.pid is not None:  # it started
+            self.process.join(timeout=30)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join()
+        if self._feeder is not None:
+            self._feeder.join(timeout=30)
+        self._shared = {}
+        if self._device.type == "cuda":
+            torch.cuda.ipc_collect()  # free what the ended child held through CUDA IPC
+
+
+class ProcessAsyncRunner(StepLoop):
+    """The step loop with the generator in a child process (training.generator "process"); the
+    arguments are GeneratorProcess's and StepLoop's."""
+
+    def __init__(self, model_name: str, trainer: Trainer, config: RolloutConfig, *, stream_start: int = 0,
+                 exclude: frozenset = frozenset(), threads: int = 1, buffer: ExperienceBuffer | None = None,
+                 on_generated: GroupsCallback | None = None, dtype: str = "float32", slowdown: float = 1.0,
+                 after_step: Callable[[StepResult], None] | None = None, on_generate_timing: TimingCallback | None = None,
+                 load: Callable | None = None, generator_options: dict | None = None):
+        worker = GeneratorProcess(model_name, trainer, config, stream_start=stream_start, exclude=exclude,
+                                  threads=threads, dtype=dtype, slowdown=slowdown, load=load,
+                                  generator_options=generator_options)
+        super().__init__(worker, trainer, config, buffer=buffer, on_generated=on_generated, slowdown=slowdown,
+                         after_step=after_step, on_generate_timing=on_generate_timing)

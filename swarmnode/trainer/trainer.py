@@ -82,7 +82,7 @@ class StepResult:
     local_groups: int = 0
     external_groups: int = 0
     implausible: dict[str, int] = field(default_factory=dict)  # sender -> samples dropped as implausible
-    pause_seconds: float = 0.0  # slept after the step for training.slowdown (set by the runner)
+    pause_seconds: float = 0.0  # slept after the step for training.slowdown (filled in by the runner)
 
 
 class Trainer:
@@ -103,6 +103,10 @@ class Trainer:
         self.reference = None
         if config.kl_coef > 0:
             self.reference = copy.deepcopy(model).eval().requires_grad_(False)
+
+    def resumed_at(self, version: int) -> None:
+        """The model and optimizer were just loaded from a checkpoint of policy `version`."""
+        self.version = version
 
     def _logp(self, model, batch) -> torch.Tensor:
         return completion_logprobs(model, batch, self.config.temperature, chunking=self.chunking)

@@ -3,7 +3,7 @@ from swarmnode.policy import SamplingParams
 from swarmnode.tasks import TaskRef
 from swarmnode.trainer.experience import ScoredGroup
 from swarmnode.trainer.loop import RolloutConfig
-from swarmnode.trainer.wire import groups_to_batch
+from swarmnode.trainer.rollout_export import groups_to_batch
 
 REF = TaskRef("sum2", 0, 0)
 
@@ -40,12 +40,12 @@ def raise_the_quota_after_the_first_step(runner, timeout: float) -> tuple[bool, 
 
     from swarmnode.trainer.loop import Quotas
 
-    runner.quotas = Quotas(1, 0, 0.0)
+    runner.set_quotas(Quotas(1, 0, 0.0))
     taken = []
 
     def on_step(result, dropped):
         taken.append(result.local_groups)
-        runner.quotas = Quotas(4, 0, 0.0)
+        runner.set_quotas(Quotas(4, 0, 0.0))
 
     done = threading.Thread(target=lambda: runner.run(steps=5, on_step=on_step), daemon=True)
     done.start()

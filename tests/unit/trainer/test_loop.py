@@ -75,8 +75,8 @@ def test_async_runner_with_a_slowdown_pauses_in_proportion_and_measures_the_paus
         return out
 
     generator.generate = timed_generate
-    runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG, slowdown=3.0)
-    runner.on_generate_timing = lambda tokens, seconds, groups: timings.append((tokens, seconds))
+    runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG, slowdown=3.0,
+                         on_generate_timing=lambda tokens, seconds, groups: timings.append((tokens, seconds)))
     results = runner.run(steps=3)
     assert all(r.pause_seconds >= 2 * r.seconds * 0.99 for r in results)
     # Every batch but the last (whose pause the end of the run may cut short) took >= 3x its generation.
@@ -86,18 +86,18 @@ def test_async_runner_with_a_slowdown_pauses_in_proportion_and_measures_the_paus
 
 
 def test_async_runner_follows_new_quotas_from_the_next_batch_and_step(policy):
-    from swarmnode.trainer.loop import Quotas, idle_shares
+    from swarmnode.trainer.loop import Quotas
 
     generator, trainer = parts(policy)
-    runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG)
-    assert runner.quotas == Quotas(4, 0, 0.0) and idle_shares(runner)["trainer_idle_share"] is None
     sizes = []
-    runner.on_generate_timing = lambda tokens, seconds, groups: sizes.append(groups)
+    runner = AsyncRunner(generator, trainer, prompt_stream(CONFIG.tasks, 1000), CONFIG,
+                         on_generate_timing=lambda tokens, seconds, groups: sizes.append(groups))
+    assert runner.quotas == Quotas(4, 0, 0.0) and runner.idle_shares()["trainer_idle_share"] is None
 
     def on_step(result, dropped):
         sizes.append(("step", result.local_groups))
         if len(results_so_far) == 0:
-            runner.quotas = Quotas(2, 0, 0.0)  # the scheduler's next plan
+            runner.set_quotas(Quotas(2, 0, 0.0))  # the scheduler's next plan
         results_so_far.append(result)
 
     results_so_far = []
@@ -107,7 +107,7 @@ def test_async_runner_follows_new_quotas_from_the_next_batch_and_step(policy):
     assert steps[0] == 4 and steps[-1] == 2  # the trainer takes the new I
     assert batches[0] == 4 and batches[-1] == 2  # the generator makes batches of the new I
     assert runner.trainer_wait_s > 0  # the first step at least waits for the first batch
-    assert idle_shares(runner)["trainer_idle_share"] > 0
+    assert runner.idle_shares()["trainer_idle_share"] > 0
     assert sum(runner.buffer.stats.staleness_local.values()) == sum(steps)
     assert not runner.buffer.stats.staleness_external
 

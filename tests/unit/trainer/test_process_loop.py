@@ -23,7 +23,7 @@ def test_process_runner_trains_within_the_staleness_bound_and_cleans_up():
     assert len(results) == 3
     assert set(runner.buffer.stats.staleness) <= {0, 1}
     assert runner.items_generated >= 3 * CONFIG.prompts_per_step and runner.generated_tokens > 0
-    assert not runner._process.is_alive()
+    assert not runner.worker.process.is_alive()
 
 
 def test_process_runner_surfaces_a_failing_consumer_instead_of_hanging():
@@ -39,7 +39,7 @@ def test_process_runner_surfaces_a_failing_consumer_instead_of_hanging():
     with pytest.raises(RuntimeError, match="feeder failed") as info:
         runner.run(steps=50)
     assert isinstance(info.value.__cause__, OSError)
-    assert not runner._process.is_alive() and runner._shared == {}
+    assert not runner.worker.process.is_alive() and runner.worker._shared == {}
 
 
 def test_the_process_runner_follows_a_raised_quota_without_hanging():

@@ -1,5 +1,5 @@
-"""ScoredGroups on the wire: this node's groups as one RolloutBatch (pure). The way back, a
-peer's batch into ScoredGroups, is trainer/intake.py's RolloutIntake."""
+"""The export of this node's ScoredGroups to peers: its groups as one RolloutBatch (pure). The
+way in, a peer's batch into ScoredGroups, is trainer/intake.py's RolloutIntake."""
 from __future__ import annotations
 
 from swarmnode.protocol.generated import rollout_batch_pb2

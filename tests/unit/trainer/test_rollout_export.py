@@ -1,4 +1,4 @@
-"""trainer/wire.py: groups_to_batch, scored groups as the wire's rollout batch."""
+"""trainer/rollout_export.py: groups_to_batch, this node's scored groups as one RolloutBatch for peers."""
 import pytest
 
 from swarmnode.tasks import get_task
