@@ -2,7 +2,7 @@
 
 A bootstrap node is an ordinary daemon in one role: configs/bootstrap.yaml (no model, a DHT
 server on a fixed TCP port of every interface) copied into its own home on first start, with
-the flags below applied over it. No I/O here: cli/app.py reads the home and prints.
+the flags below applied over it. No I/O here: cli/daemon_commands.py reads the home and prints.
 """
 from __future__ import annotations
 

@@ -14,6 +14,8 @@ from rich.console import Console, Group
 from rich.text import Text
 
 from swarmnode.cli.format import age, counts, data_size, histogram, number
+from swarmnode.cli.lines import address_line
+from swarmnode.cli.render import status_view
 
 LABEL_WIDTH = 11
 MORE_HINT = "more: swarmnode status --full · addresses: --addrs · peers: swarmnode peers"
@@ -33,12 +35,6 @@ def labelled(label: str, value: str | Text, style: str = "", wrap: bool = False)
     line = Text(f"{label:<{LABEL_WIDTH}}", style="bold", no_wrap=not wrap, overflow="fold" if wrap else "ellipsis")
     line.append(value if isinstance(value, Text) else Text(value, style=style))
     return line
-
-
-def address_line(maddr: str, fold: bool = False) -> Text:
-    """A multiaddr on its own line, whole: never wrapped at a word or cut with an ellipsis by
-    rich (`fold`: broken at the width, for a live view that cannot let the terminal wrap)."""
-    return Text(maddr, no_wrap=not fold, overflow="fold" if fold else "ignore")
 
 
 def title_line(s: dict[str, Any]) -> Text:
@@ -292,8 +288,6 @@ def watch_frame(state: WatchState, height: int, width: int, full: bool = False) 
 
 def full_lines(s: dict[str, Any], width: int) -> list[HeadlineLine]:
     """The full view as lines of `width` (for a live view to trim), its red lines kept."""
-    from swarmnode.cli.render import status_view
-
     console = Console(width=width, color_system=None)
     rendered = console.render_lines(status_view(s, fold_addresses=True), console.options.update(width=width), pad=False)
     out = []

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from swarmnode.cli.format import age, counts, data_size, human, number
-from swarmnode.cli.headline import address_line
+from swarmnode.cli.lines import address_line
 from swarmnode.swarm.peers import short_id
 
 NOT_RUNNING = Text("not running yet", style="dim")
@@ -58,13 +58,17 @@ def peers_table(peers: list[dict[str, Any]]) -> Table:
     return table
 
 
-def status_view(s: dict[str, Any], fold_addresses: bool = False) -> Group:
-    """Everything `swarmnode status --full` shows: identity, join, messages, limits, training,
-    rollout gossip, summaries, storage and the peer table; addresses whole, one a line (`fold`:
-    broken at the width, for a live view)."""
-    info = Table.grid(padding=(0, 2))
-    info.add_column(style="bold")
-    info.add_column()
+def key_value_grid() -> Table:
+    """Two columns without borders: a bold key, then its value."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    return grid
+
+
+def identity_grid(s: dict[str, Any]) -> Table:
+    """Who and where the node is: id, swarm, state, uptime, join, messages and limits."""
+    info = key_value_grid()
     join = s.get("join", {})
     joined = "yes" if join.get("joined") else f"not yet ({join.get('attempts', 0)} attempts; {join.get('last_error') or '...'})"
     rows = [
@@ -79,15 +83,21 @@ def status_view(s: dict[str, Any], fold_addresses: bool = False) -> Group:
     ]
     for k, v in rows:
         info.add_row(k, v)
-    training = s.get("training", {})
-    train = Table.grid(padding=(0, 2))
-    train.add_column(style="bold")
-    train.add_column()
+    return info
+
+
+TRAINING_KEYS = ("policy_version", "steps", "reward_mean", "local_reward_mean", "heldout_accuracy", "generate_tokens_per_s",
+                 "train_tokens_per_s", "train_samples_per_s", "seconds_per_step", "slowdown", "staleness_local",
+                 "staleness_external", "dropped_stale", "external_trained", "external_pool", "generator_idle_share",
+                 "trainer_idle_share")
+
+
+def training_grid(training: dict[str, Any]) -> Table:
+    """The training section: model, phase, each figure (not running yet while absent), GPU memory, the plan."""
+    train = key_value_grid()
     train.add_row("model", str(training.get("model") or "-"))
     train.add_row("phase", str(training.get("phase") or "-"))
-    for key in ("policy_version", "steps", "reward_mean", "local_reward_mean", "heldout_accuracy", "generate_tokens_per_s",
-                "train_tokens_per_s", "train_samples_per_s", "seconds_per_step", "slowdown", "staleness_local", "staleness_external",
-                "dropped_stale", "external_trained", "external_pool", "generator_idle_share", "trainer_idle_share"):
+    for key in TRAINING_KEYS:
         value = training.get(key)
         train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else human(value))
     gpu = training.get("gpu_memory")
@@ -97,25 +107,38 @@ def status_view(s: dict[str, Any], fold_addresses: bool = False) -> Group:
     plan = training.get("plan")
     if plan:
         train.add_row("plan", plan_line(plan))
+    return train
+
+
+GOSSIP_KEYS = ("batches_published", "groups_published", "bytes_per_batch", "batches_fetched", "groups_accepted",
+               "groups_rejected", "fetch_failures", "peers_ignored", "latency_p50_s", "latency_p99_s", "gossip_time_share")
+
+
+def gossip_grid(rollouts: dict[str, Any]) -> Table:
+    """The rollout gossip section: each counter and figure, - while absent."""
+    gossip = key_value_grid()
+    for key in GOSSIP_KEYS:
+        value = rollouts.get(key)
+        if value is None:
+            text = "-"
+        elif key == "bytes_per_batch":
+            text = data_size(value)
+        else:
+            text = f"{value:.3f}" if isinstance(value, float) else str(value)
+        gossip.add_row(key.replace("_", " "), text)
+    return gossip
+
+
+def status_view(s: dict[str, Any], fold_addresses: bool = False) -> Group:
+    """Everything `swarmnode status --full` shows: identity, join, messages, limits, training,
+    rollout gossip, summaries, storage and the peer table; addresses whole, one a line (`fold`:
+    broken at the width, for a live view)."""
+    training = s.get("training", {})
     addresses = [Text("multiaddrs (to join through this node)", style="bold")]
     addresses += [address_line(m, fold_addresses) for m in s["multiaddrs"]] or [Text("none yet", style="dim")]
-    parts = [info, *addresses, Text(""), Text("training", style="bold underline"), train]
-    rollouts = s.get("rollouts")
-    if rollouts:
-        gossip = Table.grid(padding=(0, 2))
-        gossip.add_column(style="bold")
-        gossip.add_column()
-        for key in ("batches_published", "groups_published", "bytes_per_batch", "batches_fetched", "groups_accepted",
-                    "groups_rejected", "fetch_failures", "peers_ignored", "latency_p50_s", "latency_p99_s", "gossip_time_share"):
-            value = rollouts.get(key)
-            if value is None:
-                text = "-"
-            elif key == "bytes_per_batch":
-                text = data_size(value)
-            else:
-                text = f"{value:.3f}" if isinstance(value, float) else str(value)
-            gossip.add_row(key.replace("_", " "), text)
-        parts += [Text(""), Text("rollout gossip", style="bold underline"), gossip]
+    parts = [identity_grid(s), *addresses, Text(""), Text("training", style="bold underline"), training_grid(training)]
+    if s.get("rollouts"):
+        parts += [Text(""), Text("rollout gossip", style="bold underline"), gossip_grid(s["rollouts"])]
     if s.get("summaries") and training.get("model"):  # a node without a model has nothing to summarise
         parts += [Text(""), Text("gradient summaries", style="bold underline"), summaries_grid(s["summaries"])]
     if s.get("storage") and training.get("model"):  # a node without a model keeps no stores

@@ -10,6 +10,7 @@ import typer
 
 from swarmnode.config import ConfigError, NodeConfig, ValueSources, load_config_with_sources
 from swarmnode.home import NodeHome
+from swarmnode.protocol.versions import ProtocolVersions
 
 
 # Exit codes: USAGE when the command was given something it cannot use (a flag, a config value,
@@ -30,6 +31,19 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 def check_log_level(log_level: str) -> None:
     if log_level.upper() not in LOG_LEVELS:
         fail(f"--log-level {log_level}: expected one of {', '.join(LOG_LEVELS)}")
+
+
+def slowdown_problem(value: float) -> str | None:
+    """Why `value` is no valid training.slowdown (the config model's own check), or None."""
+    from pydantic import ValidationError
+
+    from swarmnode.config.model import TrainingConfig
+
+    try:
+        TrainingConfig(slowdown=value)
+    except ValidationError as e:
+        return f"{value:g} is not a valid training.slowdown: {e.errors()[0]['msg']}"
+    return None
 
 
 def load_run_config(path: Path, overrides: dict[str, Any], flags: dict[str, str],
@@ -58,11 +72,12 @@ def check_before_start(cfg: NodeConfig, sources: ValueSources, root: Path, sourc
         fail(problems[-1])
 
 
-def run_daemon_until_stopped(cfg: NodeConfig, sources: ValueSources, node_home: NodeHome, log_level: str) -> NoReturn:
-    """Run the daemon in this process; exit with its exit code."""
+def run_daemon_until_stopped(cfg: NodeConfig, sources: ValueSources, node_home: NodeHome, log_level: str,
+                             versions: ProtocolVersions) -> NoReturn:
+    """Run the daemon (speaking `versions`) in this process; exit with its exit code."""
     from swarmnode.node.runner import run_daemon
 
-    raise typer.Exit(run_daemon(cfg, node_home, log_level, sources.described()))
+    raise typer.Exit(run_daemon(cfg, node_home, log_level, sources.described(), protocol_versions=versions))
 
 
 def with_tcp_port(maddr: str, port: int, flag: str = "--host-port") -> str:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from typing import Iterable
 
-from swarmnode.protocol import RecordOrigin, codec
-from swarmnode.protocol.versions import VersionRange, common_version, describe_incompatible
+from swarmnode.protocol import RecordOrigin
+from swarmnode.protocol.versions import THIS_RELEASE, VersionRange, common_version, describe_incompatible
 from swarmnode.status.snapshot import state_name
 from swarmnode.utils.lru_map import LRUMap
 from swarmnode.swarm.peers import IncompatiblePeer, PeerEntry, peer_id_of, short_id
@@ -65,9 +65,12 @@ def incompatible_line(peer: IncompatiblePeer, ours: VersionRange) -> str:
 
 class PeerLog:
     """What the log has been told of the peer table: who is in it, and which peers of another
-    base or of other protocol versions were named (at most `capacity` remembered each)."""
+    base or of other protocol versions were named (at most `capacity` remembered each);
+    `versions`: the protocol versions this node speaks."""
 
-    def __init__(self, capacity: int = 1024, initial_peers: Iterable[str] = ()):
+    def __init__(self, capacity: int = 1024, initial_peers: Iterable[str] = (),
+                 versions: VersionRange = THIS_RELEASE.spoken):
+        self.versions = versions
         self._known: set[str] = set()
         self._other_base_named: LRUMap[str, str] = LRUMap(capacity)  # peer -> the base it was named with
         self._incompatible_named: LRUMap[str, VersionRange] = LRUMap(capacity)  # peer -> the versions named
@@ -104,7 +107,7 @@ class PeerLog:
                incompatible: Iterable[IncompatiblePeer] = ()) -> None:
         for line in self.lines(entries, expired, own_base):
             log.info("%s", line)
-        for line in self.incompatible_lines(list(incompatible), codec.SUPPORTED_PROTOCOL_VERSIONS):
+        for line in self.incompatible_lines(list(incompatible), self.versions):
             log.warning("%s", line)
 
 

@@ -1,20 +1,24 @@
 """Versioned, signed wire messages (schemas in protocols/swarmnode/v1/).
 
-- codec.py: the signed envelope: seal, open_envelope -> VerifiedMessage, MessageKind, the
-  versions this node writes and speaks (codec.PROTOCOL_VERSION, codec.SUPPORTED_PROTOCOL_VERSIONS), the
-  body caps (MAX_BODY_BYTES, max_envelope_bytes), Rejected and its RejectReason
+- codec.py: the signed envelope: seal, open_envelope -> VerifiedMessage, MessageKind, this
+  release's versions (PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS), VersionedSigner (an identity
+  that seals in other versions), the body caps (MAX_BODY_BYTES, max_envelope_bytes), Rejected
+  and its RejectReason
 - limits.py: each message's structural and range limits, run by open_envelope
   (check_structure / check_ranges -> check_<message>_structure / check_<message>_ranges)
 - signed_values.py: the checks every peer-signed value shares in context: check_lifetime,
   age_problem, open_announcement (a DHT announcement), open_served (a payload over a stream)
 - peer_record.py: PeerRecordFields, build_peer_record, check_peer_record (a record of any
   readable version), spoken_versions, record_origin (whose record of another swarm or version this is)
-- versions.py: common_version (the highest version two ranges share), who_should_upgrade,
+- versions.py: ProtocolVersions (the versions a node speaks and writes), THIS_RELEASE,
+  common_version (the highest version two ranges share), who_should_upgrade,
   describe_incompatible (the one line naming both ranges and the side that should upgrade)
 - rollout_messages.py: rollout announcements and batches: build_rollout_announcement,
   check_rollout_announcement -> CheckedRolloutAnnouncement, seal_rollout_batch, open_rollout_batch
 - summary_messages.py: summary announcements and gradient summaries: build_summary_announcement,
   check_summary_announcement -> CheckedSummaryAnnouncement, seal_summary, open_summary
+- libp2p_messages.py: the py-libp2p transport's own wire messages, decoded with bounds, and the
+  mapping of the swarm's (key, subkey) pairs onto Kademlia keys
 - relay_messages.py: dial-back and relay messages (not signed: they travel between two
   authenticated peers and carry the swarm's signed messages), their protocols and bounded decoders
 - generated/: the *_pb2 modules generated from protocols/ (scripts/dev/gen_protos.py)

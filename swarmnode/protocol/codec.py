@@ -14,16 +14,15 @@ from typing import Protocol
 
 from google.protobuf.message import Message
 
-from swarmnode.identity import verify_ed25519
+from swarmnode.identity import NodeIdentity, verify_ed25519
 from swarmnode.protocol.generated import envelope_pb2, gradient_summary_pb2, peer_record_pb2, rollout_batch_pb2
 from swarmnode.protocol.limits import check_ranges, check_structure
+from swarmnode.protocol.versions import THIS_RELEASE, ProtocolVersions
 
-# The wire-protocol version this node writes its messages in, and the lowest and highest it
-# speaks (PROTOCOL_VERSION among them; published in its PeerRecord). Read them as
-# `codec.PROTOCOL_VERSION` when used, never imported by value: a test's node of another version
-# (swarmnode/testing/other_version.py) sets them at start.
-PROTOCOL_VERSION = 1
-SUPPORTED_PROTOCOL_VERSIONS = (1, 1)
+# The wire-protocol version this release writes its messages in, and the lowest and highest it
+# speaks (versions.THIS_RELEASE). A node of other versions is given its ProtocolVersions instead.
+PROTOCOL_VERSION = THIS_RELEASE.written
+SUPPORTED_PROTOCOL_VERSIONS = THIS_RELEASE.spoken
 # Versions whose envelopes are still opened and verified: a peer record of another version is
 # read (protobuf is forward compatible) to learn what its node speaks. Anything else is garbage.
 READABLE_PROTOCOL_VERSIONS = (1, 1000)
@@ -132,6 +131,38 @@ class Signer(Protocol):
 
 
 @dataclass(frozen=True)
+class VersionedSigner:
+    """A node identity that seals in the versions its node speaks: what a node of versions other
+    than THIS_RELEASE hands to whatever seals its messages (a bare identity seals in this release's)."""
+
+    identity: NodeIdentity
+    versions: ProtocolVersions = THIS_RELEASE
+
+    @property
+    def peer_id(self) -> str:
+        return self.identity.peer_id
+
+    @property
+    def public_key(self) -> bytes:
+        return self.identity.public_key
+
+    def sign(self, message: bytes) -> bytes:
+        return self.identity.sign(message)
+
+    def bind_signing_key(self) -> bytes:
+        return self.identity.bind_signing_key()
+
+
+# What seals this node's messages: its identity (this release's versions) or a VersionedSigner.
+Sealer = NodeIdentity | VersionedSigner
+
+
+def versions_of(signer: Signer) -> ProtocolVersions:
+    """The versions `signer` seals in: its own if it is a VersionedSigner, else THIS_RELEASE."""
+    return signer.versions if isinstance(signer, VersionedSigner) else THIS_RELEASE
+
+
+@dataclass(frozen=True)
 class VerifiedMessage:
     kind: MessageKind
     sender_id: str
@@ -155,20 +186,22 @@ def signing_bytes(protocol_version: int, kind: int, sender_id: str, body: bytes)
     )
 
 
-def seal(signer: Signer, kind: MessageKind, message: Message) -> bytes:
-    """Serialise `message`, sign it as `signer`, and return the envelope bytes."""
+def seal(signer: Signer, kind: MessageKind, message: Message, *, version: int | None = None) -> bytes:
+    """Serialise `message`, sign it as `signer` in protocol `version` (default: the version
+    `signer` writes, versions_of(signer).written), and return the envelope bytes."""
+    written = versions_of(signer).written if version is None else version
     if not isinstance(message, MESSAGE_TYPES[kind]):
         raise TypeError(f"{kind.name} carries {MESSAGE_TYPES[kind].__name__}, not {type(message).__name__}")
     body = message.SerializeToString(deterministic=True)
     if len(body) > MAX_BODY_BYTES[kind]:
         raise ValueError(f"{kind.name} body is {len(body)} bytes, over the {MAX_BODY_BYTES[kind]}-byte cap")
     envelope = envelope_pb2.SignedEnvelope(
-        protocol_version=PROTOCOL_VERSION,
+        protocol_version=written,
         kind=int(kind),
         sender_id=signer.peer_id,
         sender_public_key=signer.public_key,
         body=body,
-        signature=signer.sign(signing_bytes(PROTOCOL_VERSION, int(kind), signer.peer_id, body)),
+        signature=signer.sign(signing_bytes(written, int(kind), signer.peer_id, body)),
     )
     return envelope.SerializeToString(deterministic=True)
 

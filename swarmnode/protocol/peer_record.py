@@ -3,20 +3,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swarmnode.identity import NodeIdentity, verify_binding
-from swarmnode.protocol import codec
+from swarmnode.identity import verify_binding
 from swarmnode.protocol.codec import (
     READABLE_PROTOCOL_VERSIONS,
     MessageKind,
     Rejected,
     RejectReason,
+    Sealer,
     VerifiedMessage,
     open_envelope,
     seal,
+    versions_of,
 )
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S, check_lifetime
-from swarmnode.protocol.versions import VersionRange
+from swarmnode.protocol.versions import ProtocolVersions, VersionRange
 
 
 @dataclass(frozen=True)
@@ -38,16 +39,19 @@ class PeerRecordFields:
     relays: tuple[str, ...] = ()  # peer ids holding this node's relay reservations, while private
 
 
-def build_peer_record(identity: NodeIdentity, fields: PeerRecordFields, now: float, ttl_s: float) -> bytes:
-    """The signed envelope bytes of this node's PeerRecord, valid from `now` for `ttl_s`."""
+def build_peer_record(identity: Sealer, fields: PeerRecordFields, now: float, ttl_s: float, *,
+                      versions: ProtocolVersions | None = None) -> bytes:
+    """The signed envelope bytes of this node's PeerRecord, valid from `now` for `ttl_s`: it speaks
+    `versions` and is written in their lowest (default: versions_of(identity))."""
+    versions = versions_of(identity) if versions is None else versions
     record = peer_record_pb2.PeerRecord(
         peer_id=identity.peer_id,
         public_key=identity.public_key,
         peer_id_binding=identity.bind_signing_key(),
         software_version=fields.software_version,
-        protocol_version=codec.PROTOCOL_VERSION,
-        min_protocol_version=codec.SUPPORTED_PROTOCOL_VERSIONS[0],
-        max_protocol_version=codec.SUPPORTED_PROTOCOL_VERSIONS[1],
+        protocol_version=versions.written,
+        min_protocol_version=versions.lowest,
+        max_protocol_version=versions.highest,
         swarm=fields.swarm,
         multiaddrs=list(fields.multiaddrs),
         model_fingerprint=fields.model_fingerprint,
@@ -61,7 +65,7 @@ def build_peer_record(identity: NodeIdentity, fields: PeerRecordFields, now: flo
         reachability=fields.reachability,
         relays=list(fields.relays),
     )
-    return seal(identity, MessageKind.PEER_RECORD, record)
+    return seal(identity, MessageKind.PEER_RECORD, record, version=versions.written)
 
 
 def check_peer_record(data: object, *, subkey: object, swarm: str, now: float,

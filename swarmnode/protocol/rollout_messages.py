@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swarmnode.identity import NodeIdentity
-from swarmnode.protocol.codec import MessageKind, seal
+from swarmnode.protocol.codec import MessageKind, Sealer, seal
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S, open_announcement, open_served
 
@@ -27,15 +26,15 @@ class CheckedRolloutAnnouncement:
         return self.announcement.peer_id
 
 
-def build_rollout_announcement(identity: NodeIdentity, *, window: int, first_batch_id: int, last_batch_id: int,
-                               model_fingerprint: str, now: float, ttl_s: float) -> bytes:
-    """The sealed announcement that this node holds batches first_batch_id..last_batch_id."""
+def build_rollout_announcement(identity: Sealer, *, window: int, first_batch_id: int, last_batch_id: int,
+                               model_fingerprint: str, now: float, ttl_s: float, version: int | None = None) -> bytes:
+    """The sealed announcement that this node holds batches first_batch_id..last_batch_id (in `version`: seal's)."""
     message = rollout_batch_pb2.RolloutAnnouncement(
         peer_id=identity.peer_id, window=window, first_batch_id=first_batch_id, last_batch_id=last_batch_id,
         model_fingerprint=model_fingerprint, timestamp=now, expires_at=now + ttl_s,
         peer_id_binding=identity.bind_signing_key(),
     )
-    return seal(identity, MessageKind.ROLLOUT_ANNOUNCEMENT, message)
+    return seal(identity, MessageKind.ROLLOUT_ANNOUNCEMENT, message, version=version)
 
 
 def check_rollout_announcement(data: object, *, subkey: object, now: float,
@@ -48,12 +47,14 @@ def check_rollout_announcement(data: object, *, subkey: object, now: float,
                                       verified.protocol_version)
 
 
-def seal_rollout_batch(identity: NodeIdentity, batch: rollout_batch_pb2.RolloutBatch) -> bytes:
-    """This node's batch as signed envelope bytes."""
-    return seal(identity, MessageKind.ROLLOUT_BATCH, batch)
+def seal_rollout_batch(identity: Sealer, batch: rollout_batch_pb2.RolloutBatch, *, version: int | None = None) -> bytes:
+    """This node's batch as signed envelope bytes (in `version`: seal's)."""
+    return seal(identity, MessageKind.ROLLOUT_BATCH, batch, version=version)
 
 
-def open_rollout_batch(data: object, *, served_by: str, public_key: bytes) -> tuple[rollout_batch_pb2.RolloutBatch, int]:
+def open_rollout_batch(data: object, *, served_by: str, public_key: bytes,
+                       versions: tuple[int, int] | None = None) -> tuple[rollout_batch_pb2.RolloutBatch, int]:
     """Open a batch fetched from peer `served_by` (see `signed_values.open_served`). Returns (batch, size in bytes)."""
-    verified = open_served(data, MessageKind.ROLLOUT_BATCH, served_by=served_by, public_key=public_key)
+    verified = open_served(data, MessageKind.ROLLOUT_BATCH, served_by=served_by, public_key=public_key,
+                           versions=versions)
     return verified.message, verified.size  # type: ignore[return-value]

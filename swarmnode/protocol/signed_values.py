@@ -68,15 +68,17 @@ def open_announcement(data: object, kind: MessageKind, *, subkey: object, now: f
     return verified
 
 
-def open_served(data: object, kind: MessageKind, *, served_by: str, public_key: bytes) -> VerifiedMessage:
-    """Open a payload of `kind` fetched from peer `served_by` (whose announced key is `public_key`).
+def open_served(data: object, kind: MessageKind, *, served_by: str, public_key: bytes,
+                versions: tuple[int, int] | None = None) -> VerifiedMessage:
+    """Open a payload of `kind` fetched from peer `served_by` (whose announced key is `public_key`),
+    in one of `versions` (open_envelope's).
 
     Raises `Rejected`, always naming `served_by` (libp2p authenticated the stream it came
     over): a peer may relay nothing but its own payloads, signed with the key its announcement
     bound to its peer id.
     """
     try:
-        verified = open_envelope(data, kind)
+        verified = open_envelope(data, kind, versions)
     except Rejected as r:
         raise Rejected(r.reason, r.detail, served_by) from None
     if verified.sender_id != served_by:

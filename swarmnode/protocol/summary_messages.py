@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swarmnode.identity import NodeIdentity
-from swarmnode.protocol.codec import MessageKind, seal
+from swarmnode.protocol.codec import MessageKind, Sealer, seal
 from swarmnode.protocol.generated import gradient_summary_pb2
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S, open_announcement, open_served
 
@@ -28,14 +27,15 @@ class CheckedSummaryAnnouncement:
         return self.announcement.peer_id
 
 
-def build_summary_announcement(identity: NodeIdentity, *, window: int, summary_id: int, base_fingerprint: str,
-                               size_bytes: int, now: float, ttl_s: float) -> bytes:
-    """The sealed announcement of this node's summary `summary_id` (`size_bytes`: its sealed envelope's length)."""
+def build_summary_announcement(identity: Sealer, *, window: int, summary_id: int, base_fingerprint: str,
+                               size_bytes: int, now: float, ttl_s: float, version: int | None = None) -> bytes:
+    """The sealed announcement of this node's summary `summary_id` (`size_bytes`: its sealed envelope's length;
+    in `version`: seal's)."""
     message = gradient_summary_pb2.SummaryAnnouncement(
         peer_id=identity.peer_id, window=window, summary_id=summary_id, base_fingerprint=base_fingerprint,
         size_bytes=size_bytes, timestamp=now, expires_at=now + ttl_s, peer_id_binding=identity.bind_signing_key(),
     )
-    return seal(identity, MessageKind.SUMMARY_ANNOUNCEMENT, message)
+    return seal(identity, MessageKind.SUMMARY_ANNOUNCEMENT, message, version=version)
 
 
 def check_summary_announcement(data: object, *, subkey: object, now: float,
@@ -52,20 +52,23 @@ def check_summary_announcement(data: object, *, subkey: object, now: float,
                                       verified.protocol_version)
 
 
-def seal_summary(identity: NodeIdentity, summary: gradient_summary_pb2.GradientSummary) -> bytes:
-    """This node's summary as signed envelope bytes (ValueError if over the GRADIENT_SUMMARY body cap)."""
-    return seal(identity, MessageKind.GRADIENT_SUMMARY, summary)
+def seal_summary(identity: Sealer, summary: gradient_summary_pb2.GradientSummary, *, version: int | None = None) -> bytes:
+    """This node's summary as signed envelope bytes in `version` (seal's; ValueError if over the
+    GRADIENT_SUMMARY body cap)."""
+    return seal(identity, MessageKind.GRADIENT_SUMMARY, summary, version=version)
 
 
-def open_summary(data: object, *, served_by: str,
-                 public_key: bytes) -> tuple[gradient_summary_pb2.GradientSummary, int]:
-    """Open a summary fetched from peer `served_by` (whose announced key is `public_key`).
+def open_summary(data: object, *, served_by: str, public_key: bytes,
+                 versions: tuple[int, int] | None = None) -> tuple[gradient_summary_pb2.GradientSummary, int]:
+    """Open a summary fetched from peer `served_by` (whose announced key is `public_key`), in one
+    of `versions` (open_envelope's).
 
     Returns (summary, size in bytes). Raises `Rejected`, always naming `served_by`: the stream
     was authenticated by libp2p, and a peer may serve only summaries it signed itself with the
     key its announcement bound to its peer id.
     """
-    verified = open_served(data, MessageKind.GRADIENT_SUMMARY, served_by=served_by, public_key=public_key)
+    verified = open_served(data, MessageKind.GRADIENT_SUMMARY, served_by=served_by, public_key=public_key,
+                           versions=versions)
     return verified.message, verified.size  # type: ignore[return-value]
 
 

@@ -1,14 +1,39 @@
 """Which wire-protocol version two nodes talk in, and what to say when they have none in common.
 
-A node speaks a range of versions (codec.SUPPORTED_PROTOCOL_VERSIONS, published in its
-PeerRecord). Two nodes whose ranges overlap talk in the highest version both speak; two whose
+A node speaks a range of versions (its ProtocolVersions, THIS_RELEASE unless a test's node of
+another version is given others; published in its PeerRecord). Two nodes whose ranges overlap talk in the highest version both speak; two whose
 ranges do not overlap skip each other, and the log says which side should upgrade.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 VersionRange = tuple[int, int]  # (lowest, highest), both included
+
+
+@dataclass(frozen=True)
+class ProtocolVersions:
+    """The wire-protocol versions a node speaks, both included. It writes its messages in the
+    lowest, as a newer node does while older ones are around."""
+
+    lowest: int
+    highest: int
+
+    @property
+    def written(self) -> int:
+        return self.lowest
+
+    @property
+    def spoken(self) -> VersionRange:
+        return (self.lowest, self.highest)
+
+    def speaks(self, version: int) -> bool:
+        return self.lowest <= version <= self.highest
+
+
+# What this release speaks and writes (swarmnode/testing/other_version.py runs a node of others).
+THIS_RELEASE = ProtocolVersions(1, 1)
 
 
 def common_version(ours: VersionRange, theirs: VersionRange) -> int | None:

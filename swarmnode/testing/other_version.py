@@ -15,6 +15,7 @@ import os
 import sys
 
 from swarmnode.protocol import codec
+from swarmnode.protocol.versions import ProtocolVersions
 
 ENV = "SWARMNODE_TEST_PROTOCOL"
 
@@ -32,24 +33,19 @@ def parse_versions(text: str) -> tuple[int, int]:
     return versions
 
 
-def install(versions: tuple[int, int]) -> None:
-    """Make this process speak `versions` and write its messages in the lowest of them."""
-    codec.SUPPORTED_PROTOCOL_VERSIONS = versions
-    codec.PROTOCOL_VERSION = versions[0]
-
-
 def main(argv: list[str]) -> int:
+    """`swarmnode <argv>` whose node speaks the versions ENV names (handed to the CLI, which hands
+    them to the node: nothing else in the process changes)."""
     text = os.environ.get(ENV, "")
     try:
-        versions = parse_versions(text)
+        versions = ProtocolVersions(*parse_versions(text))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    install(versions)
     from swarmnode.cli.app import main as cli_main
 
-    print(f"[other_version] this node speaks protocol versions {versions[0]}-{versions[1]}", flush=True)
-    return cli_main(argv)
+    print(f"[other_version] this node speaks protocol versions {versions.lowest}-{versions.highest}", flush=True)
+    return cli_main(argv, versions=versions)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,4 @@
 """Builders shared by the protocol tests (and the peer-record tests of swarm and status)."""
-import contextlib
 import math
 from dataclasses import replace
 
@@ -7,10 +6,12 @@ import numpy as np
 import pytest
 
 from swarmnode.protocol import MessageKind, Rejected, RolloutBatch, seal
+from swarmnode.protocol.codec import VersionedSigner
 from swarmnode.protocol.generated import gradient_summary_pb2 as gs
 from swarmnode.protocol.generated import peer_record_pb2, rollout_batch_pb2
 from swarmnode.protocol.generated.rollout_batch_pb2 import RolloutAnnouncement
 from swarmnode.protocol.rollout_messages import build_rollout_announcement
+from swarmnode.protocol.versions import ProtocolVersions
 from tests.helpers import record_fields
 
 SPEEDS = {"generate_tokens_per_s": 1234.56, "train_samples_per_s": 7.891, "train_tokens_per_s": 50.0,
@@ -37,18 +38,10 @@ def announcement(identity) -> RolloutAnnouncement:
     return RolloutAnnouncement(peer_id=identity.peer_id, window=3, first_batch_id=1, last_batch_id=4,
                                timestamp=1.0, expires_at=2.0, peer_id_binding=identity.bind_signing_key())
 
-@contextlib.contextmanager
-def speaking(lowest: int, highest: int):
-    """Inside the block this process speaks protocol versions lowest..highest and writes its
-    messages in the lowest (as swarmnode/testing/other_version.py makes a whole node do)."""
-    from swarmnode.protocol import codec
-
-    saved = codec.PROTOCOL_VERSION, codec.SUPPORTED_PROTOCOL_VERSIONS
-    codec.PROTOCOL_VERSION, codec.SUPPORTED_PROTOCOL_VERSIONS = lowest, (lowest, highest)
-    try:
-        yield
-    finally:
-        codec.PROTOCOL_VERSION, codec.SUPPORTED_PROTOCOL_VERSIONS = saved
+def speaking(identity, lowest: int, highest: int) -> VersionedSigner:
+    """`identity` as a node of protocol versions lowest..highest seals: in the lowest (as
+    swarmnode/testing/other_version.py makes a whole node do)."""
+    return VersionedSigner(identity, ProtocolVersions(lowest, highest))
 
 
 def rejection(fn, *args, **kwargs) -> Rejected:

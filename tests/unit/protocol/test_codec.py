@@ -105,13 +105,11 @@ def test_seal_refuses_wrong_type_and_oversized(make_identity):
         seal(identity, MessageKind.PEER_RECORD, big)
 
 
-def test_an_envelope_of_another_readable_version_opens_only_where_asked(make_identity, monkeypatch):
+def test_an_envelope_of_another_readable_version_opens_only_where_asked(make_identity):
     from swarmnode.protocol import codec
 
     identity = make_identity()
-    monkeypatch.setattr(codec, "PROTOCOL_VERSION", 7)  # a newer node writes version 7
-    sealed = seal(identity, MessageKind.ROLLOUT_BATCH, rollout_batch())
-    monkeypatch.undo()
+    sealed = seal(identity, MessageKind.ROLLOUT_BATCH, rollout_batch(), version=7)  # a newer node writes version 7
     with pytest.raises(Rejected) as info:
         open_envelope(sealed, MessageKind.ROLLOUT_BATCH)  # this node speaks 1-1
     assert info.value.reason == RejectReason.INCOMPATIBLE_VERSION and "version 7, this node speaks 1-1" in info.value.detail

@@ -7,7 +7,7 @@ from swarmnode.protocol import MessageKind, Rejected, RejectReason, build_peer_r
 from swarmnode.protocol.generated import envelope_pb2, peer_record_pb2
 from swarmnode.protocol.limits import CAPABILITY_CAPS
 from tests.helpers import record_fields
-from tests.unit.protocol.helpers import SPEEDS, fields
+from tests.unit.protocol.helpers import SPEEDS, fields, speaking
 
 FIELDS = record_fields("s", gflops=1.0)
 
@@ -76,18 +76,15 @@ def test_honest_speeds_pass_and_every_speed_is_bounded(make_identity):
             assert reason(me, **{name: bad}) == RejectReason.OUT_OF_RANGE, (name, bad)
 
 
-def test_record_origin_names_the_swarm_and_the_protocol_versions(make_identity, monkeypatch):
-    from swarmnode.protocol import codec, record_origin
+def test_record_origin_names_the_swarm_and_the_protocol_versions(make_identity):
+    from swarmnode.protocol import record_origin
     from swarmnode.protocol.generated import envelope_pb2
 
     peer = make_identity()
     value = build_peer_record(peer, record_fields("other-swarm"), 100.0, 10.0)
     origin = record_origin(value)
     assert (origin.peer_id, origin.swarm, origin.versions) == (peer.peer_id, "other-swarm", (1, 1))
-    monkeypatch.setattr(codec, "SUPPORTED_PROTOCOL_VERSIONS", (2, 3))
-    monkeypatch.setattr(codec, "PROTOCOL_VERSION", 2)
-    newer = build_peer_record(peer, record_fields("other-swarm"), 100.0, 10.0)
-    monkeypatch.undo()
+    newer = build_peer_record(speaking(peer, 2, 3), record_fields("other-swarm"), 100.0, 10.0)
     origin = record_origin(newer)  # another version's record is verified and read all the same
     assert (origin.peer_id, origin.swarm, origin.versions) == (peer.peer_id, "other-swarm", (2, 3))
     envelope = envelope_pb2.SignedEnvelope.FromString(newer)
@@ -98,33 +95,27 @@ def test_record_origin_names_the_swarm_and_the_protocol_versions(make_identity, 
 
 def test_a_record_of_another_version_is_opened_and_verified_and_says_what_it_speaks(make_identity):
     from swarmnode.protocol import spoken_versions
-    from tests.unit.protocol.helpers import speaking
 
     newer = make_identity()
-    with speaking(2, 3):
-        data = build_peer_record(newer, FIELDS, now=100.0, ttl_s=20.0)
+    data = build_peer_record(speaking(newer, 2, 3), FIELDS, now=100.0, ttl_s=20.0)
     record = check_peer_record(data, subkey=newer.peer_id, swarm="s", now=105.0)  # this node speaks 1-1
     assert (record.peer_id, spoken_versions(record)) == (newer.peer_id, (2, 3))
     assert reason_of(data, subkey=newer.peer_id, swarm="t") == RejectReason.WRONG_SWARM  # checked like any other
     # And the other way round: a node of 2-3 reads this one's record as 1-1.
     older = make_identity()
     data = build_peer_record(older, FIELDS, now=100.0, ttl_s=20.0)
-    with speaking(2, 3):
-        assert spoken_versions(check_peer_record(data, subkey=older.peer_id, swarm="s", now=105.0)) == (1, 1)
+    assert spoken_versions(check_peer_record(data, subkey=older.peer_id, swarm="s", now=105.0)) == (1, 1)
 
 
 def _record_without_versions(identity, envelope_version: int) -> bytes:
     """The record an older node publishes: no versions in it, written in `envelope_version`."""
-    from tests.unit.protocol.helpers import speaking
-
-    with speaking(envelope_version, envelope_version):
-        data = build_peer_record(identity, FIELDS, now=100.0, ttl_s=20.0)
+    signer = speaking(identity, envelope_version, envelope_version)
+    data = build_peer_record(signer, FIELDS, now=100.0, ttl_s=20.0)
     envelope = envelope_pb2.SignedEnvelope.FromString(data)
     record = peer_record_pb2.PeerRecord.FromString(envelope.body)
     record.ClearField("min_protocol_version")
     record.ClearField("max_protocol_version")
-    with speaking(envelope_version, envelope_version):
-        return seal(identity, MessageKind.PEER_RECORD, record)
+    return seal(signer, MessageKind.PEER_RECORD, record)
 
 
 def test_a_record_without_versions_speaks_its_envelopes_version_only(make_identity):
@@ -137,8 +128,6 @@ def test_a_record_without_versions_speaks_its_envelopes_version_only(make_identi
 
 
 def test_impossible_version_ranges_are_invalid_and_held_against_the_signer(make_identity):
-    from tests.unit.protocol.helpers import speaking
-
     me = make_identity()
     for lowest, highest in ((0, 2), (2, 1), (2, 0), (1, 1001), (2, 3)):  # half given, empty, beyond readable, without 1
         data = build_peer_record(me, FIELDS, now=100.0, ttl_s=20.0)
@@ -148,6 +137,6 @@ def test_impossible_version_ranges_are_invalid_and_held_against_the_signer(make_
         with pytest.raises(Rejected) as info:
             check_peer_record(seal(me, MessageKind.PEER_RECORD, record), subkey=me.peer_id, swarm="s", now=105.0)
         assert (info.value.reason, info.value.sender) == (RejectReason.INVALID_FIELD, me.peer_id), (lowest, highest)
-    with speaking(1001, 1001):  # a version beyond the readable ones is garbage, whatever the record says
-        data = build_peer_record(me, FIELDS, now=100.0, ttl_s=20.0)
+    # a version beyond the readable ones is garbage, whatever the record says
+    data = build_peer_record(speaking(me, 1001, 1001), FIELDS, now=100.0, ttl_s=20.0)
     assert reason_of(data, subkey=me.peer_id) == RejectReason.UNSUPPORTED_VERSION

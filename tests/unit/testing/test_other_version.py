@@ -2,7 +2,7 @@
 import pytest
 
 from swarmnode.protocol import codec
-from swarmnode.testing.other_version import install, parse_versions
+from swarmnode.testing.other_version import parse_versions
 
 
 def test_versions_are_read_as_lowest_colon_highest():
@@ -13,8 +13,14 @@ def test_versions_are_read_as_lowest_colon_highest():
             parse_versions(bad)
 
 
-def test_install_makes_this_process_speak_them_and_write_the_lowest(monkeypatch):
-    monkeypatch.setattr(codec, "PROTOCOL_VERSION", codec.PROTOCOL_VERSION)
-    monkeypatch.setattr(codec, "SUPPORTED_PROTOCOL_VERSIONS", codec.SUPPORTED_PROTOCOL_VERSIONS)
-    install((2, 3))
-    assert codec.PROTOCOL_VERSION == 2 and codec.SUPPORTED_PROTOCOL_VERSIONS == (2, 3)
+def test_the_cli_is_given_them_and_writes_the_lowest(monkeypatch):
+    from swarmnode.cli import app as cli_app
+    from swarmnode.testing import other_version
+
+    given = {}
+    monkeypatch.setattr(cli_app, "main", lambda argv, versions: given.update(argv=argv, versions=versions) or 0)
+    monkeypatch.setenv(other_version.ENV, "2:3")
+    assert other_version.main(["run"]) == 0
+    versions = given["versions"]
+    assert versions.written == 2 and versions.spoken == (2, 3)
+    assert codec.PROTOCOL_VERSION == 1 and codec.SUPPORTED_PROTOCOL_VERSIONS == (1, 1)  # nothing global changed
