@@ -4,8 +4,9 @@ Every `network.reachability_check_interval_s` (every 10 s until a peer answers) 
 to three peers, public ones first, to dial it back (swarm/relaying/routed_transport.py answers). Then:
 - public: it relays for nodes behind NAT (`network.relay_service`) and gives out the address
   peers reached it at;
-- private: it keeps `network.relays` reservations on public peers and names them in its record
-  (peers then send their requests through them), and it gives out no address of its own.
+- private: it keeps `network.relays` reservations on public peers (swarm/relaying/relay_keeper.py)
+  and names them in its record (peers then send their requests through them), and it gives out
+  no address of its own.
   It stays a DHT server: hivemind fixes client mode when the DHT node is made, and a node
   that turns client after joining finds itself in its peers' answers (an assertion in
   hivemind's store); `network.client_mode: true` makes it a client from the start.
@@ -19,8 +20,8 @@ import random
 from typing import Callable
 
 from swarmnode.config.model import NodeConfig
-from swarmnode.protocol import relay_messages as wire
-from swarmnode.protocol.limits import MAX_RELAYS
+from swarmnode.home import NodeHome
+from swarmnode.protocol import relay_messages
 from swarmnode.protocol.generated.peer_record_pb2 import (
     REACHABILITY_PRIVATE,
     REACHABILITY_PUBLIC,
@@ -36,16 +37,15 @@ from swarmnode.swarm.relaying.reachability import (
     listening_ports,
     usable_multiaddrs,
 )
-from swarmnode.swarm.relaying.routed_transport import RoutedTransport
-from swarmnode.home import NodeHome
-from swarmnode.swarm.transports.base import RecordPolicy, RequestFailed, Transport
+from swarmnode.swarm.relaying.relay_keeper import RelayKeeper, renewal_delay
+from swarmnode.swarm.relaying.routed_transport import PeerRoutes, RoutedTransport
+from swarmnode.swarm.transports.base import PeerPenalty, RecordPolicy, RequestFailed, Transport
 
 log = logging.getLogger(__name__)
 
 PROBE_PEERS = 3
 UNKNOWN_RETRY_S = 10.0
 PROBE_TIMEOUT_S = 10.0
-RESERVE_TIMEOUT_S = 10.0
 
 
 class NetworkService:
@@ -64,6 +64,7 @@ class NetworkService:
         self.checks = 0
         self.last_check_at: float | None = None
         self._rng = random.Random()
+        self.relay_keeper = RelayKeeper(transport, peer_id, peers, initial_peer_ids, self._rng)
 
     @property
     def reachability(self) -> int:
@@ -73,12 +74,15 @@ class NetworkService:
         """What this node's record names: its relays, while it cannot be dialled."""
         if self.reachability != REACHABILITY_PRIVATE:
             return ()
-        # Initial peers (bootstrap nodes, dedicated relays) first: requesters try them in order.
-        return tuple(sorted(self.transport.my_relays, key=lambda p: (p not in self._initial, p)))[:MAX_RELAYS]
+        return self.relay_keeper.named()
 
     def usable_multiaddrs(self) -> list[str]:
         return usable_multiaddrs(self.listen_maddrs, self.verdict, self.config.network.announce_maddrs,
                                  self.peer_id)
+
+    async def start(self) -> None:
+        """Learn the addresses the started transport listens on."""
+        self.listen_maddrs = await self.transport.multiaddrs()
 
     # -- the loops ---------------------------------------------------------------------------
 
@@ -121,10 +125,11 @@ class NetworkService:
 
     async def _ask(self, peer: str, ports: list[int]) -> DialBackAnswer | None:
         try:
-            raw = await self.transport.request(peer, wire.DIALBACK_PROTOCOL, wire.dialback_request(ports), PROBE_TIMEOUT_S)
+            raw = await self.transport.request(peer, relay_messages.DIALBACK_PROTOCOL,
+                                               relay_messages.dialback_request(ports), PROBE_TIMEOUT_S)
         except RequestFailed:
             return None
-        parsed = wire.parse_dialback_response(raw, ports)
+        parsed = relay_messages.parse_dialback_response(raw, ports)
         if parsed is None or not parsed[0]:  # no answer, or the peer could not see where this node is
             return None
         return DialBackAnswer(peer, parsed[0], tuple(parsed[1]))
@@ -133,7 +138,7 @@ class NetworkService:
         changed = verdict.reachability != self.verdict.reachability
         self.verdict = verdict
         public = verdict.reachability == REACHABILITY_PUBLIC
-        self.transport.relaying = public and self.config.network.relay_service
+        self.transport.offer_relaying(public and self.config.network.relay_service)
         if changed or not quiet:
             log.info("%s", describe(verdict, self.usable_multiaddrs(), self.listen_maddrs))
 
@@ -142,41 +147,11 @@ class NetworkService:
         while True:
             wanted = self.config.network.relays if self.reachability == REACHABILITY_PRIVATE else 0
             if wanted == 0:
-                self.transport.my_relays.clear()
+                self.relay_keeper.release()
                 await asyncio.sleep(1.0)
                 continue
-            granted: dict[str, float] = {}  # relay -> the seconds it granted
-            for relay in list(self.transport.my_relays):
-                if (ttl := await self._reserve(relay)) is not None:
-                    granted[relay] = ttl
-            for relay in self._relay_candidates(set(granted))[: max(0, wanted - len(granted))]:
-                if (ttl := await self._reserve(relay)) is not None:
-                    granted[relay] = ttl
-                    log.info("relay reservation on %s: peers reach this node through it", short_id(relay))
-            self.transport.my_relays = set(granted)
-            # renewed at a third of the shortest life a relay granted
-            await asyncio.sleep(max(1.0, min(granted.values()) / 3) if granted else 3.0)
-
-    def _relay_candidates(self, held: set[str]) -> list[str]:
-        """Public peers that offer relaying, initial peers (bootstrap nodes) first."""
-        entries = [e for e in self._peers() if e.record.reachability == REACHABILITY_PUBLIC
-                   and not e.record.client_mode and e.peer_id not in held and e.peer_id != self.peer_id]
-        ids = [e.peer_id for e in entries]
-        self._rng.shuffle(ids)
-        return sorted(ids, key=lambda p: p not in self._initial)
-
-    async def _reserve(self, relay: str) -> float | None:
-        """Reserve (or renew) on `relay`: the seconds it granted, or None if it refused or failed.
-        With the reservation, a circuit slot there too (libp2p: peers punch holes through it)."""
-        try:
-            raw = await self.transport.request(relay, wire.RELAY_RESERVE_PROTOCOL, wire.reserve_request(), RESERVE_TIMEOUT_S)
-        except RequestFailed:
-            return None
-        response = wire.parse_reserve_response(raw)
-        if response is None or not response.granted:
-            return None
-        await self.transport.reserve_circuit(relay)
-        return response.ttl_s
+            kept = await self.relay_keeper.keep(wanted, on_new=_say_reserved)
+            await asyncio.sleep(renewal_delay(kept.granted))
 
     def snapshot(self) -> dict:
         return {
@@ -194,6 +169,10 @@ class NetworkService:
         }
 
 
+def _say_reserved(relay: str) -> None:
+    log.info("relay reservation on %s: peers reach this node through it", short_id(relay))
+
+
 def describe(verdict: Verdict, usable: list[str], listen: list[str]) -> str:
     """One line: whether others can dial this node, and what to give them."""
     if verdict.reachability == REACHABILITY_PUBLIC:
@@ -207,11 +186,11 @@ def describe(verdict: Verdict, usable: list[str], listen: list[str]) -> str:
     return "reachability unknown until a peer answers a dial-back check"
 
 
-def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy,
-                   peer_penalty: Callable[[str], float] | None = None) -> RoutedTransport:
+def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy, routes: PeerRoutes,
+                   penalties: PeerPenalty | None = None) -> RoutedTransport:
     """The configured transport (hivemind's DHT and p2pd, or py-libp2p), with relaying for nodes
-    behind NAT on top. `peer_penalty(peer id)` (this node's own strikes against a peer) feeds
-    libp2p's GossipSub peer scores."""
+    behind NAT on top, reaching peers the way `routes` (their records) says. `penalties` (this
+    node's own strikes against a peer) feed libp2p's GossipSub peer scores."""
     net, limits = config.network, config.limits
     inner: Transport
     if net.transport == "libp2p":
@@ -220,7 +199,7 @@ def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy,
         inner = LibP2PTransport(identity_path=home.p2p_identity, host_maddrs=net.host_maddrs,
                                 announce_maddrs=net.announce_maddrs, client_mode=net.client_mode,
                                 startup_timeout_s=net.p2pd_startup_timeout_s, policy=policy,
-                                swarm=config.swarm.name, peer_penalty=peer_penalty,
+                                swarm=config.swarm.name, penalties=penalties,
                                 relay_slots=net.relay_capacity if net.relay_service else 0)
     else:
         from swarmnode.swarm.transports.hivemind.transport import HivemindTransport
@@ -236,7 +215,7 @@ def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy,
             wait_timeout_s=net.dht_wait_timeout_s,
             policy=policy,
         )
-    return RoutedTransport(inner, relay_capacity=net.relay_capacity, reservation_ttl_s=60.0,
+    return RoutedTransport(inner, routes=routes, relay_capacity=net.relay_capacity, reservation_ttl_s=60.0,
                            relay_timeout_cap_s=60.0, max_forwards=net.relay_max_forwards,
                            requests_per_s=limits.serve_requests_per_s * 4, burst=limits.serve_burst * 4,
                            max_tracked_peers=limits.max_tracked_senders)

@@ -2,23 +2,25 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sqlite3
-import time
 
 from swarmnode.config import NodeConfig
 from swarmnode.home import DaemonLock, HomeLocked, NodeHome
-from swarmnode.identity import KeyFileError, load_identity
+from swarmnode.identity import KeyFileError, NodeIdentity, load_identity
 from swarmnode.node.logs import (
     FILE_ONLY, log_crash, log_uncaught_exceptions, route_hivemind_logs, route_model_library_logs, setup_logging)
+from swarmnode.protocol.versions import THIS_RELEASE, ProtocolVersions
 from swarmnode.swarm.transports.base import TransportStartError
 
 log = logging.getLogger("swarmnode")
 
 
-def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", config_source: str = "defaults") -> int:
-    """Run a node until SIGINT/SIGTERM. Returns the process exit code. Everything it logs goes to
-    the console and to `home.node_log`; a crash's traceback to the log file only."""
+def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", config_source: str = "defaults",
+               protocol_versions: ProtocolVersions = THIS_RELEASE) -> int:
+    """Run a node (speaking `protocol_versions`) until SIGINT/SIGTERM. Returns the process exit code.
+    Everything it logs goes to the console and to `home.node_log`; a crash's traceback to the log file only."""
     if (busy := _locked_by_another(home)) is not None:  # its log is not this process's to write (or rotate)
         setup_logging(log_level)
         log.error("%s", busy)
@@ -36,6 +38,12 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", conf
     except KeyFileError as e:  # a key it cannot use, before anything started: as a bad config
         log.error("%s", e)
         return 2
+    return _run_node(config, home, identity, config_source, protocol_versions)
+
+
+def _run_node(config: NodeConfig, home: NodeHome, identity: NodeIdentity, config_source: str,
+              protocol_versions: ProtocolVersions) -> int:
+    """Build the node and run its event loop; the exit code, with one line for each way it can fail."""
     hivemind = config.network.transport == "hivemind"  # libp2p's process never imports hivemind
     if hivemind and not config.model.name_or_path:  # no model, no torch (a bootstrap node stays small)
         from swarmnode.swarm.transports.hivemind.imports import defer_hivemind_imports
@@ -48,16 +56,9 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", conf
         route_hivemind_logs()
     if config.model.name_or_path:
         route_model_library_logs()
-    node: Node | None = None
-
-    def peer_penalty(peer: str) -> float:  # read from the transport's thread once the node runs
-        if node is None or node.standings is None:
-            return 0.0
-        return node.standings.gossip_penalty(peer, time.time())
-
     try:
-        node = Node(config, identity, home, lambda policy: make_transport(config, home, policy, peer_penalty),
-                    config_source=config_source)
+        node = Node(config, identity, home, functools.partial(make_transport, config, home), config_source=config_source,
+                    protocol_versions=protocol_versions)
         asyncio.run(node.run())
     except (HomeLocked, TransportStartError) as e:
         log.error("%s", e)

@@ -11,8 +11,9 @@ Knows nothing about models.
   protocols is protocol/relay_messages.py.
 - gossip/ (its own map): the gossip's bookkeeping without I/O: rollout outboxes, sender ledgers,
   held long-polls and when to fetch (rollout_bookkeeping.py); the summary outbox (summary_outbox.py).
-- peers.py: PeerTable (who is in the swarm), RecordIntake (checks every DHT value and counts
-  verdicts), PeerEntry, MessageStats
+- peers.py: PeerTable (who is in the swarm; how its records say to reach each peer), RecordIntake
+  (checks every DHT value and counts verdicts), PeerEntry, MessageStats
+- penalties.py: PeerPenalties, what this node holds against each peer, for the transport's thread
 - windows.py: window_index and the DHT key of each window (peer_records_key, rollouts_key, ...)
 
 Generic helpers (LRUMap, rate limits, backoff) live in swarmnode/utils/.

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from swarmnode.protocol import PeerRecord, RecordOrigin, Rejected, RejectReason, check_peer_record, record_origin
-from swarmnode.protocol import codec
 from swarmnode.protocol.codec import READABLE_PROTOCOL_VERSIONS
+from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_UNKNOWN
 from swarmnode.protocol.peer_record import spoken_versions
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, check_rollout_announcement
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, check_summary_announcement
-from swarmnode.protocol.versions import VersionRange, common_version
+from swarmnode.protocol.versions import THIS_RELEASE, ProtocolVersions, VersionRange, common_version
 from swarmnode.utils.lru_map import LRUMap
 from swarmnode.swarm.transports.base import StoredValue
 from swarmnode.swarm.windows import (
@@ -116,6 +116,19 @@ class PeerTable:
     def get(self, peer_id: str) -> PeerEntry | None:
         """The peer's entry, without making it recently refreshed."""
         return self._entries.peek(peer_id)
+
+    def route_of(self, peer_id: str) -> tuple[int, tuple[str, ...]]:
+        """What a peer's record says about reaching it: its reachability and its relays
+        (a RoutedTransport's PeerRoutes)."""
+        entry = self.get(peer_id)
+        if entry is None:
+            return REACHABILITY_UNKNOWN, ()
+        return entry.record.reachability, tuple(entry.record.relays)
+
+    def addresses_of(self, peer_id: str) -> list[str]:
+        """The multiaddrs in a peer's record ([] for a peer not in the table)."""
+        entry = self.get(peer_id)
+        return list(entry.record.multiaddrs) if entry is not None else []
 
     def __contains__(self, peer_id: str) -> bool:
         return peer_id in self._entries
@@ -223,12 +236,6 @@ class IncompatiblePeer:
     expires_at: float
 
 
-def speaks(version: int) -> bool:
-    """This node speaks `version` (codec.SUPPORTED_PROTOCOL_VERSIONS, read now)."""
-    lowest, highest = codec.SUPPORTED_PROTOCOL_VERSIONS
-    return lowest <= version <= highest
-
-
 class RecordIntake:
     """Judges DHT values (when stored and when read) and feeds accepted peer records to the table.
 
@@ -238,8 +245,10 @@ class RecordIntake:
     """
 
     def __init__(self, table: PeerTable, stats: MessageStats, swarm: str, window_s: float, *,
-                 max_ttl_s: float = DEFAULT_MAX_TTL_S, max_values_per_key: int = 512):
+                 max_ttl_s: float = DEFAULT_MAX_TTL_S, max_values_per_key: int = 512,
+                 versions: ProtocolVersions = THIS_RELEASE):
         self.table = table
+        self.versions = versions  # the protocol versions this node speaks
         self.stats = stats
         self.swarm = swarm
         self.window_s = window_s
@@ -301,7 +310,7 @@ class RecordIntake:
         """Valid announcements of other peers among `values`, in a version this node speaks (one
         of another version is skipped: its peer is counted once, by its record)."""
         checked = (self.judge_announcement(v.subkey, v.value, v.expiration, now) for v in values)
-        return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id and speaks(a.protocol_version)]
+        return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id and self.versions.speaks(a.protocol_version)]
 
     def judge_summary_announcement(self, subkey: object, value: object, expiration: float,
                                    now: float) -> CheckedSummaryAnnouncement | None:
@@ -311,14 +320,14 @@ class RecordIntake:
     def summary_announcements(self, values: list[StoredValue], now: float) -> list[CheckedSummaryAnnouncement]:
         """Valid summary announcements of other peers among `values`, in a version this node speaks."""
         checked = (self.judge_summary_announcement(v.subkey, v.value, v.expiration, now) for v in values)
-        return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id and speaks(a.protocol_version)]
+        return [a for a in checked if a is not None and a.peer_id != self.table.self_peer_id and self.versions.speaks(a.protocol_version)]
 
     def ingest(self, values: list[StoredValue], now: float) -> None:
         for item in values:
             record = self.judge(item.subkey, item.value, item.expiration, now)
             if record is None or record.peer_id == self.table.self_peer_id:
                 continue
-            if common_version(codec.SUPPORTED_PROTOCOL_VERSIONS, spoken_versions(record)) is None:
+            if common_version(self.versions.spoken, spoken_versions(record)) is None:
                 self._keep_incompatible(record)
                 continue
             held = self.incompatible.peek(record.peer_id)
@@ -400,5 +409,5 @@ class RecordIntake:
             self._verdicts.put(digest, None)
             origin = record_origin(value)
             if origin is not None and (origin.swarm != self.swarm
-                                       or common_version(codec.SUPPORTED_PROTOCOL_VERSIONS, origin.versions) is None):
+                                       or common_version(self.versions.spoken, origin.versions) is None):
                 self.foreign[origin.peer_id] = origin

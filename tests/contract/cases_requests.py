@@ -6,6 +6,7 @@ Each case is `async def case(kind, workdir)`, run in an interpreter of its own (
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import random
 import time
@@ -13,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from swarmnode.protocol import relay_messages as wire
+from swarmnode.protocol import relay_messages
 from swarmnode.protocol.codec import P2PD_MAX_MESSAGE_BYTES
+from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_UNKNOWN
 from swarmnode.swarm.relaying.routed_transport import RoutedTransport
 from swarmnode.swarm.transports.base import RequestFailed, Transport
 from tests.contract.transports import free_port, make_node, start_all, stop_all
@@ -138,10 +140,21 @@ async def expect_connect_failed(c: Transport, peer_id: str, maddr: str) -> None:
     assert "\n" not in info.value.reason and len(info.value.reason) <= 200, f"reason: {info.value.reason!r}"
 
 
+class NoRecords:
+    """No peer's record is known (a PeerRoutes): every peer is dialled directly."""
+
+    def route_of(self, peer_id: str) -> tuple[int, tuple[str, ...]]:
+        return REACHABILITY_UNKNOWN, ()
+
+    def addresses_of(self, peer_id: str) -> list[str]:
+        return []
+
+
 def routed(inner: Transport) -> RoutedTransport:
     """The node's wrapping, with a burst of 3 forwards per peer and (next to) no refill."""
-    return RoutedTransport(inner, relay_capacity=2, reservation_ttl_s=60.0, relay_timeout_cap_s=10.0,
-                           max_forwards=8, requests_per_s=0.001, burst=3, max_tracked_peers=64)
+    return RoutedTransport(inner, routes=NoRecords(), relay_capacity=2, reservation_ttl_s=60.0,
+                           relay_timeout_cap_s=10.0, max_forwards=8, requests_per_s=0.001, burst=3,
+                           max_tracked_peers=64)
 
 
 async def rate_limits_at_the_boundary(kind: str, workdir: Path) -> None:
@@ -152,36 +165,37 @@ async def rate_limits_at_the_boundary(kind: str, workdir: Path) -> None:
     nodes = [make_node(workdir / name) for name in ("a", "b", "c")]
     a, b, c = transports = await start_all([routed(n.open(kind)) for n in nodes])
     try:
-        a.relaying = True
+        a.offer_relaying(True)
         a_maddr = await full_maddr(a, nodes[0].port)
         await b.join(a_maddr, TIMEOUT_S)
         await c.join(a_maddr, TIMEOUT_S)
         await c.serve(ECHO, Echo("c"))
-        c.my_relays = {a.peer_id}
-        granted = wire.parse_reserve_response(await c.request(a.peer_id, wire.RELAY_RESERVE_PROTOCOL,
-                                                              wire.reserve_request(), TIMEOUT_S))
+        c.use_relays({a.peer_id})
+        granted = relay_messages.parse_reserve_response(await c.request(
+            a.peer_id, relay_messages.RELAY_RESERVE_PROTOCOL, relay_messages.reserve_request(), TIMEOUT_S))
         assert granted is not None and granted.granted, f"A refused C's reservation: {granted}"
 
         outcomes = [await forward_via(b, a, c.peer_id, f"f{i}".encode()) for i in range(5)]
         assert outcomes[:3] == [f"c got f{i} from {b.peer_id}".encode() for i in range(3)], outcomes
         assert outcomes[3:] == ["relay busy", "relay busy"], outcomes
-        assert (a.counters["forwarded"], a.counters["forwards_refused"]) == (3, 2), dict(a.counters)
+        assert (a.counters.forwarded, a.counters.forwards_refused) == (3, 2), dataclasses.asdict(a.counters)
 
         await dialbacks_over_burst(b, a, nodes[1].port)
         await b.connect(c.peer_id, [await full_maddr(c, nodes[2].port)], TIMEOUT_S)
-        refused = wire.parse_answer(await b.request(c.peer_id, wire.RELAY_DELIVER_PROTOCOL,
-                                                    wire.delivery(b.peer_id, ECHO, b"sneak"), TIMEOUT_S))
+        sneak = relay_messages.delivery(b.peer_id, ECHO, b"sneak")
+        refused = relay_messages.parse_answer(await b.request(c.peer_id, relay_messages.RELAY_DELIVER_PROTOCOL, sneak,
+                                                              TIMEOUT_S))
         assert refused is not None and refused.error == "not a relay of this node", refused
-        assert c.counters["deliveries_refused"] == 1 and c.counters["delivered"] == 3, dict(c.counters)
+        assert c.counters.deliveries_refused == 1 and c.counters.delivered == 3, dataclasses.asdict(c.counters)
     finally:
         await stop_all(transports)
 
 
 async def forward_via(requester: Transport, relay: Transport, target: str, payload: bytes) -> bytes | str:
     """What the relay answered to a forward: the target's payload, or the relay's error."""
-    raw = await requester.request(relay.peer_id, wire.RELAY_FORWARD_PROTOCOL,
-                                  wire.forward(target, ECHO, payload, 5000), TIMEOUT_S)
-    answer = wire.parse_answer(raw)
+    raw = await requester.request(relay.peer_id, relay_messages.RELAY_FORWARD_PROTOCOL,
+                                  relay_messages.forward(target, ECHO, payload, 5000), TIMEOUT_S)
+    answer = relay_messages.parse_answer(raw)
     assert answer is not None, f"the relay's answer does not parse: {raw[:100]!r}"
     return answer.error or answer.payload
 
@@ -190,8 +204,9 @@ async def dialbacks_over_burst(b: RoutedTransport, a: RoutedTransport, b_port: i
     """Three dial-backs are answered (A reaches B's port at 127.0.0.1), the fourth is not."""
     answers = []
     for _ in range(4):
-        raw = await b.request(a.peer_id, wire.DIALBACK_PROTOCOL, wire.dialback_request([b_port]), TIMEOUT_S)
-        answers.append(wire.parse_dialback_response(raw, [b_port]) if raw else None)
+        raw = await b.request(a.peer_id, relay_messages.DIALBACK_PROTOCOL, relay_messages.dialback_request([b_port]),
+                              TIMEOUT_S)
+        answers.append(relay_messages.parse_dialback_response(raw, [b_port]) if raw else None)
     assert answers[:3] == [("127.0.0.1", [b_port])] * 3, f"dial-back answers: {answers}"
     assert answers[3] is None, f"the dial-back over the burst was answered: {answers[3]}"
-    assert a.counters["dialbacks_answered"] == 3, dict(a.counters)
+    assert a.counters.dialbacks_answered == 3, dataclasses.asdict(a.counters)

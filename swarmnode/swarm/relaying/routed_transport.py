@@ -14,19 +14,20 @@ It wraps the real transport and adds four small protocols (protocol/relay_messag
   (py-libp2p: circuit relay v2 and DCUtR; hivemind: nothing), so that the ping finds a direct
   connection where both NATs allow one.
 
-The node tells it, per peer, what that peer's record says (`route_of`) and which peers hold
-this node's reservations (`my_relays`); node/network.py runs the probes and reservations.
+It is given, per peer, what that peer's record says (`PeerRoutes`: the node's PeerTable); it is
+told whether to offer relaying (`offer_relaying`) and which peers hold this node's reservations
+(`use_relays`); node/network.py runs the probes and, with relay_keeper.py, the reservations.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
-from collections import Counter
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol
 
-from swarmnode.protocol import relay_messages as wire
-from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_UNKNOWN
+from swarmnode.protocol import relay_messages
 from swarmnode.utils.lru_map import LRUMap
 from swarmnode.swarm.peers import short_id
 from swarmnode.utils.ratelimit import PeerRateLimiter
@@ -35,13 +36,47 @@ from swarmnode.swarm.transports.base import RequestFailed, RequestHandler, Store
 
 log = logging.getLogger(__name__)
 
-RELAY_PROTOCOLS = (wire.RELAY_RESERVE_PROTOCOL, wire.RELAY_FORWARD_PROTOCOL, wire.RELAY_DELIVER_PROTOCOL)
+RELAY_PROTOCOLS = (relay_messages.RELAY_RESERVE_PROTOCOL, relay_messages.RELAY_FORWARD_PROTOCOL,
+                   relay_messages.RELAY_DELIVER_PROTOCOL)
 DIAL_TIMEOUT_S = 2.0  # one dial-back TCP connect
 DIRECT_RETRY_S = 300.0  # how often a relayed peer is tried directly
 MAX_DIRECT_PROBES = 4  # direct tries at once
 PUNCH_TIMEOUT_S = 60.0  # a hole punch before a direct ping (the transport bounds it more tightly)
 REDIAL_S = 30.0  # a peer's record addresses are dialled at most this often
 DIAL_BY_RECORD_TIMEOUT_S = 10.0
+
+
+class PeerRoutes(Protocol):
+    """What a peer's record says about reaching it (swarm/peers.py's PeerTable is one)."""
+
+    def route_of(self, peer_id: str) -> tuple[int, tuple[str, ...]]:
+        """Its reachability and the relays it names (REACHABILITY_UNKNOWN, () for a stranger)."""
+        ...
+
+    def addresses_of(self, peer_id: str) -> list[str]:
+        """The multiaddrs in its record ([] for a stranger)."""
+        ...
+
+
+@dataclass(slots=True)
+class RelayCounters:
+    """What the relaying did, for status `network.counters`."""
+
+    dialled_by_record: int = 0
+    relayed_requests: int = 0
+    failed_requests: int = 0
+    direct_upgrades: int = 0
+    dialbacks_answered: int = 0
+    forwards_refused: int = 0
+    forwards_failed: int = 0
+    forwarded: int = 0
+    forwarded_bytes: int = 0
+    deliveries_refused: int = 0
+    delivered: int = 0
+
+    def counted(self) -> dict[str, int]:
+        """The counters above 0: status names a counter once it has counted something."""
+        return {name: value for name, value in dataclasses.asdict(self).items() if value}
 
 
 async def tcp_port_open(ip: str, port: int, timeout_s: float) -> bool:
@@ -59,17 +94,16 @@ async def tcp_port_open(ip: str, port: int, timeout_s: float) -> bool:
 
 
 class RoutedTransport(Transport):
-    def __init__(self, inner: Transport, *, relay_capacity: int, reservation_ttl_s: float,
+    def __init__(self, inner: Transport, *, routes: PeerRoutes, relay_capacity: int, reservation_ttl_s: float,
                  relay_timeout_cap_s: float, max_forwards: int, requests_per_s: float, burst: int,
                  max_tracked_peers: int, failure_log_every_s: float = 300.0):
         self.inner = inner
+        self.routes = routes
         self.reservations = Reservations(relay_capacity, reservation_ttl_s)
         self.failures = FailureLog(max_tracked_peers, failure_log_every_s)
-        self.counters: Counter = Counter()
-        self.relaying = False  # offer relay reservations (node/network.py: only while public)
-        self.my_relays: set[str] = set()  # peers holding this node's reservations
-        self.route_of: Callable[[str], tuple[int, tuple[str, ...]]] = lambda peer: (REACHABILITY_UNKNOWN, ())
-        self.addresses_of: Callable[[str], list[str]] = lambda peer: []  # the multiaddrs in its record
+        self.counters = RelayCounters()
+        self._relaying = False  # offer relay reservations (node/network.py: only while public)
+        self._my_relays: frozenset[str] = frozenset()  # peers holding this node's reservations
         self._dialled: LRUMap[str, float] = LRUMap(max_tracked_peers)  # peer -> when dialled by its record
         self._relay_timeout_cap_s = relay_timeout_cap_s
         self._max_forwards = max_forwards
@@ -80,6 +114,24 @@ class RoutedTransport(Transport):
         self._direct: LRUMap[str, tuple[bool, float]] = LRUMap(max_tracked_peers)  # peer -> (works, when tried)
         self._probes: set[asyncio.Task] = set()
 
+    # -- relaying, as node/network.py decides it ---------------------------------------------
+
+    @property
+    def relaying(self) -> bool:
+        return self._relaying
+
+    def offer_relaying(self, offer: bool) -> None:
+        """Grant relay reservations and forward for their holders (only while public), or not."""
+        self._relaying = offer
+
+    @property
+    def my_relays(self) -> frozenset[str]:
+        return self._my_relays
+
+    def use_relays(self, relays: Iterable[str]) -> None:
+        """The peers that hold this node's reservations now: deliveries come only from them."""
+        self._my_relays = frozenset(relays)
+
     # -- the wrapped transport -------------------------------------------------------------
 
     @property
@@ -88,11 +140,11 @@ class RoutedTransport(Transport):
 
     async def start(self) -> None:
         await self.inner.start()
-        for protocol, handler in ((wire.DIALBACK_PROTOCOL, self._answer_dialback),
-                                  (wire.RELAY_RESERVE_PROTOCOL, self._answer_reserve),
-                                  (wire.RELAY_FORWARD_PROTOCOL, self._answer_forward),
-                                  (wire.RELAY_DELIVER_PROTOCOL, self._answer_delivery),
-                                  (wire.PING_PROTOCOL, self._answer_ping)):
+        for protocol, handler in ((relay_messages.DIALBACK_PROTOCOL, self._answer_dialback),
+                                  (relay_messages.RELAY_RESERVE_PROTOCOL, self._answer_reserve),
+                                  (relay_messages.RELAY_FORWARD_PROTOCOL, self._answer_forward),
+                                  (relay_messages.RELAY_DELIVER_PROTOCOL, self._answer_delivery),
+                                  (relay_messages.PING_PROTOCOL, self._answer_ping)):
             await self.serve(protocol, handler)
 
     async def stop(self) -> None:
@@ -152,7 +204,7 @@ class RoutedTransport(Transport):
     async def request(self, peer_id: str, protocol: str, payload: bytes, timeout: float) -> bytes:
         """Directly, or through the peer's relays when its record says it cannot be dialled."""
         now = time.monotonic()
-        relays = route(*self.route_of(peer_id), self.peer_id, self.reservations.holds(peer_id, now))
+        relays = route(*self.routes.route_of(peer_id), self.peer_id, self.reservations.holds(peer_id, now))
         direct = self._direct.peek(peer_id)
         if relays and direct is not None and direct[0]:
             relays = ()  # it answered a direct ping: try it directly (its relays if that fails)
@@ -164,7 +216,7 @@ class RoutedTransport(Transport):
                     self._note_failure(peer_id, protocol, e.reason)
                     raise
                 self._direct[peer_id] = (False, now)
-                relays = route(*self.route_of(peer_id), self.peer_id, False)
+                relays = route(*self.routes.route_of(peer_id), self.peer_id, False)
         self._maybe_probe_direct(peer_id, relays, now)
         return await self._through_relays(peer_id, relays, protocol, payload, timeout)
 
@@ -175,14 +227,14 @@ class RoutedTransport(Transport):
         try:
             return await self.inner.request(peer_id, protocol, payload, timeout)
         except RequestFailed:
-            addresses = self.addresses_of(peer_id)
+            addresses = self.routes.addresses_of(peer_id)
             last = self._dialled.peek(peer_id)
             now = time.monotonic()
             if not addresses or (last is not None and now - last < REDIAL_S):
                 raise
             self._dialled[peer_id] = now
             await self.inner.connect(peer_id, addresses, min(timeout, DIAL_BY_RECORD_TIMEOUT_S))
-            self.counters["dialled_by_record"] += 1
+            self.counters.dialled_by_record += 1
             return await self.inner.request(peer_id, protocol, payload, timeout)
 
     async def _through_relays(self, peer_id: str, relays: tuple[str, ...], protocol: str, payload: bytes,
@@ -191,25 +243,25 @@ class RoutedTransport(Transport):
         inner_ms = max(1, int((timeout - 0.5) * 1000))  # the relay answers before the requester gives up
         for relay in relays:
             try:
-                raw = await self.inner.request(relay, wire.RELAY_FORWARD_PROTOCOL,
-                                               wire.forward(peer_id, protocol, payload, inner_ms), timeout)
+                raw = await self.inner.request(relay, relay_messages.RELAY_FORWARD_PROTOCOL,
+                                               relay_messages.forward(peer_id, protocol, payload, inner_ms), timeout)
             except RequestFailed as e:
                 errors.append(f"relay {short_id(relay)}: {e.reason}")
                 continue
-            answer = wire.parse_answer(raw)
+            answer = relay_messages.parse_answer(raw)
             if answer is None:
                 errors.append(f"relay {short_id(relay)}: malformed answer")
             elif answer.error:
                 errors.append(f"via relay {short_id(relay)}: {answer.error}")
             else:
-                self.counters["relayed_requests"] += 1
+                self.counters.relayed_requests += 1
                 return answer.payload
         reason = "; ".join(errors) or "it cannot be dialled and names no relay"
         self._note_failure(peer_id, protocol, reason)
         raise RequestFailed(f"{protocol} to {short_id(peer_id)}: {reason}", reason)
 
     def _note_failure(self, peer_id: str, protocol: str, reason: str) -> None:
-        self.counters["failed_requests"] += 1
+        self.counters.failed_requests += 1
         if self.failures.failed(peer_id, reason, time.time()):
             log.warning("request to peer %s failed (%s): %s", short_id(peer_id), protocol, reason)
 
@@ -228,10 +280,10 @@ class RoutedTransport(Transport):
     async def _probe_direct(self, peer_id: str, relays: tuple[str, ...], now: float) -> None:
         await self.inner.punch_hole(peer_id, relays, PUNCH_TIMEOUT_S)
         try:
-            await self.inner.request(peer_id, wire.PING_PROTOCOL, b"", 5.0)
+            await self.inner.request(peer_id, relay_messages.PING_PROTOCOL, b"", 5.0)
         except RequestFailed:
             return
-        self.counters["direct_upgrades"] += 1
+        self.counters.direct_upgrades += 1
         self._direct[peer_id] = (True, now)
         log.info("peer %s answers directly: requests to it no longer go through its relay", short_id(peer_id))
 
@@ -241,74 +293,74 @@ class RoutedTransport(Transport):
         return b""
 
     async def _answer_dialback(self, request: bytes, remote: str) -> bytes:
-        ports = wire.parse_dialback_request(request)
+        ports = relay_messages.parse_dialback_request(request)
         if ports is None or not self._dialback_limiter.allow(remote, time.monotonic()):
             return b""
         ip = await self.inner.remote_ip(remote)
         if not ip:
-            return wire.dialback_response("", [])
+            return relay_messages.dialback_response("", [])
         reached = await asyncio.gather(*(tcp_port_open(ip, port, DIAL_TIMEOUT_S) for port in ports))
-        self.counters["dialbacks_answered"] += 1
-        return wire.dialback_response(ip, [port for port, ok in zip(ports, reached) if ok])
+        self.counters.dialbacks_answered += 1
+        return relay_messages.dialback_response(ip, [port for port, ok in zip(ports, reached) if ok])
 
     async def _answer_reserve(self, request: bytes, remote: str) -> bytes:
         ttl = self.reservations.ttl_s
-        if not wire.parse_reserve_request(request):
-            return wire.reserve_response(False, 0.0, "malformed request")
-        if not self.relaying:
-            return wire.reserve_response(False, 0.0, "this node does not relay (not publicly reachable)")
+        if not relay_messages.parse_reserve_request(request):
+            return relay_messages.reserve_response(False, 0.0, "malformed request")
+        if not self._relaying:
+            return relay_messages.reserve_response(False, 0.0, "this node does not relay (not publicly reachable)")
         if not self.reservations.reserve(remote, time.monotonic()):
-            return wire.reserve_response(False, 0.0, "no free reservation")
-        return wire.reserve_response(True, ttl)
+            return relay_messages.reserve_response(False, 0.0, "no free reservation")
+        return relay_messages.reserve_response(True, ttl)
 
     async def _answer_forward(self, request: bytes, remote: str) -> bytes:
-        forward = wire.parse_forward(request)
+        forward = relay_messages.parse_forward(request)
         if forward is None or forward.protocol in RELAY_PROTOCOLS:
-            return wire.answer(error="malformed forward")
-        if not self.relaying or not self.reservations.holds(forward.target, time.monotonic()):
-            return wire.answer(error="the target holds no reservation here")
+            return relay_messages.answer(error="malformed forward")
+        if not self._relaying or not self.reservations.holds(forward.target, time.monotonic()):
+            return relay_messages.answer(error="the target holds no reservation here")
         if not self._limiter.allow(remote, time.monotonic()) or self._forwards >= self._max_forwards:
-            self.counters["forwards_refused"] += 1
-            return wire.answer(error="relay busy")
+            self.counters.forwards_refused += 1
+            return relay_messages.answer(error="relay busy")
         self._forwards += 1
         try:
             timeout = min(forward.timeout_ms / 1000, self._relay_timeout_cap_s)
-            raw = await self.inner.request(forward.target, wire.RELAY_DELIVER_PROTOCOL,
-                                           wire.delivery(remote, forward.protocol, forward.payload), timeout)
+            raw = await self.inner.request(forward.target, relay_messages.RELAY_DELIVER_PROTOCOL,
+                                           relay_messages.delivery(remote, forward.protocol, forward.payload), timeout)
         except RequestFailed as e:
-            self.counters["forwards_failed"] += 1
-            return wire.answer(error=f"target unreachable from the relay ({e.reason})")
+            self.counters.forwards_failed += 1
+            return relay_messages.answer(error=f"target unreachable from the relay ({e.reason})")
         finally:
             self._forwards -= 1
-        self.counters["forwarded"] += 1
-        self.counters["forwarded_bytes"] += len(forward.payload) + len(raw)
+        self.counters.forwarded += 1
+        self.counters.forwarded_bytes += len(forward.payload) + len(raw)
         return raw  # the target's RelayAnswer, passed through: the requester parses it
 
     async def _answer_delivery(self, request: bytes, remote: str) -> bytes:
-        if remote not in self.my_relays:
-            self.counters["deliveries_refused"] += 1
-            return wire.answer(error="not a relay of this node")
-        delivery = wire.parse_delivery(request)
+        if remote not in self._my_relays:
+            self.counters.deliveries_refused += 1
+            return relay_messages.answer(error="not a relay of this node")
+        delivery = relay_messages.parse_delivery(request)
         if delivery is None:
-            return wire.answer(error="malformed delivery")
+            return relay_messages.answer(error="malformed delivery")
         handler = self._handlers.get(delivery.protocol)
         if handler is None:
-            return wire.answer(error=f"no handler for {delivery.protocol[:64]}")
-        self.counters["delivered"] += 1
+            return relay_messages.answer(error=f"no handler for {delivery.protocol[:64]}")
+        self.counters.delivered += 1
         try:
             # The relay authenticated `origin`; this node chose the relay, so it takes its word.
-            return wire.answer(payload=await handler(delivery.payload, delivery.origin))
+            return relay_messages.answer(payload=await handler(delivery.payload, delivery.origin))
         except Exception as e:  # noqa: BLE001 - the handler's failure is the requester's answer
-            return wire.answer(error=type(e).__name__)
+            return relay_messages.answer(error=type(e).__name__)
 
     def snapshot(self) -> dict:
         now = time.monotonic()
         return {
-            "relaying": self.relaying,
+            "relaying": self._relaying,
             "relayed_for": [short_id(p) for p in self.reservations.peers(now)],
             "reservations_refused": self.reservations.refused,
-            "my_relays": sorted(self.my_relays),
+            "my_relays": sorted(self._my_relays),
             "direct_peers": sorted(p for p, (works, _) in self._direct.items() if works),
-            "counters": {**self.counters, **self.inner.counters()},
+            "counters": {**self.counters.counted(), **self.inner.counters()},
             "failed_requests": self.failures.snapshot(),
         }

@@ -62,6 +62,14 @@ class RequestFailed(Exception):
 RequestHandler = Callable[[bytes, str], Awaitable[bytes]]
 
 
+class PeerPenalty(Protocol):
+    """What this node holds against a peer, for transports that score peers (libp2p's GossipSub).
+    Called from the transport's own thread: an implementation must be thread-safe."""
+
+    def penalty(self, peer_id: str) -> float:
+        """0 for a peer held nothing against; more the worse (100: an ignored peer)."""
+
+
 class RecordPolicy(Protocol):
     """What the DHT may hold. Enforced where values enter: stores from peers and found values.
 

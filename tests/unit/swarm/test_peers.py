@@ -244,11 +244,11 @@ def test_a_peer_of_other_versions_stays_out_of_the_table_counted_once_and_its_va
     me, same, newer = make_identity(), make_identity(), make_identity()
     table, stats = PeerTable(me.peer_id), MessageStats()
     intake = RecordIntake(table, stats, "s", window_s=10.0)
-    with speaking(2, 3):
-        newer_records = [build_peer_record(newer, FIELDS, t, 10.0) for t in (100.0, 102.0)]
-        newer_announcement = announce(newer)
-        newer_summary = build_summary_announcement(newer, window=100, summary_id=1, base_fingerprint=BASE,
-                                                   size_bytes=10, now=NOW, ttl_s=TTL)
+    newer_signer = speaking(newer, 2, 3)
+    newer_records = [build_peer_record(newer_signer, FIELDS, t, 10.0) for t in (100.0, 102.0)]
+    newer_announcement = announce(newer_signer)
+    newer_summary = build_summary_announcement(newer_signer, window=100, summary_id=1, base_fingerprint=BASE,
+                                               size_bytes=10, now=NOW, ttl_s=TTL)
     values = [StoredValue(same.peer_id, build_peer_record(same, FIELDS, 100.0, 10.0), 110.0),
               StoredValue(newer.peer_id, newer_records[0], 110.0)]
     for now in (101.0, 101.5):  # two polls
@@ -280,8 +280,7 @@ def test_a_peer_that_speaks_this_nodes_versions_again_joins_the_table(make_ident
     me, peer = make_identity(), make_identity()
     table, stats = PeerTable(me.peer_id), MessageStats()
     intake = RecordIntake(table, stats, "s", window_s=10.0)
-    with speaking(2, 2):
-        of_version_2 = build_peer_record(peer, FIELDS, 100.0, 10.0)
+    of_version_2 = build_peer_record(speaking(peer, 2, 2), FIELDS, 100.0, 10.0)
     intake.ingest([StoredValue(peer.peer_id, of_version_2, 110.0)], now=101.0)
     assert peer.peer_id not in table and intake.incompatible_peers(101.0)
     intake.ingest([StoredValue(peer.peer_id, build_peer_record(peer, FIELDS, 103.0, 10.0), 113.0)], now=103.5)
@@ -293,8 +292,7 @@ def test_records_of_another_swarm_and_version_under_unknown_keys_are_remembered(
 
     peer, newer = make_identity(), make_identity()
     intake = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0)
-    with speaking(2, 3):
-        newer_record = build_peer_record(newer, record_fields("s"), 100.0, 10.0)
+    newer_record = build_peer_record(speaking(newer, 2, 3), record_fields("s"), 100.0, 10.0)
     intake.refuse_unknown_key(b"\x04" * 20, newer_record)
     intake.refuse_unknown_key(b"\x05" * 20, build_peer_record(peer, record_fields("s"), 100.0, 10.0))  # ours: no
     assert [(p, o.swarm, o.versions) for p, o in intake.foreign.items()] == [(newer.peer_id, "s", (2, 3))]

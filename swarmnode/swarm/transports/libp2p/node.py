@@ -40,12 +40,12 @@ from libp2p.security.noise.transport import Transport as NoiseTransport
 from libp2p.tools.anyio_service import background_trio_service
 from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_bytes_limited
 
-from swarmnode.protocol import libp2p_messages as wire
+from swarmnode.protocol import libp2p_messages
 from swarmnode.swarm.transports.libp2p.entry_book import HeardEntries, due_pushes, due_writes, forget_older
 from swarmnode.swarm.transports.libp2p.hole_punch import HolePunching
 from swarmnode.swarm.transports.libp2p.trio_thread import TrioThread
 from swarmnode.utils.ratelimit import ConcurrencySlots
-from swarmnode.swarm.transports.base import RecordPolicy, RequestFailed, RequestHandler, StoredValue
+from swarmnode.swarm.transports.base import PeerPenalty, RecordPolicy, RequestFailed, RequestHandler, StoredValue
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +111,14 @@ class EntryValidator(Validator):
         if self.check(key, value) is None:
             raise ValueError("refused by this node's record policy")
 
-    def check(self, dht_key: str, value: bytes) -> wire.DhtEntry | None:
+    def check(self, dht_key: str, value: bytes) -> libp2p_messages.DhtEntry | None:
         """The entry in `value` if it is one for exactly `dht_key` that check_entry passes."""
-        entry = wire.decode_entry(value)
-        if entry is None or wire.split_dht_key(dht_key) != (entry.key, entry.subkey):
+        entry = libp2p_messages.decode_entry(value)
+        if entry is None or libp2p_messages.split_dht_key(dht_key) != (entry.key, entry.subkey):
             return None
         return self.check_entry(entry)
 
-    def check_entry(self, entry: wire.DhtEntry) -> wire.DhtEntry | None:
+    def check_entry(self, entry: libp2p_messages.DhtEntry) -> libp2p_messages.DhtEntry | None:
         """`entry` if it has not expired and the RecordPolicy admits it (counting what it refuses)."""
         now = time.time()
         if entry.expiration <= now:
@@ -132,7 +132,7 @@ class EntryValidator(Validator):
 
     def select(self, key: str, values: list[bytes]) -> int:
         def expiration(value: bytes) -> float:
-            entry = wire.decode_entry(value)
+            entry = libp2p_messages.decode_entry(value)
             return entry.expiration if entry is not None else float("-inf")
 
         return max(range(len(values)), key=lambda i: expiration(values[i]))
@@ -143,7 +143,7 @@ class Libp2pNode:
 
     def __init__(self, *, thread: TrioThread, key_pair: KeyPair, listen_maddrs: list[str], announce_maddrs: list[str],
                  client_mode: bool, swarm: str, policy: RecordPolicy | None,
-                 peer_penalty: Callable[[str], float] | None = None,
+                 penalties: PeerPenalty | None = None,
                  on_pushed: Callable[[str, str], None] | None = None, relay_slots: int = 0):
         self.thread = thread
         self.key_pair = key_pair
@@ -152,7 +152,7 @@ class Libp2pNode:
         self.client_mode = client_mode
         self.topic = f"swarmnode/{swarm}/announcements"
         self.validator = EntryValidator(policy)
-        self.peer_penalty = peer_penalty
+        self.penalties = penalties
         self.on_pushed = on_pushed  # (key, subkey) of a peer's entry that came by push, first heard
         self.host: Any = None
         self.dht: KadDHT | None = None
@@ -162,7 +162,7 @@ class Libp2pNode:
         self._provided: dict[str, float] = {}  # key -> when this node last named itself a provider
         self._unwritten: dict[tuple[str, str], bytes] = {}  # (key, subkey) -> newest entry not in the DHT yet
         self._written_at: dict[tuple[str, str], float] = {}
-        self._unpushed: dict[tuple[str, str], wire.DhtEntry] = {}  # (key, subkey) -> newest entry not pushed yet
+        self._unpushed: dict[tuple[str, str], libp2p_messages.DhtEntry] = {}  # (key, subkey) -> newest entry not pushed yet
         self._pushed_at: dict[tuple[str, str], tuple[float, float]] = {}  # -> (when, its expiration)
         self.pushed_entries = 0
         self.refused_pushes = 0
@@ -181,7 +181,7 @@ class Libp2pNode:
         noise = NoiseTransport(self.key_pair, noise_privkey=new_x25519_key_pair().private_key)
         self.host = new_host(key_pair=self.key_pair, sec_opt={NOISE_PROTOCOL_ID: noise}, muxer_preference="YAMUX",
                              listen_addrs=self.listen_maddrs, announce_addrs=self.announce_maddrs or None)
-        validator = NamespacedValidator({wire.DHT_NAMESPACE: self.validator}, strict_validation=True)
+        validator = NamespacedValidator({libp2p_messages.DHT_NAMESPACE: self.validator}, strict_validation=True)
         async with self.host.run(self.listen_maddrs):
             if not self.host.get_addrs():  # py-libp2p logs a failed listen and goes on; a node must not
                 raise OSError(errno.EADDRINUSE, f"cannot listen on {', '.join(map(str, self.listen_maddrs))}: "
@@ -224,10 +224,10 @@ class Libp2pNode:
             await network.close()
 
     def _score_params(self) -> ScoreParams:
-        penalty = self.peer_penalty
+        penalties = self.penalties
 
         def app_score(peer: ID) -> float:
-            return -penalty(peer.to_base58()) if penalty is not None else 0.0
+            return -penalties.penalty(peer.to_base58()) if penalties is not None else 0.0
 
         return ScoreParams(app_specific_score_fn=app_score, p6_appl_slack_weight=1.0,
                            graylist_threshold=GRAYLIST_THRESHOLD,
@@ -236,7 +236,7 @@ class Libp2pNode:
     # --- values ---------------------------------------------------------------------------
 
     def _push_is_valid(self, sender: ID, message: Any) -> bool:
-        entry = wire.decode_entry(message.data)
+        entry = libp2p_messages.decode_entry(message.data)
         valid = entry is not None and self.validator.check_entry(entry) is not None
         if not valid:
             self.refused_pushes += 1
@@ -245,7 +245,7 @@ class Libp2pNode:
     async def _receive_pushes(self, subscription: Any) -> None:
         while True:
             message = await subscription.get()
-            entry = wire.decode_entry(message.data)
+            entry = libp2p_messages.decode_entry(message.data)
             if entry is None:  # checked by _push_is_valid before delivery
                 continue
             self.pushed_entries += 1
@@ -270,9 +270,9 @@ class Libp2pNode:
         """Push the entry to every node on the topic (at once if its key is new, else when
         entry_book.due_pushes says: _push_loop sends the newest version then); the DHT gets it
         from _write_to_dht."""
-        entry = wire.DhtEntry(key, subkey, value, expiration)
-        data = wire.encode_entry(entry)
-        if wire.decode_entry(data) != entry or self.validator.check_entry(entry) is None:
+        entry = libp2p_messages.DhtEntry(key, subkey, value, expiration)
+        data = libp2p_messages.encode_entry(entry)
+        if libp2p_messages.decode_entry(data) != entry or self.validator.check_entry(entry) is None:
             return False  # out of the wire's bounds, or refused by this node's own policy
         self.heard.hear(entry, time.monotonic())
         self._unpushed[(key, subkey)] = entry
@@ -283,7 +283,7 @@ class Libp2pNode:
     async def _push_due(self) -> None:
         assert self.pubsub is not None
         for _, entry in due_pushes(self._unpushed, self._pushed_at, time.time(), PUSH_EVERY_S):
-            await self.pubsub.publish(self.topic, wire.encode_entry(entry))
+            await self.pubsub.publish(self.topic, libp2p_messages.encode_entry(entry))
 
     async def _push_loop(self) -> None:
         """Push the versions store() held back once they are due; forget old push times."""
@@ -306,10 +306,10 @@ class Libp2pNode:
             now = time.monotonic()
             for (key, subkey), data in due_writes(self._unwritten, self._written_at, now, DHT_WRITE_EVERY_S):
                 try:
-                    await self.dht.put_value(wire.dht_key(key, subkey), data)
+                    await self.dht.put_value(libp2p_messages.dht_key(key, subkey), data)
                     if now - self._provided.get(key, -PROVIDE_EVERY_S) >= PROVIDE_EVERY_S:
                         self._provided[key] = now
-                        await self.dht.provide(wire.provider_key(key))
+                        await self.dht.provide(libp2p_messages.provider_key(key))
                 except Exception as e:  # noqa: BLE001 - tried again with the next version
                     log.debug("writing %s to the DHT failed: %r", key, e)
             for table in (self._provided, self._written_at):
@@ -336,14 +336,14 @@ class Libp2pNode:
         """Read the entries of `key`'s providers not heard from lately from the DHT."""
         assert self.dht is not None
         try:
-            providers = await self.dht.find_providers(wire.provider_key(key), count=MAX_HEARD_PER_KEY)
+            providers = await self.dht.find_providers(libp2p_messages.provider_key(key), count=MAX_HEARD_PER_KEY)
             missing = self.heard.to_fetch(key, [p.peer_id.to_base58() for p in providers], time.time(), time.monotonic())
             limiter = trio.CapacityLimiter(MAX_CONCURRENT_READS)
 
             async def read(subkey: str) -> None:
                 async with limiter:
-                    data = await self.dht.get_value(wire.dht_key(key, subkey))
-                entry = None if data is None else self.validator.check(wire.dht_key(key, subkey), data)
+                    data = await self.dht.get_value(libp2p_messages.dht_key(key, subkey))
+                entry = None if data is None else self.validator.check(libp2p_messages.dht_key(key, subkey), data)
                 if entry is not None:
                     self.heard.hear(entry, time.monotonic())
 
@@ -406,21 +406,21 @@ class Libp2pNode:
             if not self._inbound.acquire(requester):
                 self.streams_refused += 1
                 with trio.move_on_after(1):  # the requester reads this after writing its request
-                    await stream.write(encode_varint_prefixed(wire.encode_reply(error="busy: too many requests at once")))
+                    await stream.write(encode_varint_prefixed(libp2p_messages.encode_reply(error="busy: too many requests at once")))
                 await _close(stream)
                 return
             try:
                 try:
                     with trio.fail_after(SERVE_READ_TIMEOUT_S):
-                        request = await read_varint_prefixed_bytes_limited(stream, wire.MAX_REQUEST_BYTES)
+                        request = await read_varint_prefixed_bytes_limited(stream, libp2p_messages.MAX_REQUEST_BYTES)
                 except MessageTooLarge:
                     self.requests_too_large += 1
                     await stream.reset()  # the requester's write fails at once; nothing of it is read
                     return
                 try:
-                    reply = wire.encode_reply(await self.thread.call_asyncio(handler(request, requester)))
+                    reply = libp2p_messages.encode_reply(await self.thread.call_asyncio(handler(request, requester)))
                 except Exception as e:  # noqa: BLE001 - the requester gets a reason, the node goes on
-                    reply = wire.encode_reply(error=f"the handler failed ({type(e).__name__})")
+                    reply = libp2p_messages.encode_reply(error=f"the handler failed ({type(e).__name__})")
                 await stream.write(encode_varint_prefixed(reply))
             except Exception as e:  # noqa: BLE001 - a peer that breaks or stalls its stream costs only that stream
                 log.debug("%s from %s: %r", protocol, requester[:16], e)
@@ -428,7 +428,7 @@ class Libp2pNode:
                 self._inbound.release(requester)
                 await _close(stream)
 
-        self.host.set_stream_handler(TProtocol(wire.stream_protocol(protocol)), answer)
+        self.host.set_stream_handler(TProtocol(libp2p_messages.stream_protocol(protocol)), answer)
 
     async def request(self, peer_id: str, protocol: str, payload: bytes) -> bytes:
         peer = ID.from_base58(peer_id)
@@ -439,7 +439,7 @@ class Libp2pNode:
                 raise RequestFailed(f"{protocol} to {peer_id[:16]}: no address known", "no address known")
             self.host.get_peerstore().add_addrs(peer, info.addrs, 600)
         try:
-            stream = await self.host.new_stream(peer, [TProtocol(wire.stream_protocol(protocol))])
+            stream = await self.host.new_stream(peer, [TProtocol(libp2p_messages.stream_protocol(protocol))])
         except StreamFailure as e:
             if isinstance(e.__cause__, MultiselectClientError):
                 reason = "the peer does not serve this protocol"
@@ -447,7 +447,7 @@ class Libp2pNode:
             raise
         try:
             await stream.write(encode_varint_prefixed(payload))
-            answer = wire.decode_reply(await read_varint_prefixed_bytes_limited(stream, wire.MAX_REPLY_BYTES))
+            answer = libp2p_messages.decode_reply(await read_varint_prefixed_bytes_limited(stream, libp2p_messages.MAX_REPLY_BYTES))
         finally:
             await _close(stream)
         if answer is None:
@@ -479,5 +479,5 @@ async def resolve_dns(maddr: str) -> list[str]:
 
 
 def _expired(value: bytes, now: float) -> bool:
-    entry = wire.decode_entry(value)
+    entry = libp2p_messages.decode_entry(value)
     return entry is None or entry.expiration <= now

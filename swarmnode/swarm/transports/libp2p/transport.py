@@ -19,6 +19,7 @@ from swarmnode.swarm.peers import peer_id_of
 from swarmnode.swarm.transports.libp2p.trio_thread import TrioThread, TrioThreadStopped
 from swarmnode.swarm.transports.base import (
     JoinError,
+    PeerPenalty,
     RecordPolicy,
     RequestFailed,
     RequestHandler,
@@ -63,7 +64,7 @@ class LibP2PTransport(Transport):
         startup_timeout_s: float,
         policy: RecordPolicy | None,
         swarm: str,
-        peer_penalty: Callable[[str], float] | None = None,
+        penalties: PeerPenalty | None = None,
         relay_slots: int = 0,
     ):
         self._identity_path = identity_path
@@ -73,7 +74,7 @@ class LibP2PTransport(Transport):
         self._startup_timeout_s = startup_timeout_s
         self._policy = policy
         self._swarm = swarm
-        self._peer_penalty = peer_penalty
+        self._penalties = penalties
         self._relay_slots = relay_slots
         self._thread = TrioThread("libp2p")
         self._node: Any = None
@@ -92,7 +93,7 @@ class LibP2PTransport(Transport):
         self._node = Libp2pNode(thread=self._thread, key_pair=key_pair_from_seed(key.seed_bytes),
                                 listen_maddrs=self._host_maddrs, announce_maddrs=self._announce_maddrs,
                                 client_mode=self._client_mode, swarm=self._swarm, policy=self._policy,
-                                peer_penalty=self._peer_penalty, on_pushed=self._on_pushed,
+                                penalties=self._penalties, on_pushed=self._on_pushed,
                                 relay_slots=self._relay_slots)
         try:
             await self._thread.start(self._node.run, self._startup_timeout_s)

@@ -4,8 +4,8 @@ import asyncio
 
 import pytest
 
-from swarmnode.protocol import relay_messages as wire
-from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_PRIVATE
+from swarmnode.protocol import relay_messages
+from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_PRIVATE, REACHABILITY_UNKNOWN
 from swarmnode.swarm.relaying.routed_transport import RoutedTransport
 from swarmnode.swarm.transports.base import RequestFailed, Transport
 
@@ -57,9 +57,29 @@ class MemoryTransport(Transport):
         return await self.net[peer_id].handlers[protocol](payload, self.name)
 
 
+class Records:
+    """What each peer's record says (a PeerRoutes): the test fills it in as records would arrive."""
+
+    def __init__(self):
+        self.relays, self.addresses = {}, {}
+
+    def route_of(self, peer):
+        return (REACHABILITY_PRIVATE, self.relays[peer]) if peer in self.relays else (REACHABILITY_UNKNOWN, ())
+
+    def addresses_of(self, peer):
+        return self.addresses.get(peer, [])
+
+
 def routed(net, name, can_dial):
-    return RoutedTransport(MemoryTransport(net, name, can_dial), relay_capacity=1, reservation_ttl_s=60,
-                           relay_timeout_cap_s=10, max_forwards=4, requests_per_s=100, burst=100, max_tracked_peers=16)
+    return RoutedTransport(MemoryTransport(net, name, can_dial), routes=Records(), relay_capacity=1,
+                           reservation_ttl_s=60, relay_timeout_cap_s=10, max_forwards=4, requests_per_s=100,
+                           burst=100, max_tracked_peers=16)
+
+
+async def reserve_on_relay(transport):
+    """The relay's answer to `transport`'s reservation request."""
+    raw = await transport.request("relay", relay_messages.RELAY_RESERVE_PROTOCOL, relay_messages.reserve_request(), 5)
+    return relay_messages.parse_reserve_response(raw)
 
 
 @pytest.fixture
@@ -83,22 +103,22 @@ def test_two_nodes_behind_nat_talk_through_a_relay(swarm):
     alice, relay, bob, carol = swarm
 
     async def scenario():
-        relay.relaying = True
-        granted = wire.parse_reserve_response(await bob.request("relay", wire.RELAY_RESERVE_PROTOCOL, wire.reserve_request(), 5))
+        relay.offer_relaying(True)
+        granted = await reserve_on_relay(bob)
         assert granted.granted and granted.ttl_s == 60
-        bob.my_relays = {"relay"}
+        bob.use_relays({"relay"})
         with pytest.raises(RequestFailed, match="routing: not found"):  # no route in bob's record yet
             await alice.request("bob", "/test/1", b"hi", 5)
-        alice.route_of = lambda peer: (REACHABILITY_PRIVATE, ("relay",))
+        alice.routes.relays["bob"] = ("relay",)
         # the origin the relay authenticated reaches bob's handler
         assert await alice.request("bob", "/test/1", b"hi", 5) == b"bob got hi from alice"
-        assert relay.counters["forwarded"] == 1 and bob.counters["delivered"] == 1
+        assert relay.counters.forwarded == 1 and bob.counters.delivered == 1
         assert alice.snapshot()["failed_requests"]["bob"]["last_reason"] == "routing: not found"
         # the relay is full (capacity 1): carol's reservation is refused and counted
-        refused = wire.parse_reserve_response(await carol.request("relay", wire.RELAY_RESERVE_PROTOCOL, wire.reserve_request(), 5))
+        refused = await reserve_on_relay(carol)
         assert not refused.granted and relay.reservations.refused == 1
         # nothing is forwarded to a peer without a reservation
-        carol.route_of = lambda peer: (REACHABILITY_PRIVATE, ("relay",))
+        carol.routes.relays["alice"] = ("relay",)
         with pytest.raises(RequestFailed, match="holds no reservation"):
             await carol.request("alice", "/test/1", b"hi", 5)
         await asyncio.sleep(0)  # let the background direct ping (it fails: NAT) finish
@@ -110,11 +130,13 @@ def test_a_relay_that_is_not_public_refuses_and_deliveries_come_only_from_own_re
     alice, relay, bob, _ = swarm
 
     async def scenario():
-        refused = wire.parse_reserve_response(await bob.request("relay", wire.RELAY_RESERVE_PROTOCOL, wire.reserve_request(), 5))
+        refused = await reserve_on_relay(bob)
         assert not refused.granted and "not publicly reachable" in refused.reason
         # a peer that is not one of bob's relays cannot hand bob a request in someone else's name
-        raw = await relay.request("bob", wire.RELAY_DELIVER_PROTOCOL, wire.delivery("alice", "/test/1", b"x"), 5)
-        assert wire.parse_answer(raw).error == "not a relay of this node" and bob.counters["deliveries_refused"] == 1
+        raw = await relay.request("bob", relay_messages.RELAY_DELIVER_PROTOCOL,
+                                  relay_messages.delivery("alice", "/test/1", b"x"), 5)
+        assert (relay_messages.parse_answer(raw).error == "not a relay of this node"
+                and bob.counters.deliveries_refused == 1)
 
     asyncio.run(scenario())
 
@@ -133,8 +155,9 @@ def test_dialback_dials_the_observed_ip_and_names_only_the_open_ports():
     async def scenario():
         await asker.start()
         await responder.start()
-        raw = await asker.request("responder", wire.DIALBACK_PROTOCOL, wire.dialback_request(ports), 5)
-        return wire.parse_dialback_response(raw, ports)
+        raw = await asker.request("responder", relay_messages.DIALBACK_PROTOCOL,
+                                  relay_messages.dialback_request(ports), 5)
+        return relay_messages.parse_dialback_response(raw, ports)
 
     try:
         assert asyncio.run(scenario()) == ("127.0.0.1", [ports[0]])
@@ -151,10 +174,10 @@ def test_a_public_peer_p2pd_cannot_find_is_dialled_at_its_record_addresses(swarm
     async def scenario():
         with pytest.raises(RequestFailed):  # no record yet: nothing to dial
             await alice.request("relay", "/test/1", b"hi", 5)
-        alice.addresses_of = lambda peer: ["/ip4/198.18.0.10/tcp/31337/p2p/relay"]
+        alice.routes.addresses["relay"] = ["/ip4/198.18.0.10/tcp/31337/p2p/relay"]
         assert await alice.request("relay", "/test/1", b"hi", 5) == b"relay got hi from alice"
         assert alice.inner.dialled == [("relay", ["/ip4/198.18.0.10/tcp/31337/p2p/relay"])]
-        assert alice.counters["dialled_by_record"] == 1
+        assert alice.counters.dialled_by_record == 1
 
     asyncio.run(scenario())
 
@@ -165,17 +188,17 @@ def test_a_relayed_peer_is_punched_through_its_relays_and_then_reached_directly(
     alice.inner.net["punchable"] = punchable
 
     async def scenario():
-        relay.relaying = True
-        await bob.request("relay", wire.RELAY_RESERVE_PROTOCOL, wire.reserve_request(), 5)
-        bob.my_relays = {"relay"}
-        alice.route_of = lambda peer: (REACHABILITY_PRIVATE, ("relay",))
+        relay.offer_relaying(True)
+        await reserve_on_relay(bob)
+        bob.use_relays({"relay"})
+        alice.routes.relays["bob"] = ("relay",)
         assert await alice.request("bob", "/test/1", b"hi", 5) == b"bob got hi from alice"  # through the relay
         await asyncio.gather(*alice._probes)  # the punch, then the direct ping
         assert alice.inner.punched == [("bob", ("relay",))]
         assert alice.snapshot()["direct_peers"] == (["bob"] if punchable else [])
         assert await alice.request("bob", "/test/1", b"again", 5) == b"bob got again from alice"
         # direct once punched; through the relay otherwise (and no second punch within 5 minutes)
-        assert relay.counters["forwarded"] == (1 if punchable else 2)
+        assert relay.counters.forwarded == (1 if punchable else 2)
         assert alice.inner.punched == [("bob", ("relay",))]
 
     asyncio.run(scenario())
