@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import random
 import signal
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -16,19 +15,31 @@ from swarmnode.identity import NodeIdentity
 from swarmnode.node.capability import cpu_device, detect_device, matmul_gflops
 from swarmnode.node.leftovers import describe_children, kill_leftover_children
 from swarmnode.node.network import NetworkService
-from swarmnode.node.logs import FILE_ONLY, RecordedRun, log_start, summary_loop
-from swarmnode.node.peer_log import PeerLog, describe_mismatch
+from swarmnode.node.logs import FILE_ONLY, RecordedRun, log_start, progress_loop
+from swarmnode.node.joining import Joiner
+from swarmnode.node.peer_log import PeerLog
 from swarmnode.node.storage import maintain_stores, storage_status
-from swarmnode.protocol import Capability, PeerRecordFields, build_peer_record, codec
+from swarmnode.protocol import Capability, PeerRecordFields, build_peer_record
+from swarmnode.protocol.codec import VersionedSigner
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.limits import CAPABILITY_CAPS
+from swarmnode.protocol.versions import THIS_RELEASE, ProtocolVersions
 from swarmnode.status.server import StatusServer
-from swarmnode.status.snapshot import JoinState, build_status, state_name
-from swarmnode.utils.backoff import backoff_delay, jittered
-from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake, peer_id_of, short_address
+from swarmnode.status.snapshot import (
+    ClockSection,
+    JoinState,
+    MachineSection,
+    NodeSection,
+    SwarmSection,
+    WorkSections,
+    build_status,
+    state_name,
+)
+from swarmnode.swarm.penalties import PeerPenalties
+from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake, peer_id_of
 from swarmnode.swarm.gossip.rollout_bookkeeping import ROLLOUT_LIMIT_KEYS
-from swarmnode.swarm.relaying.routed_transport import RoutedTransport
-from swarmnode.swarm.transports.base import JoinError, RecordPolicy
+from swarmnode.swarm.relaying.routed_transport import PeerRoutes, RoutedTransport
+from swarmnode.swarm.transports.base import PeerPenalty, RecordPolicy
 from swarmnode.swarm.windows import peer_records_key, window_index, windows_to_read
 
 if TYPE_CHECKING:  # a node without a model never imports training (torch, transformers)
@@ -37,7 +48,6 @@ if TYPE_CHECKING:  # a node without a model never imports training (torch, trans
     from swarmnode.summaries import OuterResult
 
 log = logging.getLogger("swarmnode")
-JOIN_DIAL_TIMEOUT_S = 10.0
 
 
 class Node:
@@ -48,24 +58,29 @@ class Node:
         config: NodeConfig,
         identity: NodeIdentity,
         home: NodeHome,
-        make_transport: Callable[[RecordPolicy], RoutedTransport],
+        make_transport: Callable[[RecordPolicy, PeerRoutes, PeerPenalty], RoutedTransport],
         config_source: str = "defaults",  # for the log's start line (ValueSources.described)
+        protocol_versions: ProtocolVersions = THIS_RELEASE,  # what it speaks and writes
     ):
         self.config = config
         self.config_source = config_source
         self.identity = identity
+        self.protocol_versions = protocol_versions
         self.home = home
         limits = config.limits
         self.table = PeerTable(identity.peer_id, capacity=limits.max_peers)
-        self.peer_log = PeerLog(capacity=limits.max_peers, initial_peers=config.swarm.initial_peers)
+        self.peer_log = PeerLog(capacity=limits.max_peers, initial_peers=config.swarm.initial_peers,
+                                versions=protocol_versions.spoken)
         self.stats = MessageStats(max_senders=limits.max_tracked_senders)
         self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s,
-                                   max_ttl_s=limits.max_record_ttl_s, max_values_per_key=limits.max_values_per_key)
-        self.transport = make_transport(self.intake)
+                                   max_ttl_s=limits.max_record_ttl_s, max_values_per_key=limits.max_values_per_key,
+                                   versions=protocol_versions)
+        # Built before the transport, which reads it from its own thread; the standings judge.
+        self.penalties = PeerPenalties()
+        self.transport = make_transport(self.intake, self.table, self.penalties)
         initial_ids = [peer_id_of(m) for m in config.swarm.initial_peers]
         self.network = NetworkService(config, identity.peer_id, self.transport, self.table.entries, initial_ids)
-        self.transport.route_of = self._route_of
-        self.transport.addresses_of = lambda peer: list(entry.record.multiaddrs) if (entry := self.table.get(peer)) else []
+        self.joiner = Joiner(config, self.transport, self.table, self.intake)
         self.training: TrainingService | None = None
         self.standings: PeerStandings | None = None
         self.gossip: RolloutGossip | None = None
@@ -73,34 +88,32 @@ class Node:
         self._loop: asyncio.AbstractEventLoop | None = None  # the event loop `run` runs on
         if config.model.name_or_path:
             self._build_training()
-        self.state = peer_record_pb2.NODE_STATE_STARTING
+        self._phase = peer_record_pb2.NODE_STATE_STARTING  # then RUNNING (joining until joined), STOPPING
         self.started_at = time.time()
         self.device = peer_record_pb2.DeviceInfo()
         self.capability = Capability()
-        self.join = JoinState(tuple(config.swarm.initial_peers), joined=not config.swarm.initial_peers, attempts=0, last_error=None)
         self._stop = asyncio.Event()
         self.fatal: str | None = None  # why the daemon stopped on its own (exit code 1), if it did
         self.training_failure: str | None = None  # why training ended on an error, if it did
         self.last_maintenance: dict[str, Any] | None = None
-        self._said: set[str] = set()  # one-time lines already logged
-        self._had_peers = False  # the peer table held someone since the last join
 
     def _build_training(self) -> None:
         """Training and the gossip that feeds it, for a node with a model (imported only here)."""
         from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
         from swarmnode.node.training.service import TrainingListeners, TrainingService
 
-        config, identity = self.config, self.identity
+        config, identity = self.config, VersionedSigner(self.identity, self.protocol_versions)  # gossip seals in them
         listeners = TrainingListeners(on_implausible=self._blame_implausible, on_outer_step=self._take_verdicts,
                                       on_fatal=self._training_failed)
-        self.standings = PeerStandings.open(config, self.stats, self.home.root, self.transport.dht_time)
+        self.standings = PeerStandings.open(config, self.stats, self.home.root, self.transport.dht_time,
+                                            self.penalties)
         saved_trust = self.standings.load_trust() if config.summaries.enabled else []
         self.training = TrainingService(config, self.home.root, quality=self._sender_quality, listeners=listeners,
                                         saved_trust=saved_trust)
         self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.standings)
         if config.summaries.enabled:
-            self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.intake,
-                                           self.standings)
+            self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.training.outer_access,
+                                           self.intake, self.standings)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -130,6 +143,18 @@ class Node:
             log.error("training failed: %s; serving the swarm without training (training.keep_serving)", reason)
         else:
             self._loop.call_soon_threadsafe(self.request_stop, f"training failed: {reason}")
+
+    @property
+    def state(self) -> int:
+        """The PeerRecord state: starting, joining or running (the Joiner says which), stopping."""
+        if self._phase == peer_record_pb2.NODE_STATE_RUNNING and not self.joiner.joined:
+            return peer_record_pb2.NODE_STATE_JOINING
+        return self._phase
+
+    @property
+    def join(self) -> JoinState:
+        """Status `join`: the initial peers and how joining through them goes."""
+        return self.joiner.state
 
     @property
     def state_label(self) -> str:
@@ -166,7 +191,7 @@ class Node:
             await self.transport.start()
             if self.transport.peer_id != self.identity.peer_id:
                 raise RuntimeError("p2pd runs another identity than the home's libp2p key")
-            self.network.listen_maddrs = await self.transport.multiaddrs()
+            await self.network.start()
             status_url = await status.start()
             children, sockets = describe_children(self.transport.child_processes())
             write_runtime(self.home, {
@@ -187,7 +212,7 @@ class Node:
                 await self.summaries.start()
             if self.training is not None:
                 self.training.start()
-            self.state = peer_record_pb2.NODE_STATE_JOINING if not self.join.joined else peer_record_pb2.NODE_STATE_RUNNING
+            self._phase = peer_record_pb2.NODE_STATE_RUNNING
             async with asyncio.TaskGroup() as tasks:
                 self._create_loops(tasks)
                 await self._stop.wait()
@@ -195,7 +220,7 @@ class Node:
         except* _Stopping:
             pass
         finally:
-            self.state = peer_record_pb2.NODE_STATE_STOPPING
+            self._phase = peer_record_pb2.NODE_STATE_STOPPING
             log.info("shutting down")
             if self.training is not None:
                 await asyncio.to_thread(self.training.stop)
@@ -216,9 +241,9 @@ class Node:
         tasks.create_task(self._publish_loop())
         tasks.create_task(self._poll_loop())
         tasks.create_task(self.network.run(self.transport.dht_time))
-        tasks.create_task(summary_loop(self.snapshot, self.config.logging.summary_interval_s))
+        tasks.create_task(progress_loop(self.snapshot, self.config.logging.summary_interval_s))
         if self.config.swarm.initial_peers:
-            tasks.create_task(self._join_loop())
+            tasks.create_task(self.joiner.run())
         if self.gossip is not None:
             tasks.create_task(self.gossip.share_loop())
             tasks.create_task(self.gossip.announce_loop())
@@ -285,7 +310,8 @@ class Node:
         cfg = self.config.records
         while True:
             now = self.transport.dht_time()
-            value = build_peer_record(self.identity, self._record_fields(), now, cfg.ttl_s)
+            value = build_peer_record(self.identity, self._record_fields(), now, cfg.ttl_s,
+                                      versions=self.protocol_versions)
             key = peer_records_key(self.config.swarm.name, window_index(now, self.config.swarm.window_s))
             try:
                 await self.transport.store(key, self.identity.peer_id, value, now + cfg.ttl_s)
@@ -312,104 +338,12 @@ class Node:
             self.peer_log.update(self.table.entries(), expired, self.training.base_fingerprint if self.training else "",
                                  self.intake.incompatible_peers(self.transport.dht_time()))
             if self.config.swarm.initial_peers:
-                self._check_initial_peers()
+                self.joiner.check_initial_peers()
             if self.training is not None and self.training.base_fingerprint:
                 # Read by the trainer thread: summaries go out only while someone can merge them.
-                self.training.same_base_peers = len(self.table.with_base(self.training.base_fingerprint, self.transport.dht_time()))
+                self.training.inputs.set_same_base_peers(
+                    len(self.table.with_base(self.training.base_fingerprint, self.transport.dht_time())))
             await asyncio.sleep(cfg.poll_interval_s)
-
-    async def _join_loop(self) -> None:
-        """Join through the initial peers (in random order, with jittered backoff); join again
-        when the routing table or the peer table empties (every peer gone, or a partition)."""
-        net = self.config.network
-        rng = random.Random()
-        while True:
-            if self.join.joined and not self._lost_every_peer():
-                await asyncio.sleep(net.join_backoff_max_s)
-                await self._reach_absent_initial_peers()
-                continue
-            if self.join.joined:
-                log.warning("lost every peer; joining again through the initial peers")
-                self.join = JoinState(self.join.initial_peers, False, 0, "lost every peer")
-                self.state = peer_record_pb2.NODE_STATE_JOINING
-            attempt = self.join.attempts + 1
-            errors = []
-            delay = jittered(backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s), rng.random())
-            for maddr in rng.sample(self.config.swarm.initial_peers, len(self.config.swarm.initial_peers)):
-                try:
-                    await self.transport.join(maddr, JOIN_DIAL_TIMEOUT_S)
-                except JoinError as e:
-                    errors.append((maddr, str(e)))
-                    log.debug("join attempt %d: initial peer %s failed: %s", attempt, maddr, e)
-                    continue
-                if (mismatch := self._mismatch_of(maddr)) is not None:
-                    errors.append((maddr, mismatch))  # said once already (_check_initial_peers)
-                    continue
-                if not self.join.joined:
-                    log.info("reached initial peer %s; waiting for its peer record", maddr)
-                self.join = JoinState(self.join.initial_peers, True, attempt, None)
-                self._had_peers = False
-                self.state = peer_record_pb2.NODE_STATE_RUNNING
-                break
-            else:
-                self.join = JoinState(self.join.initial_peers, False, attempt, errors[-1][1] if errors else None)
-                # The advice once; later attempts in one short line per initial peer.
-                advice = ("; check the address and port, that the peer is running, and that a firewall "
-                          "lets this node reach it") if attempt == 1 else ""
-                for maddr, reason in errors:
-                    if reason.startswith("initial peer "):  # another swarm or version: said once already
-                        continue
-                    log.warning("join attempt %d: %s %s%s; retrying in %.1fs",
-                                attempt, short_address(maddr), reason, advice, delay)
-                await asyncio.sleep(delay)
-
-    async def _reach_absent_initial_peers(self) -> None:
-        """Dial again the initial peers whose record is not in the peer table. A bootstrap node
-        that restarted knows nobody: unless the swarm's nodes reach it, the nodes that join through
-        it next would stay apart from the swarm. Still down is the common case: debug lines only."""
-        for maddr in self.config.swarm.initial_peers:
-            if peer_id_of(maddr) in self.table:
-                continue
-            try:
-                await self.transport.join(maddr, JOIN_DIAL_TIMEOUT_S)
-            except JoinError as e:
-                log.debug("initial peer %s is still out of reach: %s", maddr, e)
-
-    def _lost_every_peer(self) -> bool:
-        """The DHT routing table is empty, or the peer table emptied after it had peers."""
-        if self.transport.routing_table_size() == 0:
-            return True
-        if len(self.table) > 0:
-            self._had_peers = True
-            return False
-        return self._had_peers
-
-    def _mismatch_of(self, maddr: str) -> str | None:
-        """Why the initial peer at `maddr` cannot be joined through (it publishes records of
-        another swarm or protocol version), or None; once the peer is in the table it is None."""
-        peer_id = peer_id_of(maddr)
-        origin = self.intake.origin_of(peer_id)
-        if origin is None or peer_id in self.table:
-            return None
-        return describe_mismatch(origin, self.config.swarm.name, codec.SUPPORTED_PROTOCOL_VERSIONS)
-
-    def _check_initial_peers(self) -> None:
-        """Say once that the join took (an initial peer's record is in the table) or why it did
-        not (it is of another swarm or protocol version: then do not claim the join either)."""
-        for maddr in self.config.swarm.initial_peers:
-            joined_line = f"joined the swarm through {maddr}"
-            if joined_line not in self._said and peer_id_of(maddr) in self.table:
-                self._said.add(joined_line)
-                log.info("%s", joined_line)
-            mismatch = self._mismatch_of(maddr)
-            if mismatch is None:
-                continue
-            if mismatch not in self._said:
-                self._said.add(mismatch)
-                log.error("%s", mismatch)
-            if self.join.joined and len(self.table) == 0:
-                self.join = JoinState(self.join.initial_peers, False, self.join.attempts, mismatch)
-                self.state = peer_record_pb2.NODE_STATE_JOINING
 
     async def _maintain_storage(self) -> None:
         """Retention and WAL checkpoints of the home's SQLite stores, every maintenance_interval_s,
@@ -429,32 +363,28 @@ class Node:
 
     def snapshot(self) -> dict[str, Any]:
         now = self.transport.dht_time()
-        return build_status(
-            peer_id=self.identity.peer_id,
-            swarm=self.config.swarm.name,
-            software_version=__version__,
-            protocol_version=codec.PROTOCOL_VERSION,
-            protocol_versions=codec.SUPPORTED_PROTOCOL_VERSIONS,
-            incompatible_peers=self.intake.incompatible_peers(now),
-            state=self.state_label,
-            started_at=self.started_at,
-            now=now,
-            window=window_index(now, self.config.swarm.window_s),
-            window_s=self.config.swarm.window_s,
-            multiaddrs=self.network.usable_multiaddrs(),
-            client_mode=self.config.network.client_mode,
-            routing_table_size=self.transport.routing_table_size(),
-            join=self.join,
-            peers=self.table.entries(),
-            stats=self.stats,
-            device=self.device,
-            capability=self._current_capability(),
-            model_fingerprint=self.model_fingerprint,
-            training=self.training.snapshot() if self.training is not None else None,
-            rollouts=self.gossip.snapshot() if self.gossip is not None else None,
-            storage=storage_status(self.gossip.store if self.gossip is not None else None,
-                                   self.training.metrics if self.training is not None else None,
-                                   self.training.checkpoints if self.training is not None else None,
+        node = NodeSection(
+            peer_id=self.identity.peer_id, swarm=self.config.swarm.name, software_version=__version__,
+            protocol_version=self.protocol_versions.written,
+            protocol_versions=self.protocol_versions.spoken,
+            state=self.state_label, started_at=self.started_at)
+        clock = ClockSection(now, window_index(now, self.config.swarm.window_s), self.config.swarm.window_s)
+        swarm = SwarmSection(
+            multiaddrs=self.network.usable_multiaddrs(), client_mode=self.config.network.client_mode,
+            routing_table_size=self.transport.routing_table_size(), join=self.join, peers=self.table.entries(),
+            stats=self.stats, incompatible_peers=self.intake.incompatible_peers(now))
+        machine = MachineSection(self.device, self._current_capability(), self.model_fingerprint)
+        return build_status(node, clock, swarm, machine, self._work_sections())
+
+    def _work_sections(self) -> WorkSections:
+        """The parts each owner makes: training, gossip, storage, limits, network."""
+        training, gossip = self.training, self.gossip
+        return WorkSections(
+            training=training.snapshot() if training is not None else None,
+            rollouts=gossip.snapshot() if gossip is not None else None,
+            storage=storage_status(gossip.store if gossip is not None else None,
+                                   training.metrics if training is not None else None,
+                                   training.checkpoints if training is not None else None,
                                    self.last_maintenance),
             limits=self._limits_snapshot(),
             summaries=self.summaries.snapshot() if self.summaries is not None else None,
@@ -476,13 +406,6 @@ class Node:
         if self.standings is None:
             return {}
         return {peer: info["quality"] for peer, info in self.standings.ledger.snapshot(self.transport.dht_time()).items()}
-
-    def _route_of(self, peer_id: str) -> tuple[int, tuple[str, ...]]:
-        """What a peer's record says about reaching it: its reachability and its relays."""
-        entry = self.table.get(peer_id)
-        if entry is None:
-            return peer_record_pb2.REACHABILITY_UNKNOWN, ()
-        return entry.record.reachability, tuple(entry.record.relays)
 
     @property
     def model_fingerprint(self) -> str:

@@ -56,7 +56,7 @@ async def plan_loop(config: NodeConfig, training: TrainingService, entries: Call
         window = window_index(dht_time(), config.swarm.window_s)
         if window != planned_window:
             plan = current_plan(config, training, entries())
-            training.apply_plan(plan)
+            training.inputs.apply_plan(plan)
             planned_window = window
             log.debug("window %d plan: %s", window, plan)
         await asyncio.sleep(min(config.records.poll_interval_s, config.swarm.window_s / 4))

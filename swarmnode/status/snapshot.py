@@ -1,13 +1,15 @@
 """The status document a daemon serves at /status (schema "swarmnode.status/1").
 
 Stable top-level fields (documented in docs/status.md): peer_id, multiaddrs (list of str),
-peers (list of objects with peer_id), and the rest below. Fields later issues fill (training)
+peers (list of objects with peer_id), and the rest below. `build_status` assembles the document
+from sections, each made by its owner: `NodeSection`, `ClockSection`, `SwarmSection`,
+`MachineSection` and `WorkSections` (training, rollouts, storage, limits, summaries, network). Fields later issues fill (training)
 are present from the start with `running: false` and null values; `summaries` always has every
 key of empty_summaries_status().
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from swarmnode.protocol.generated import peer_record_pb2
@@ -179,68 +181,115 @@ def incompatible_to_dict(peer: IncompatiblePeer, ours: VersionRange, now: float)
             "expires_in_s": round(peer.expires_at - now, 3)}
 
 
-def build_status(
-    *,
-    peer_id: str,
-    swarm: str,
-    software_version: str,
-    protocol_version: int,
-    state: int | str,
-    started_at: float,
-    now: float,
-    window: int,
-    window_s: float,
-    multiaddrs: list[str],
-    client_mode: bool,
-    routing_table_size: int,
-    join: JoinState,
-    peers: list[PeerEntry],
-    stats: MessageStats,
-    device: peer_record_pb2.DeviceInfo,
-    capability: peer_record_pb2.Capability,
-    model_fingerprint: str,
-    training: dict[str, Any] | None = None,
-    rollouts: dict[str, Any] | None = None,
-    storage: dict[str, Any] | None = None,
-    limits: dict[str, int] | None = None,
-    summaries: dict[str, Any] | None = None,
-    network: dict[str, Any] | None = None,
-    protocol_versions: VersionRange | None = None,
-    incompatible_peers: list[IncompatiblePeer] | None = None,
-) -> dict[str, Any]:
-    versions = protocol_versions or (protocol_version, protocol_version)
+@dataclass(frozen=True)
+class NodeSection:
+    """Who this node is: its ids, versions, state and start time (status `peer_id` .. `started_at`)."""
+
+    peer_id: str
+    swarm: str
+    software_version: str
+    protocol_version: int
+    state: int | str
+    started_at: float
+    protocol_versions: VersionRange | None = None  # default: protocol_version alone
+
+    @property
+    def versions(self) -> VersionRange:
+        return self.protocol_versions or (self.protocol_version, self.protocol_version)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": STATUS_SCHEMA,
+            "peer_id": self.peer_id,
+            "swarm": self.swarm,
+            "software_version": self.software_version,
+            "protocol_version": self.protocol_version,
+            "protocol_versions": list(self.versions),
+            "state": self.state if isinstance(self.state, str) else state_name(self.state),
+            "started_at": self.started_at,
+        }
+
+
+@dataclass(frozen=True)
+class ClockSection:
+    """Swarm time when the document was made, and its window (status `dht_time`, `window`, `window_s`)."""
+
+    now: float
+    window: int
+    window_s: float
+
+
+@dataclass(frozen=True)
+class SwarmSection:
+    """How this node sits in the swarm: its addresses, the join, the peers and the messages seen."""
+
+    multiaddrs: list[str]
+    client_mode: bool
+    routing_table_size: int
+    join: JoinState
+    peers: list[PeerEntry]
+    stats: MessageStats
+    incompatible_peers: list[IncompatiblePeer] = field(default_factory=list)
+
+    def to_dict(self, now: float, versions: VersionRange) -> dict[str, Any]:
+        join = self.join
+        return {
+            "multiaddrs": self.multiaddrs,
+            "client_mode": self.client_mode,
+            "routing_table_size": self.routing_table_size,
+            "join": {"initial_peers": list(join.initial_peers), "joined": join.joined, "attempts": join.attempts,
+                     "last_error": join.last_error},
+            "peers": [peer_to_dict(e, now) for e in self.peers],
+            "incompatible_peers": [incompatible_to_dict(p, versions, now) for p in self.incompatible_peers],
+            "messages": self.stats.counts(),
+        }
+
+
+@dataclass(frozen=True)
+class MachineSection:
+    """What this node runs on and runs (status `device`, `capability`, `model_fingerprint`)."""
+
+    device: peer_record_pb2.DeviceInfo
+    capability: peer_record_pb2.Capability
+    model_fingerprint: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": device_to_dict(self.device), "capability": capability_to_dict(self.capability),
+                "model_fingerprint": self.model_fingerprint}
+
+
+@dataclass(frozen=True)
+class WorkSections:
+    """The parts each owner makes (None: that part does not run here; its documented default is shown)."""
+
+    training: dict[str, Any] | None = None  # TrainingService.snapshot()
+    rollouts: dict[str, Any] | None = None  # RolloutGossip.snapshot()
+    storage: dict[str, Any] | None = None  # node/storage.py storage_status
+    limits: dict[str, int] | None = None  # the daemon's per-peer bounds
+    summaries: dict[str, Any] | None = None  # SummaryGossip.snapshot()
+    network: dict[str, Any] | None = None  # NetworkService.snapshot()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "training": dict(self.training if self.training is not None else TRAINING_NOT_RUNNING),
+            "rollouts": self.rollouts,
+            "storage": dict(self.storage if self.storage is not None else STORAGE_NONE),
+            "limits": dict(self.limits or {}),
+            "summaries": summaries_status(self.summaries),
+            "network": self.network,
+        }
+
+
+def build_status(node: NodeSection, clock: ClockSection, swarm: SwarmSection, machine: MachineSection,
+                 work: WorkSections = WorkSections()) -> dict[str, Any]:
+    """The status document, its sections in the documented order."""
     return {
-        "schema": STATUS_SCHEMA,
-        "peer_id": peer_id,
-        "swarm": swarm,
-        "software_version": software_version,
-        "protocol_version": protocol_version,
-        "protocol_versions": list(versions),
-        "state": state if isinstance(state, str) else state_name(state),
-        "started_at": started_at,
-        "uptime_s": round(now - started_at, 3),
-        "dht_time": now,
-        "window": window,
-        "window_s": window_s,
-        "multiaddrs": multiaddrs,
-        "client_mode": client_mode,
-        "routing_table_size": routing_table_size,
-        "join": {
-            "initial_peers": list(join.initial_peers),
-            "joined": join.joined,
-            "attempts": join.attempts,
-            "last_error": join.last_error,
-        },
-        "peers": [peer_to_dict(e, now) for e in peers],
-        "incompatible_peers": [incompatible_to_dict(p, versions, now) for p in incompatible_peers or []],
-        "messages": stats.counts(),
-        "device": device_to_dict(device),
-        "capability": capability_to_dict(capability),
-        "model_fingerprint": model_fingerprint,
-        "training": dict(training if training is not None else TRAINING_NOT_RUNNING),
-        "rollouts": rollouts,
-        "storage": dict(storage if storage is not None else STORAGE_NONE),
-        "limits": dict(limits or {}),
-        "summaries": summaries_status(summaries),
-        "network": network,
+        **node.to_dict(),
+        "uptime_s": round(clock.now - node.started_at, 3),
+        "dht_time": clock.now,
+        "window": clock.window,
+        "window_s": clock.window_s,
+        **swarm.to_dict(clock.now, node.versions),
+        **machine.to_dict(),
+        **work.to_dict(),
     }

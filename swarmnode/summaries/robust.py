@@ -16,16 +16,15 @@ delta does, whatever it sends. With trust 1 and no clip binding, g is the plain 
 A merged peer with trust t < 1 abstains for (1 - t) of its place (a zero delta, still counted
 in the denominator), not a vote for this node's own direction; a peer trusted under
 summaries.trust_skip_below is left out of the step altogether (summaries/trust.py). Why 2 |own| and not |own|: an honest peer's summary
-carries its error-feedback residual and grows to 1.2-1.3x the receiver's own delta norm over a
-run (measured in one process, 4 nodes, H = 20); clipped at |own| most honest summaries lost a
-tenth or more, at 2 |own| they pass whole.
+carries its error-feedback residual and grows past the receiver's own delta norm over a run, so
+clipped at |own| most honest summaries lose part of it, at 2 |own| they pass whole
+(docs/experiments/summaries.md).
 
 Why not CenteredClip around the own delta, g = own + sum_j w_j t_j clip(d_j - own, tau) / (1 + sum w)?
 It has the stronger bound (|g - own| < |own|: no coalition turns the step around), but a
 down-weighted peer there counts as agreeing with own, so g -> own as trust falls, and the outer
-optimizer's Nesterov momentum (lr 1, mu 0.5) then steps 2x own: measured in scripts/experiments/summary_sim.py
-(4 nodes, 600 steps, sum2+sum3) it ended at 13.5% held-out against 20.5% for the plain mean, below
-where it started. A coalition that would turn the step around here must first be trusted, and a
+optimizer's Nesterov momentum (lr 1, mu 0.5) then steps 2x own; it learned worse than the plain
+mean (docs/experiments/summaries.md). A coalition that would turn the step around here must first be trusted, and a
 summary that disagrees with this node's direction loses its sender's trust before it is merged
 (summaries/trust.py judges first).
 """

@@ -8,16 +8,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
+from dataclasses import dataclass
 from typing import Callable
 
 from swarmnode.config import NodeConfig
 from swarmnode.node.gossip.fetcher import PeerFetcher
 from swarmnode.node.gossip.standings import PeerStandings
-from swarmnode.node.training.service import TrainingService
+from swarmnode.node.training.boundary import SwarmInputs
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.signed_values import age_problem
 from swarmnode.protocol.rollout_messages import open_rollout_batch
+from swarmnode.protocol.versions import THIS_RELEASE, ProtocolVersions
 from swarmnode.utils.lru_map import LRUMap
 from swarmnode.trainer.intake import IntakeResult
 
@@ -25,17 +27,31 @@ log = logging.getLogger("swarmnode.gossip")
 LATENCY_SAMPLES = 2048
 
 
+@dataclass(slots=True)
+class FetchTally:
+    """What taking one response's batches adds to the rollout counters, and the CPU it took."""
+
+    batches_fetched: int = 0
+    bytes_fetched: int = 0
+    groups_accepted: int = 0
+    groups_skipped_other_task: int = 0
+    store_errors: int = 0
+    cpu_s: float = 0.0
+
+
 class RolloutReceiver:
     """Takes a peer's fetched batches (blocking: run it on a worker thread)."""
 
-    def __init__(self, config: NodeConfig, clock: Callable[[], float], training: TrainingService,
-                 standings: PeerStandings, fetcher: PeerFetcher):
+    def __init__(self, config: NodeConfig, clock: Callable[[], float], inputs: SwarmInputs,
+                 standings: PeerStandings, fetcher: PeerFetcher, versions: ProtocolVersions = THIS_RELEASE):
         self.config = config
         self.clock = clock  # DHT time
-        self.training = training
+        self.inputs = inputs  # peers' batches go to the trainer thread through it
         self.standings = standings
         self.fetcher = fetcher  # its per-peer accept rate
-        self.reread_announcements = False  # set when a peer's batch is signed with another key
+        self.versions = versions  # the protocol versions this node opens peers' batches in
+        self._reread = False  # a peer's batch was signed with another key: read announcements again
+        self._reread_lock = threading.Lock()
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # publish -> accepted here, seconds
         # The same per sender (how long a batch takes over each path: direct, relayed), bounded.
         self._sender_latencies: LRUMap[str, deque] = LRUMap(config.limits.max_tracked_senders)
@@ -45,34 +61,46 @@ class RolloutReceiver:
         with self._latency_lock:
             return {peer: list(samples) for peer, samples in self._sender_latencies.items()}
 
-    def take(self, peer: str, public_key: bytes, envelopes: list[bytes], after: int) -> Counter:
+    def request_reread(self) -> None:
+        """Ask the next fetch round to read the announcements again (any thread)."""
+        with self._reread_lock:
+            self._reread = True
+
+    def take_reread_request(self) -> bool:
+        """Whether a re-read was asked for since the last call (the request is consumed)."""
+        with self._reread_lock:
+            wanted, self._reread = self._reread, False
+        return wanted
+
+    def take(self, peer: str, public_key: bytes, envelopes: list[bytes], after: int) -> FetchTally:
         """Check a response's envelopes in order and hand their groups to training; returns
         counter increments for the event loop to add, and `cpu_s` spent checking and re-scoring."""
-        tally: Counter = Counter()
+        tally = FetchTally()
         for envelope in envelopes:
             # Over its rate, the rest waits for the next fetch: the cursor stays where it is.
             if self.standings.ledger.ignored(peer, self.clock()) or not self.fetcher.accepts(peer):
                 break
             after = self._take_batch(peer, public_key, envelope, after, tally)
-        if tally["batches_fetched"]:
+        if tally.batches_fetched:
             self.standings.save_now(peer)
         return tally
 
-    def _take_batch(self, peer: str, public_key: bytes, envelope: bytes, after: int, tally: Counter) -> int:
+    def _take_batch(self, peer: str, public_key: bytes, envelope: bytes, after: int, tally: FetchTally) -> int:
         """Check one fetched envelope and hand its groups to training; returns the new cursor."""
-        tally["batches_fetched"] += 1
-        tally["bytes_fetched"] += len(envelope)
+        tally.batches_fetched += 1
+        tally.bytes_fetched += len(envelope)
         now = self.clock()
         cpu = time.thread_time()
         try:
-            batch, _ = open_rollout_batch(envelope, served_by=peer, public_key=public_key)
+            batch, _ = open_rollout_batch(envelope, served_by=peer, public_key=public_key,
+                                              versions=self.versions.spoken)
         except Rejected as r:
             if r.reason is RejectReason.KEY_BINDING:
-                self.reread_announcements = True  # it may have a new key: read its announcement next round
+                self.request_reread()  # it may have a new key: read its announcement next round
             self.standings.blame(peer, None, [(r.reason, r.detail)])
             return after
         finally:
-            tally["cpu_s"] += time.thread_time() - cpu
+            tally.cpu_s += time.thread_time() - cpu
         if batch.batch_id <= after:  # a peer may not serve old batches as new
             self.standings.blame(peer, batch.batch_id, [(RejectReason.REPLAYED, f"batch {batch.batch_id} <= {after}")])
             return after
@@ -83,26 +111,26 @@ class RolloutReceiver:
             self.standings.blame(peer, batch.batch_id, [problem])
             return batch.batch_id
         cpu = time.thread_time()
-        result = self.training.receive(batch, peer)
-        tally["cpu_s"] += time.thread_time() - cpu
+        result = self.inputs.receive(batch, peer)
+        tally.cpu_s += time.thread_time() - cpu
         latency = max(0.0, self.clock() - batch.created_at)
         self.latencies.append(latency)
         with self._latency_lock:
             self._sender_latencies.setdefault(peer, lambda: deque(maxlen=LATENCY_SAMPLES // 4)).append(latency)
         if result.groups:
             self._store(peer, batch.batch_id, result, tally)
-        tally["groups_skipped_other_task"] += result.skipped_other_task
+        tally.groups_skipped_other_task += result.skipped_other_task
         self.standings.ledger.record(peer, len(result.groups), 0, now)
         if result.rejected:
             self.standings.blame(peer, batch.batch_id, result.rejected)
         return batch.batch_id
 
-    def _store(self, peer: str, batch_id: int, result: IntakeResult, tally: Counter) -> None:
-        tally["groups_accepted"] += len(result.groups)
+    def _store(self, peer: str, batch_id: int, result: IntakeResult, tally: FetchTally) -> None:
+        tally.groups_accepted += len(result.groups)
         for _ in result.groups:
             self.standings.stats.accept("rollout_group")
         try:
             self.standings.received.accepted(peer, batch_id, result.groups, result.same_model)
         except Exception as e:  # noqa: BLE001 - a full disk must not replay or un-count the batch
-            tally["store_errors"] += 1
+            tally.store_errors += 1
             log.warning("storing groups of batch %d from %s failed (%s)", batch_id, peer, e)

@@ -23,17 +23,18 @@ import asyncio
 import functools
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from swarmnode.config import NodeConfig
-from swarmnode.identity import NodeIdentity
 from swarmnode.node.gossip.announcements import Announcer, read_newest_per_peer
 from swarmnode.node.gossip.fetcher import PeerFetcher
-from swarmnode.node.gossip.rollout_batches import RolloutReceiver
+from swarmnode.node.gossip.rollout_batches import FetchTally, RolloutReceiver
 from swarmnode.node.gossip.server import PeerServer, Waiters
-from swarmnode.node.gossip.standings import PeerStandings
-from swarmnode.node.training.service import TrainingService, fetch_ahead_steps
-from swarmnode.protocol.codec import RejectReason
+from swarmnode.node.gossip.standings import PeerStandings, StandingCounters
+from swarmnode.node.training.boundary import fetch_ahead_steps
+from swarmnode.node.training.service import TrainingService
+from swarmnode.protocol.codec import RejectReason, VersionedSigner
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, build_rollout_announcement, seal_rollout_batch
 from swarmnode.swarm.peers import RecordIntake
 from swarmnode.swarm.gossip.rollout_bookkeeping import (
@@ -49,16 +50,56 @@ from swarmnode.swarm.gossip.rollout_bookkeeping import (
 )
 from swarmnode.swarm.transports.base import RequestFailed, Transport
 from swarmnode.swarm.windows import rollouts_key, rollouts_prefix, window_index
-from swarmnode.trainer.wire import groups_to_batch
+from swarmnode.trainer.rollout_export import groups_to_batch
 
 log = logging.getLogger("swarmnode.gossip")
-# The status `rollouts` counters, in their order; this object counts the rest of them, the
-# standings count rejections, ignores and their own store errors, the fetcher its slot waits.
-STATUS_COUNTERS = ("batches_published", "groups_published", "bytes_published", "announcements", "batches_fetched",
-                   "bytes_fetched", "groups_accepted", "groups_rejected", "groups_skipped_other_task",
-                   "fetch_failures", "peers_ignored", "store_errors", "fetch_waits", "fetch_requests",
-                   "fetches_deferred", "empty_fetches", "requests_served", "requests_held", "announcement_reads")
-COUNTED_ELSEWHERE = frozenset({"groups_rejected", "peers_ignored", "fetch_waits"})
+
+
+@dataclass(slots=True)
+class RolloutCounters:
+    """The status `rollouts` counters this object counts (the standings and the fetcher count the rest)."""
+
+    batches_published: int = 0
+    groups_published: int = 0
+    bytes_published: int = 0
+    announcements: int = 0
+    batches_fetched: int = 0
+    bytes_fetched: int = 0
+    groups_accepted: int = 0
+    groups_skipped_other_task: int = 0
+    fetch_failures: int = 0
+    store_errors: int = 0
+    fetch_requests: int = 0
+    fetches_deferred: int = 0
+    empty_fetches: int = 0
+    requests_served: int = 0
+    requests_held: int = 0
+    announcement_reads: int = 0
+
+    def add(self, tally: FetchTally) -> None:
+        """One fetch response's batches, taken by the receiver."""
+        self.batches_fetched += tally.batches_fetched
+        self.bytes_fetched += tally.bytes_fetched
+        self.groups_accepted += tally.groups_accepted
+        self.groups_skipped_other_task += tally.groups_skipped_other_task
+        self.store_errors += tally.store_errors
+
+
+def rollout_status_counters(own: RolloutCounters, standings: StandingCounters, fetch_waits: int) -> dict[str, int]:
+    """The status `rollouts` counters in their documented order: this object's, the standings'
+    (rejections, ignores and their own store errors) and the fetcher's slot waits."""
+    c = own
+    return {
+        "batches_published": c.batches_published, "groups_published": c.groups_published,
+        "bytes_published": c.bytes_published, "announcements": c.announcements,
+        "batches_fetched": c.batches_fetched, "bytes_fetched": c.bytes_fetched, "groups_accepted": c.groups_accepted,
+        "groups_rejected": standings.groups_rejected, "groups_skipped_other_task": c.groups_skipped_other_task,
+        "fetch_failures": c.fetch_failures, "peers_ignored": standings.peers_ignored,
+        "store_errors": c.store_errors + standings.store_errors, "fetch_waits": fetch_waits,
+        "fetch_requests": c.fetch_requests, "fetches_deferred": c.fetches_deferred,
+        "empty_fetches": c.empty_fetches, "requests_served": c.requests_served, "requests_held": c.requests_held,
+        "announcement_reads": c.announcement_reads,
+    }
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -73,7 +114,7 @@ class RolloutGossip:
 
     LIMIT_KEYS = ROLLOUT_LIMIT_KEYS
 
-    def __init__(self, config: NodeConfig, identity: NodeIdentity, transport: Transport, training: TrainingService,
+    def __init__(self, config: NodeConfig, identity: VersionedSigner, transport: Transport, training: TrainingService,
                  records: RecordIntake, standings: PeerStandings):
         self.config = config
         self.identity = identity
@@ -90,7 +131,8 @@ class RolloutGossip:
                                    config.swarm.window_s, what="rollouts", logger=log)
         self.fetcher = PeerFetcher(limits, accept_per_s=limits.accept_batches_per_s, accept_burst=limits.accept_burst,
                                    what="rollouts", logger=log)
-        self.receiver = RolloutReceiver(config, transport.dht_time, training, standings, self.fetcher)
+        self.receiver = RolloutReceiver(config, transport.dht_time, training.inputs, standings, self.fetcher,
+                                        versions=identity.versions)
         self.holds = HeldRequests(cfg.max_held_requests)  # peers' long-polls this node holds
         self._held_wake = Waiters()
         self._long_polls_out = 0  # this node's long-polls in flight (each holds a fetch slot)
@@ -103,7 +145,7 @@ class RolloutGossip:
         self.busy_s = 0.0  # wall time spent on gossip work (network waits included), not sleeping
         self.worker_cpu_s = 0.0  # CPU of gossip work in worker threads (sealing, checking, re-scoring)
         self._loop_cpu_start = 0.0
-        self.counters = {key: 0 for key in STATUS_COUNTERS if key not in COUNTED_ELSEWHERE}
+        self.counters = RolloutCounters()
 
     async def start(self) -> None:
         self._loop_cpu_start = time.thread_time()  # this is the event loop's thread
@@ -115,7 +157,7 @@ class RolloutGossip:
         batches, so the next fetch round reads the announcements instead of waiting for the
         discovery interval."""
         if key.startswith(rollouts_prefix(self.config.swarm.name)) and subkey not in self._known:
-            self.receiver.reread_announcements = True
+            self.receiver.request_reread()
 
     def close(self) -> None:
         """Answer every held long-poll now (the daemon stops the transport next)."""
@@ -126,7 +168,7 @@ class RolloutGossip:
 
     async def _answer(self, request: bytes, remote: str) -> bytes:
         """A peer's fetch, within its rate (self.server)."""
-        self.counters["requests_served"] += 1
+        self.counters.requests_served += 1
         parsed = parse_rollout_fetch_request(request)
         if parsed is not None and parsed.wait_ms and not self.outbox.has_after(parsed.after_batch_id):
             await self._hold(remote, parsed.after_batch_id, min(parsed.wait_ms / 1000, self.config.rollouts.long_poll_s))
@@ -138,7 +180,7 @@ class RolloutGossip:
         gives up cancels this handler (hivemind relays the cancel), which frees the slot."""
         if wait_s <= 0 or self._closing or not self.holds.acquire(remote):
             return
-        self.counters["requests_held"] += 1
+        self.counters.requests_held += 1
         deadline = time.monotonic() + wait_s
         try:
             while not self._closing and not self.outbox.has_after(after):
@@ -172,20 +214,15 @@ class RolloutGossip:
 
     async def share_loop(self) -> None:
         while True:
-            drained = []
-            while True:
-                try:
-                    drained.append(self.training.outgoing.get_nowait())
-                except Exception:  # noqa: BLE001 - queue.Empty
-                    break
+            drained = self.training.outputs.take_groups()
             for groups in drained:
                 start = time.perf_counter()
                 batch_id, envelope = await asyncio.to_thread(self._seal, groups)
                 self.outbox.add(batch_id, envelope)
                 self.busy_s += time.perf_counter() - start
-                self.counters["batches_published"] += 1
-                self.counters["groups_published"] += len(groups)
-                self.counters["bytes_published"] += len(envelope)
+                self.counters.batches_published += 1
+                self.counters.groups_published += len(groups)
+                self.counters.bytes_published += len(envelope)
             if drained:
                 self._new_batch.set()
                 self._held_wake.wake()  # answer the peers waiting for a new batch
@@ -202,7 +239,7 @@ class RolloutGossip:
             start = time.perf_counter()
             if await self.announcer.announce(functools.partial(self._announcement, *self.outbox.id_range()),
                                              cfg.announce_ttl_s):
-                self.counters["announcements"] += 1
+                self.counters.announcements += 1
             self.busy_s += time.perf_counter() - start
             await asyncio.sleep(cfg.announce_interval_s)
 
@@ -224,10 +261,10 @@ class RolloutGossip:
 
     async def _fetch_round(self, round_no: int) -> None:
         """Start a fetch from every known peer that is due, while training wants peers' batches."""
-        if not self.training.ready or self.config.training.external_rollouts == 0:
+        if not self.training.inputs.ready or self.config.training.external_rollouts == 0:
             return
-        if not self.training.external_wanted():
-            self.counters["fetches_deferred"] += 1  # the pool holds enough: fetch fresh ones later
+        if not self.training.inputs.external_wanted():
+            self.counters.fetches_deferred += 1  # the pool holds enough: fetch fresh ones later
             return
         start = time.perf_counter()
         await self._refresh_known()
@@ -250,13 +287,13 @@ class RolloutGossip:
         for peer in [p for p, a in self._known.items() if a.announcement.expires_at <= now]:
             del self._known[peer]
         expiries = [a.announcement.expires_at for a in self._known.values()]
-        if not (self.receiver.reread_announcements
-                or announcements_due(now, self._last_read, expiries, cfg.discover_interval_s, cfg.announce_interval_s)):
+        reread = self.receiver.take_reread_request()
+        if not (reread or announcements_due(now, self._last_read, expiries, cfg.discover_interval_s,
+                                            cfg.announce_interval_s)):
             return
-        self.receiver.reread_announcements = False
         try:
             self._known.update((a.peer_id, a) for a in await self._read_announcements())
-            self.counters["announcement_reads"] += 1
+            self.counters.announcement_reads += 1
             self._last_read = now
         except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
             log.warning("reading rollout announcements failed (%s)", e)
@@ -295,13 +332,13 @@ class RolloutGossip:
             return
         wait_s = self._long_poll_s()
         self._long_polls_out += wait_s > 0
-        self.counters["fetch_requests"] += 1
+        self.counters.fetch_requests += 1
         asked = time.monotonic()
         try:
             response = await self.transport.request(peer, ROLLOUT_PROTOCOL, self._fetch_request(after, wait_s),
                                                     self.config.rollouts.fetch_timeout_s + wait_s)
         except RequestFailed as e:
-            self.counters["fetch_failures"] += 1
+            self.counters.fetch_failures += 1
             self.fetcher.failed(peer)
             log.debug("%s", e)
             return
@@ -316,9 +353,8 @@ class RolloutGossip:
         self._note_idle(peer, bool(envelopes), wait_s, time.monotonic() - asked)
         if envelopes:
             tally = await asyncio.to_thread(self.receiver.take, peer, a.public_key, envelopes, after)
-            self.worker_cpu_s += tally.pop("cpu_s", 0.0)
-            for key, value in tally.items():
-                self.counters[key] += value
+            self.worker_cpu_s += tally.cpu_s
+            self.counters.add(tally)
 
     def _note_idle(self, peer: str, delivered: bool, wait_s: float, took_s: float) -> None:
         """Count a long-poll answered at once with nothing (the peer does not hold it); any
@@ -326,14 +362,13 @@ class RolloutGossip:
         idle = not (delivered or not wait_s or took_s >= wait_s / 2)
         self.fetcher.note_idle(peer, idle)
         if not delivered:
-            self.counters["empty_fetches"] += 1
+            self.counters.empty_fetches += 1
 
     # -- status --------------------------------------------------------------------------------
 
     def status_counters(self) -> dict[str, int]:
-        """Every status counter (STATUS_COUNTERS), wherever it is counted."""
-        parts = (self.counters, self.standings.counters, {"fetch_waits": self.fetcher.waits})
-        return {key: sum(part.get(key, 0) for part in parts) for key in STATUS_COUNTERS}
+        """Every status `rollouts` counter, wherever it is counted."""
+        return rollout_status_counters(self.counters, self.standings.counters, self.fetcher.waits)
 
     def snapshot(self) -> dict[str, Any]:
         counters = self.status_counters()

@@ -10,6 +10,7 @@ pardons no recent offender.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -18,6 +19,7 @@ from swarmnode.protocol.codec import RejectReason
 from swarmnode.store.rollout_store import RolloutStore
 from swarmnode.store.standing import StandingRow, StandingStore
 from swarmnode.swarm.peers import MessageStats
+from swarmnode.swarm.penalties import PeerPenalties
 from swarmnode.swarm.gossip.rollout_bookkeeping import SenderLedger
 
 log = logging.getLogger("swarmnode.gossip")
@@ -41,6 +43,15 @@ def saved_trust(rows: list[StandingRow]) -> list[tuple[str, float, int]]:
 REJECTIONS_PENALTY_CAP = 60.0  # rejected messages counted in a GossipSub penalty
 
 
+@dataclass(slots=True)
+class StandingCounters:
+    """The status `rollouts` counters the standings keep (worker and trainer threads add to them)."""
+
+    groups_rejected: int = 0
+    peers_ignored: int = 0
+    store_errors: int = 0
+
+
 class PeerStandings:
     """The ledger of every peer (accepted, rejected, cursor, ignored until), `blame` for what a
     peer sent wrong, and the SQLite files that keep both: `received` (accepted groups and
@@ -50,7 +61,7 @@ class PeerStandings:
     the event loop's worker threads and from the trainer thread."""
 
     def __init__(self, config: NodeConfig, stats: MessageStats, received: RolloutStore, saved: StandingStore,
-                 clock: Callable[[], float]):
+                 clock: Callable[[], float], penalties: PeerPenalties | None = None):
         cfg, limits = config.rollouts, config.limits
         self.config = config
         self.stats = stats
@@ -61,16 +72,19 @@ class PeerStandings:
                                    max_peers=limits.max_tracked_senders)
         for row in saved.load(limits.max_tracked_senders):
             self.ledger.restore(row.peer, row.accepted, row.rejected, row.ignored_until, row.cursor)
-        self.counters = dict(groups_rejected=0, peers_ignored=0, store_errors=0)
+        self.counters = StandingCounters()
+        if penalties is not None:  # the transport's GossipSub scores read gossip_penalty from now on
+            penalties.judged_by(self)
 
     @classmethod
-    def open(cls, config: NodeConfig, stats: MessageStats, home_root: Path, clock: Callable[[], float]) -> PeerStandings:
+    def open(cls, config: NodeConfig, stats: MessageStats, home_root: Path, clock: Callable[[], float],
+             penalties: PeerPenalties | None = None) -> PeerStandings:
         """The standings kept in `home_root`/rollouts.sqlite."""
         path = home_root / STANDINGS_FILE
         received = RolloutStore(path)
         # Standings of up to 16x as many peers as memory holds: a restart pardons no recent offender.
         saved = StandingStore(path, max_rows=16 * config.limits.max_tracked_senders)
-        return cls(config, stats, received, saved, clock)
+        return cls(config, stats, received, saved, clock, penalties)
 
     def close(self) -> None:
         self.received.close()
@@ -81,16 +95,16 @@ class PeerStandings:
         (see NOT_STRIKES), and write them down."""
         for reason, _ in reasons:
             self.stats.reject(reason, peer)
-        self.counters["groups_rejected"] += len(reasons)
+        self.counters.groups_rejected += len(reasons)
         try:
             self.received.rejected(peer, batch_id, [(reason.value, detail) for reason, detail in reasons])
         except Exception as e:  # noqa: BLE001 - the counts above stand; the log says why the row is missing
-            self.counters["store_errors"] += 1
+            self.counters.store_errors += 1
             log.warning("storing rejections of %s failed (%s)", peer, e)
         strikes = weight * sum(1 for reason, _ in reasons if reason not in NOT_STRIKES)
         if strikes and self.ledger.record(peer, 0, strikes, self.clock()):
             cfg = self.config.rollouts
-            self.counters["peers_ignored"] += 1
+            self.counters.peers_ignored += 1
             log.warning("ignoring peer %s for %gs: %d rejected groups within %gs", peer, cfg.ignore_s,
                         cfg.strike_limit + 1, cfg.strike_window_s)
             self.save_now(peer)
@@ -116,7 +130,7 @@ class PeerStandings:
         try:
             self.saved.save([StandingRow(peer, s.accepted, s.rejected, s.ignored_until, s.cursor)])
         except Exception as e:  # noqa: BLE001 - memory still holds the standing
-            self.counters["store_errors"] += 1
+            self.counters.store_errors += 1
             log.warning("saving the standing of %s failed (%s)", peer, e)
 
     def load_trust(self) -> list[tuple[str, float, int]]:

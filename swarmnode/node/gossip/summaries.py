@@ -32,20 +32,20 @@ import random
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Protocol
 
 from swarmnode.config import NodeConfig
-from swarmnode.identity import NodeIdentity
 from swarmnode.node.gossip.announcements import Announcer, read_newest_per_peer
 from swarmnode.node.gossip.fetcher import PeerFetcher
 from swarmnode.node.gossip.server import PeerServer
 from swarmnode.node.gossip.standings import PeerStandings
 from swarmnode.node.training.service import OutgoingSummary, TrainingService
-from swarmnode.protocol.codec import Rejected, RejectReason
+from swarmnode.protocol.codec import Rejected, RejectReason, VersionedSigner
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.signed_values import age_problem
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, build_summary_announcement, open_summary, seal_summary
-from swarmnode.summaries import OuterResult, Received, check_summary, dense_bytes, fetch_allowance, norm_bound
+from swarmnode.summaries import CompressionConfig, OuterResult, Received, check_summary, dense_bytes, fetch_allowance
 from swarmnode.summaries.trust import REPEATED
 from swarmnode.utils.lru_map import LRUMap
 from swarmnode.swarm.peers import RecordIntake
@@ -64,15 +64,56 @@ SUMMARY_STRIKES_TO_IGNORE = 4  # harmful summaries within rollouts.strike_window
 EXPLORE_SHARE = 0.25
 
 
+class SummaryOuterLoop(Protocol):
+    """What summary gossip uses of the outer loop (node/training/outer_access.py implements it)."""
+
+    @property
+    def built(self) -> bool: ...
+    def max_norm(self, ratio: float) -> float | None: ...
+    def put(self, received: Received) -> None: ...
+    def waiting(self) -> int: ...
+    def stale_dropped(self) -> int: ...
+    def clock(self) -> int: ...
+    def shapes(self) -> dict[str, tuple[int, ...]]: ...
+    def compression(self) -> CompressionConfig: ...
+    def robust(self) -> bool: ...
+    def merges(self, peer: str) -> bool: ...
+    def saved_trust(self, peers: list[str]) -> list[tuple[str, float, int]]: ...
+    def agreement_scale(self) -> float | None: ...
+    def trust_snapshot(self) -> dict[str, Any]: ...
+
+
+@dataclass(slots=True)
+class SummaryCounters:
+    """This node's summary traffic, as status.summaries shows it."""
+
+    sent: int = 0
+    bytes_sent: int = 0
+    fetched: int = 0
+    accepted: int = 0
+    skipped_other_base: int = 0
+    fetch_failures: int = 0
+
+
+@dataclass(slots=True)
+class JudgedCounts:
+    """The outer steps' verdicts on merged summaries (trainer thread), as status.summaries shows them."""
+
+    down_weighted: int = 0
+    clipped: int = 0
+    harmful: int = 0
+
+
 class SummaryGossip:
     """Gradient summaries: this node's served, same-base peers' fetched into the outer loop."""
 
-    def __init__(self, config: NodeConfig, identity: NodeIdentity, transport: Transport, training: TrainingService,
-                 records: RecordIntake, standings: PeerStandings):
+    def __init__(self, config: NodeConfig, identity: VersionedSigner, transport: Transport, training: TrainingService,
+                 outer: SummaryOuterLoop, records: RecordIntake, standings: PeerStandings):
         self.config = config
         self.identity = identity
         self.transport = transport
-        self.training = training
+        self.training = training  # fingerprints, the summaries it makes (outputs), same-base peers (inputs)
+        self.outer = outer
         self.records = records
         self.standings = standings  # one standing per peer, shared with rollouts
         limits = config.limits
@@ -88,10 +129,10 @@ class SummaryGossip:
         self._new_summary = asyncio.Event()
         self._budget_clock, self._started = -1, 0  # fetches started during this node's outer step _budget_clock
         self.rejected: Counter[str] = Counter()
-        self.counters = dict(sent=0, bytes_sent=0, fetched=0, accepted=0, skipped_other_base=0, fetch_failures=0)
+        self.counters = SummaryCounters()
         # The outer step's verdicts (trainer thread), for status.
         self.skipped: Counter[str] = Counter()
-        self.judged = dict(down_weighted=0, clipped=0, harmful=0)
+        self.judged = JudgedCounts()
         self._verdict_lock = threading.Lock()
         self.check_seconds = 0.0  # sealing and checking summaries, wall
         self.check_cpu_seconds = 0.0  # the same, CPU time of the worker threads doing it
@@ -112,7 +153,7 @@ class SummaryGossip:
 
     def _seal_summary(self, outgoing: OutgoingSummary, summary_id: int) -> bytes:
         now = self.transport.dht_time()
-        compression = self.training.outer.config.compression  # the settings the tensors were made with
+        compression = self.outer.compression()  # the settings the tensors were made with
         chunk, per_chunk = compression.chunk_size, compression.per_chunk
         summary = pb.GradientSummary(
             model_fingerprint=self.training.fingerprint, base_fingerprint=self.training.base_fingerprint,
@@ -125,16 +166,15 @@ class SummaryGossip:
 
     async def publish_loop(self) -> None:
         while True:
-            try:
-                outgoing = self.training.summaries_out.get_nowait()
-            except Exception:  # noqa: BLE001 - queue.Empty
+            outgoing = self.training.outputs.take_summary()
+            if outgoing is None:
                 await asyncio.sleep(0.2)
                 continue
             self._next_id += 1
             envelope = await asyncio.to_thread(self._seal, outgoing, self._next_id)
             self.outbox.add(self._next_id, envelope)
-            self.counters["sent"] += 1
-            self.counters["bytes_sent"] += len(envelope)
+            self.counters.sent += 1
+            self.counters.bytes_sent += len(envelope)
             self._new_summary.set()
 
     async def announce_loop(self) -> None:
@@ -167,18 +207,18 @@ class SummaryGossip:
         await self.fetcher.run(lambda: self.config.summaries.fetch_interval_s, self._fetch_round)
 
     async def _fetch_round(self, round_no: int) -> None:
-        outer = self.training.outer
-        if outer is None or norm_bound(list(outer.own_norms), self.config.limits.summary_max_norm_ratio) is None:
+        if self.outer.max_norm(self.config.limits.summary_max_norm_ratio) is None:
             return  # nothing to merge into yet, or too few own summaries to judge a peer's norm by
         try:
             announcements = await self._read_announcements()
         except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
             log.warning("reading summary announcements failed (%s)", e)
             return
-        if outer.clock() != self._budget_clock:
-            self._budget_clock, self._started = outer.clock(), 0
-        candidates = fetch_order(self._fetchable(announcements), outer.trust.merges, self._rng)
-        for a in candidates[:fetch_allowance(self.config.summaries.partners_per_step, self._started, len(outer.inbox))]:
+        if self.outer.clock() != self._budget_clock:
+            self._budget_clock, self._started = self.outer.clock(), 0
+        candidates = fetch_order(self._fetchable(announcements), self.outer.merges, self._rng)
+        allowance = fetch_allowance(self.config.summaries.partners_per_step, self._started, self.outer.waiting())
+        for a in candidates[:allowance]:
             self._started += 1
             self.fetcher.start(a.peer_id, functools.partial(self._fetch_from, a))
 
@@ -192,7 +232,7 @@ class SummaryGossip:
             if m.base_fingerprint != self.training.base_fingerprint:
                 if self._other_base.get(a.peer_id) != m.summary_id:  # counted once per summary
                     self._other_base[a.peer_id] = m.summary_id
-                    self.counters["skipped_other_base"] += 1
+                    self.counters.skipped_other_base += 1
                 continue
             if (self.fetcher.busy(a.peer_id) or m.summary_id <= (self._last_fetched.get(a.peer_id) or 0)
                     or self.standings.ledger.ignored(a.peer_id, now)):
@@ -219,7 +259,7 @@ class SummaryGossip:
             response = await self.transport.request(peer, SUMMARY_PROTOCOL, summary_fetch_request(m.summary_id),
                                                     self.config.summaries.fetch_timeout_s)
         except RequestFailed as e:
-            self.counters["fetch_failures"] += 1
+            self.counters.fetch_failures += 1
             log.debug("%s", e)
             return
         envelope = parse_summary_fetch_response(response)
@@ -228,36 +268,35 @@ class SummaryGossip:
             return
         if not envelope:
             return  # it no longer holds that summary: nothing wrong
-        self.counters["fetched"] += 1
+        self.counters.fetched += 1
         if len(envelope) > self.config.limits.max_summary_bytes:
             await self._reject(peer, RejectReason.OVERSIZED, f"{len(envelope)} bytes")
             return
-        outer = self.training.outer
-        max_norm = norm_bound(list(outer.own_norms), self.config.limits.summary_max_norm_ratio)
+        max_norm = self.outer.max_norm(self.config.limits.summary_max_norm_ratio)
         try:
             received = await asyncio.to_thread(self._check, envelope, peer, a.public_key, m.summary_id, max_norm)
         except Rejected as r:
             await self._reject(peer, r.reason, r.detail)
             return
-        outer.inbox.put(received)
-        self.counters["accepted"] += 1
+        self.outer.put(received)
+        self.counters.accepted += 1
         self.standings.stats.accept("gradient_summary")
 
     def _check(self, envelope: bytes, peer: str, public_key: bytes, summary_id: int, max_norm: float) -> Received:
         """Open, check and decode a fetched summary (worker thread). Raises `Rejected`."""
         with self._timed():
-            summary, _ = open_summary(envelope, served_by=peer, public_key=public_key)
+            summary, _ = open_summary(envelope, served_by=peer, public_key=public_key,
+                                      versions=self.identity.versions.spoken)
             if summary.summary_id != summary_id:
                 raise Rejected(RejectReason.REPLAYED, f"asked for summary {summary_id}, got {summary.summary_id}", peer)
             problem = age_problem(summary.created_at, now=self.transport.dht_time(),
                                   max_age_s=self.config.limits.max_batch_age_s)
             if problem is not None:
                 raise Rejected(*problem, peer)
-            outer = self.training.outer
             tensors, norm = check_summary(summary, sender=peer, base_fingerprint=self.training.base_fingerprint,
-                                          shapes=outer.shapes, max_norm=max_norm)
+                                          shapes=self.outer.shapes(), max_norm=max_norm)
             # An all-zero summary (an idle peer) is no evidence and no repeat: no digest.
-            return Received(peer, tensors, norm, outer.clock(), time.monotonic(),
+            return Received(peer, tensors, norm, self.outer.clock(), time.monotonic(),
                             values_digest(tensors) if norm > 0 else None)
 
     @contextlib.contextmanager
@@ -280,8 +319,7 @@ class SummaryGossip:
         """The outer step's verdicts on peers' summaries (trainer thread; blocking: SQLite):
         counted for status, a harmful or repeated summary strikes its sender, and every judged
         peer's trust is saved with its standing."""
-        outer = self.training.outer
-        if outer is None or not outer.config.robust:
+        if not self.outer.robust():
             return  # the plain mean: trust is shown, never acted on
         with self._verdict_lock:
             tally_verdicts(result, self.skipped, self.judged)
@@ -294,7 +332,7 @@ class SummaryGossip:
                 self.standings.blame(v.peer, None, [(reason, f"summary: agreement {v.agreement:.3g} with this "
                                                              f"node's own direction, trust {v.trust:.2f}")], weight)
         try:
-            self.standings.save_trust(outer.trust.saved([v.peer for v in result.verdicts]))
+            self.standings.save_trust(self.outer.saved_trust([v.peer for v in result.verdicts]))
         except Exception as e:  # noqa: BLE001 - memory still holds the trust
             log.warning("saving peers' summary trust failed (%s)", e)
 
@@ -302,25 +340,24 @@ class SummaryGossip:
 
     def _verdict_counts(self) -> dict[str, Any]:
         with self._verdict_lock:  # the trainer thread adds to them
-            return {"skipped": dict(self.skipped), **self.judged}
+            return {"skipped": dict(self.skipped), **asdict(self.judged)}
 
     def snapshot(self) -> dict[str, Any]:
-        outer = self.training.outer
         counters = self.training.outer_snapshot()
-        sent = self.counters["sent"]
-        per_summary = round(self.counters["bytes_sent"] / sent, 1) if sent else None
-        dense = dense_bytes(outer.shapes) if outer is not None else 0
+        sent = self.counters.sent
+        per_summary = round(self.counters.bytes_sent / sent, 1) if sent else None
+        dense = dense_bytes(self.outer.shapes()) if self.outer.built else 0
         last = counters.get("last_merge_at")
         return {
             "enabled": self.config.summaries.enabled,
-            "active": self.training.same_base_peers > 0,
+            "active": self.training.inputs.same_base_peers() > 0,
             "base_fingerprint": self.training.base_fingerprint,
             "sent": sent,
             "merged": counters["merged"],
-            "fetched": self.counters["fetched"],
+            "fetched": self.counters.fetched,
             "rejected": dict(self.rejected),
-            "skipped_other_base": self.counters["skipped_other_base"],
-            "stale_dropped": outer.inbox.stale_dropped if outer is not None else 0,
+            "skipped_other_base": self.counters.skipped_other_base,
+            "stale_dropped": self.outer.stale_dropped(),
             "bytes_per_summary": per_summary,
             "dense_bytes": dense,
             "compression_ratio": round(dense / per_summary, 1) if per_summary else None,
@@ -331,8 +368,8 @@ class SummaryGossip:
             "partners_last": counters["partners_last"],
             "robust_merge": self.config.summaries.robust_merge,
             **self._verdict_counts(),
-            "agreement_scale": round(outer.trust.scale, 5) if outer is not None else None,
-            "trust": outer.trust.snapshot() if outer is not None else {},
+            "agreement_scale": None if (scale := self.outer.agreement_scale()) is None else round(scale, 5),
+            "trust": self.outer.trust_snapshot(),
         }
 
 
@@ -347,15 +384,15 @@ def fetch_order(candidates: list[CheckedSummaryAnnouncement], merges: Callable[[
     return order
 
 
-def tally_verdicts(result: OuterResult, skipped: Counter, judged: dict[str, int]) -> None:
+def tally_verdicts(result: OuterResult, skipped: Counter, judged: JudgedCounts) -> None:
     """Add one outer step's verdicts to the status counters: skipped by reason, and merged
     summaries down-weighted (trust < 1) or clipped, and strikes (harmful)."""
     for v in result.verdicts:
         if v.skipped:
             skipped[v.skipped] += 1
-        judged["harmful"] += v.harmful
-    judged["down_weighted"] += sum(1 for v in result.verdicts if v.skipped is None and v.trust < 1)
-    judged["clipped"] += sum(1 for f in result.clip_factors if f < 1)
+        judged.harmful += v.harmful
+    judged.down_weighted += sum(1 for v in result.verdicts if v.skipped is None and v.trust < 1)
+    judged.clipped += sum(1 for f in result.clip_factors if f < 1)
 
 
 def values_digest(tensors: dict) -> bytes:

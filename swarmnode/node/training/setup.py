@@ -134,7 +134,7 @@ def resume_trainer(config: NodeConfig, policy, checkpoints_root: Path) -> tuple[
     resumed = latest_checkpoint(checkpoints_root)
     if resumed is not None:
         state = load_checkpoint(resumed, trainer.model, trainer.optimizer)
-        trainer.version = state.version
+        trainer.resumed_at(state.version)
         log.info("resumed from %s at policy version %d", resumed.name, state.version)
     return trainer, state, resumed
 

@@ -17,7 +17,6 @@ from swarmnode.scheduler import Plan, SpeedMeter
 from swarmnode.status.snapshot import speed_figures
 from swarmnode.summaries import OuterResult
 from swarmnode.trainer.buffer import ExperienceBuffer
-from swarmnode.trainer.loop import idle_shares
 from swarmnode.trainer.trainer import StepResult
 
 RECENT_STEPS = 20  # reward_mean over the last this many steps
@@ -75,6 +74,10 @@ class TrainingStatus:
                        "merge_cpu_seconds": 0.0, "last_merge_at": None}
 
     # -- written by the trainer thread -----------------------------------------------------------
+
+    def set_version(self, version: int) -> None:
+        """The trainer's policy version is now `version` (one int: readers need no lock)."""
+        self.version = version
 
     def training(self, version: int, steps: int) -> None:
         """The model is loaded and training begins at `version`, `steps` steps done."""
@@ -169,7 +172,7 @@ class TrainingStatus:
             "groups_generated": state.get("groups_generated"),
             "external_trained_by_sender": state.get("external_trained_by_sender"),
             "plan": plan_to_dict(plan),
-            **(idle_shares(runner) if runner is not None else {"generator_idle_share": None, "trainer_idle_share": None}),
+            **(runner.idle_shares() if runner is not None else {"generator_idle_share": None, "trainer_idle_share": None}),
             "gpu_memory": self.gpu_memory(),
             "error": self.error,
         }

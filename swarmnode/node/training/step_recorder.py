@@ -104,7 +104,7 @@ class HeldoutEvaluation:
         self.last_at = self.clock()  # after it: an evaluation longer than eval_every_s must not run every step
         self.metrics.record(version, {f"heldout_accuracy/{k}": v for k, v in accuracy.items()})
         self.status.evaluated(accuracy["mean"])
-        # DEBUG: it can run every few seconds; the log's summary line carries the latest (logging.summary_interval_s)
+        # DEBUG: it can run every few seconds; the log's progress line carries the latest (logging.summary_interval_s)
         log.debug("policy version %d: held-out accuracy %.3f", version, accuracy["mean"])
         return accuracy
 
@@ -189,7 +189,7 @@ class StepRecorder:
     def record(self, result: StepResult, dropped: int, items_generated: int) -> None:
         """After the step's weights went out; `dropped` stale groups, `items_generated` prompts so far."""
         self.steps += 1
-        self.status.version = result.version
+        self.status.set_version(result.version)
         if result.implausible:
             self.on_implausible(result.implausible)
         if result.trained:  # a step without gradient skips the model: no measure of training speed

@@ -33,13 +33,14 @@ def test_a_node_without_a_model_loads_no_torch_transformers_or_trainer():
         from swarmnode.identity import load_identity
         from swarmnode.swarm.transports.hivemind.imports import defer_hivemind_imports
         defer_hivemind_imports()
+        import functools
         from swarmnode.node.daemon import Node
         from swarmnode.node.network import make_transport
         from swarmnode.node.runner import run_daemon
         home = init_home(pathlib.Path(tempfile.mkdtemp())).home
         config = NodeConfig.model_validate({"model": {"name_or_path": None}})
         node = Node(config, load_identity(home.node_key, home.p2p_identity), home,
-                    lambda policy: make_transport(config, home, policy))
+                    functools.partial(make_transport, config, home))
         status = node.snapshot()
         loaded = sorted(m for m in ("torch", "transformers", "swarmnode.trainer", "swarmnode.node.training.service") if m in sys.modules)
         print(node.training is None, status["state"], loaded)
@@ -49,23 +50,11 @@ def test_a_node_without_a_model_loads_no_torch_transformers_or_trainer():
     assert result.stdout.strip() == "True starting []"
 
 
-def test_initial_peers_without_a_record_are_dialled_again_and_a_failure_stops_nothing():
-    """A restarted bootstrap node knows nobody: the joined nodes dial it again (every
-    network.join_backoff_max_s), but not the initial peers whose records they hold."""
-    import asyncio
+def test_a_running_node_is_joining_until_the_joiner_has_joined():
+    def state(phase, joined):
+        return Node.state.fget(SimpleNamespace(_phase=phase, joiner=SimpleNamespace(joined=joined)))
 
-    from swarmnode.swarm.transports.base import JoinError
-
-    known, restarted, down = "12D3KooWKnown", "12D3KooWRestarted", "12D3KooWDown"
-    dialled = []
-
-    async def join(maddr, timeout):
-        dialled.append(maddr.rsplit("/", 1)[-1])
-        if down in maddr:
-            raise JoinError("could not connect (connection refused)")
-
-    config = NodeConfig.model_validate({"swarm": {"initial_peers": [
-        f"/dns4/boot{i}.example.org/tcp/7100/p2p/{peer}" for i, peer in enumerate((known, down, restarted))]}})
-    node = SimpleNamespace(config=config, table={known}, transport=SimpleNamespace(join=join))
-    asyncio.run(Node._reach_absent_initial_peers(node))
-    assert dialled == [down, restarted]
+    assert state(peer_record_pb2.NODE_STATE_STARTING, False) == peer_record_pb2.NODE_STATE_STARTING
+    assert state(peer_record_pb2.NODE_STATE_RUNNING, False) == peer_record_pb2.NODE_STATE_JOINING
+    assert state(peer_record_pb2.NODE_STATE_RUNNING, True) == peer_record_pb2.NODE_STATE_RUNNING
+    assert state(peer_record_pb2.NODE_STATE_STOPPING, False) == peer_record_pb2.NODE_STATE_STOPPING

@@ -12,9 +12,8 @@ def test_current_plan_follows_the_measurements(tmp_path):
         "training": {"local_rollouts": 8, "external_rollouts": 8, "external_wait_s": 2},
         "scheduler": {"enabled": True, "min_steps_per_window": 5, "max_steps_per_window": 20},
     })
-    training = TrainingService(config, tmp_path)
     now = [0.0]
-    training.deliveries = DeliveryMeter(clock=lambda: now[0])
+    training = TrainingService(config, tmp_path, deliveries=DeliveryMeter(clock=lambda: now[0]))
     try:
         plan = current_plan(config, training, [])
         assert (plan.local_rollouts, plan.external_rollouts, plan.external_wait_s) == (8, 8, 2.0)  # nothing measured
@@ -29,7 +28,7 @@ def test_current_plan_follows_the_measurements(tmp_path):
         now[0] = 10.0  # 40 groups in 10 s: 4/s; a step of 2 + 14 groups: max(1.6, 0.8) s; ceil(4 * 1.6) = 7
         plan = current_plan(config, training, [])
         assert plan.external_rollouts == 7  # a peer that delivers: its groups fill the batch
-        training.apply_plan(plan)
+        training.inputs.apply_plan(plan)
         assert training.snapshot()["plan"]["local_rollouts"] == 2
         off = NodeConfig.model_validate({**config.model_dump(), "scheduler": {"enabled": False}})
         assert current_plan(off, training, []).reason == "scheduler off: fixed quotas"

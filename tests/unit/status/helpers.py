@@ -1,6 +1,14 @@
 """Builders for status documents, shared by the status, cli and node tests."""
 from swarmnode.protocol.generated import peer_record_pb2
-from swarmnode.status.snapshot import JoinState, build_status
+from swarmnode.status.snapshot import (
+    ClockSection,
+    JoinState,
+    MachineSection,
+    NodeSection,
+    SwarmSection,
+    WorkSections,
+    build_status,
+)
 from swarmnode.swarm.peers import MessageStats
 
 SUMMARIES = {
@@ -17,11 +25,16 @@ SUMMARIES = {
 }
 
 
-def status(peers=(), **extra):
-    """A status document of a running CPU node without a model; `extra` are build_status's other arguments."""
+def status(peers=(), protocol_versions=None, incompatible_peers=(), **work):
+    """A status document of a running CPU node without a model; `work` are WorkSections' parts."""
     return build_status(
-        peer_id="12D3KooWTest", swarm="s", software_version="0.1.0", protocol_version=1, state=peer_record_pb2.NODE_STATE_RUNNING,
-        started_at=1000.0, now=1100.0, window=1, window_s=30.0, multiaddrs=["/ip4/127.0.0.1/tcp/1/p2p/12D3KooWTest"],
-        client_mode=False, routing_table_size=0, join=JoinState((), True, 0, None), peers=list(peers), stats=MessageStats(),
-        device=peer_record_pb2.DeviceInfo(kind="cpu"), capability=peer_record_pb2.Capability(), model_fingerprint="", **extra,
+        NodeSection(peer_id="12D3KooWTest", swarm="s", software_version="0.1.0", protocol_version=1,
+                    state=peer_record_pb2.NODE_STATE_RUNNING, started_at=1000.0, protocol_versions=protocol_versions),
+        ClockSection(now=1100.0, window=1, window_s=30.0),
+        SwarmSection(multiaddrs=["/ip4/127.0.0.1/tcp/1/p2p/12D3KooWTest"], client_mode=False, routing_table_size=0,
+                     join=JoinState((), True, 0, None), peers=list(peers), stats=MessageStats(),
+                     incompatible_peers=list(incompatible_peers)),
+        MachineSection(device=peer_record_pb2.DeviceInfo(kind="cpu"), capability=peer_record_pb2.Capability(),
+                       model_fingerprint=""),
+        WorkSections(**work),
     )

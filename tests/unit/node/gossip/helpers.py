@@ -2,7 +2,7 @@
 batches and fetch answers, and a RolloutGossip built on them."""
 from swarmnode.config import NodeConfig
 from swarmnode.node.gossip import PeerStandings, RolloutGossip
-from swarmnode.protocol.codec import PROTOCOL_VERSION
+from swarmnode.protocol.codec import PROTOCOL_VERSION, VersionedSigner
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, seal_rollout_batch
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
@@ -31,7 +31,9 @@ class Training:
 
     def __init__(self):
         self.received = []
-        self.wanted = True  # the pool wants peers' groups (TrainingService.external_wanted)
+        self.wanted = True  # the pool wants peers' groups (SwarmInputs.external_wanted)
+        self.ready = False
+        self.inputs = self  # SwarmInputs' part: ready, external_wanted, receive
 
     def external_wanted(self):
         return self.wanted
@@ -56,7 +58,7 @@ def response(*envelopes):
 
 def make_gossip(tmp_path, make_identity, **limits):
     config = NodeConfig.model_validate({"limits": limits})
-    me, peer = make_identity(), make_identity()
+    me, peer = VersionedSigner(make_identity()), make_identity()
     stats = MessageStats()
     records = RecordIntake(PeerTable(me.peer_id), stats, "s", 10.0)
     transport = Transport()

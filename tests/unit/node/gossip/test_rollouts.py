@@ -23,11 +23,11 @@ def test_failing_storage_neither_replays_nor_uncounts_a_batch(tmp_path, make_ide
     gossip.standings.ledger.advance(peer.peer_id, 4)
     gossip.transport.response = response(sealed(peer, 5))
     asyncio.run(gossip._fetch_from(announced))
-    assert gossip.training.received == [5] and gossip.counters["groups_accepted"] == 1
-    assert gossip.counters["store_errors"] == 1 and gossip.standings.ledger.standing(peer.peer_id).cursor == 5
+    assert gossip.training.received == [5] and gossip.counters.groups_accepted == 1
+    assert gossip.counters.store_errors == 1 and gossip.standings.ledger.standing(peer.peer_id).cursor == 5
     # The peer serves batch 5 again: a replay, counted against it, never trained twice.
     asyncio.run(gossip._fetch_from(announced))
-    assert gossip.training.received == [5] and gossip.counters["groups_accepted"] == 1
+    assert gossip.training.received == [5] and gossip.counters.groups_accepted == 1
     assert gossip.standings.stats.rejected_by_sender[peer.peer_id] == {"replayed": 1}
     gossip.close()
 
@@ -87,8 +87,8 @@ def test_batches_of_a_protocol_version_this_node_does_not_speak_are_dropped_but_
     gossip, peer, announced = make_gossip(tmp_path, make_identity)
     limit = gossip.standings.ledger.strike_limit = 2
     gossip.standings.ledger.advance(peer.peer_id, 0)
-    with speaking(2, 3):  # the peer upgraded after this node read its announcement
-        newer = [sealed(peer, i) for i in range(1, limit + 3)]
+    # the peer upgraded after this node read its announcement
+    newer = [sealed(speaking(peer, 2, 3), i) for i in range(1, limit + 3)]
     gossip.transport.response = response(*newer)
     asyncio.run(gossip._fetch_from(announced))
     assert gossip.training.received == [] and not gossip.standings.ledger.ignored(peer.peer_id, NOW)
@@ -204,7 +204,7 @@ def test_fetches_long_poll_and_back_off_peers_that_answer_nothing_at_once(tmp_pa
     # The old node: asked in rounds 1, 2, 4, 8, 16, 24 (idle 1, 2, 3, then every 8th): 6, not 30.
     assert 4 <= len(asked[old.peer_id]) <= 8, asked[old.peer_id]
     sent = sum(map(len, asked.values()))
-    assert gossip.counters["fetch_requests"] == sent and gossip.counters["empty_fetches"] in (sent - 1, sent)  # one may be in flight
+    assert gossip.counters.fetch_requests == sent and gossip.counters.empty_fetches in (sent - 1, sent)  # one may be in flight
     gossip.close()
 
 
@@ -238,14 +238,14 @@ def test_announcements_are_read_when_due_not_every_round(tmp_path, make_identity
         loop = asyncio.create_task(gossip.fetch_loop())
         await asyncio.sleep(0.3)  # ~15 rounds; DHT time stands still here, so nothing lapses
         first = len(reads)
-        gossip.receiver.reread_announcements = True  # a batch signed with another key than announced
+        gossip.receiver.request_reread()  # a batch signed with another key than announced
         await asyncio.sleep(0.1)
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
         return first
 
     assert asyncio.run(scenario()) == 1 and len(reads) == 2
-    assert gossip.counters["announcement_reads"] == 2
+    assert gossip.counters.announcement_reads == 2
     gossip.close()
 
 
@@ -277,7 +277,7 @@ def test_a_full_pool_defers_fetches_and_then_asks_for_the_newest_batches(tmp_pat
 
     gossip.training.wanted = False  # the pool holds fetch_ahead_steps steps' worth
     asyncio.run(run_for(0.2))
-    assert asked == [] and gossip.counters["fetches_deferred"] >= 3
+    assert asked == [] and gossip.counters.fetches_deferred >= 3
     gossip.training.wanted = True
     asyncio.run(run_for(0.2))
     assert asked and all(r.newest and r.max_batches == cfg.backlog_batches for r in asked)

@@ -28,10 +28,10 @@ def test_a_long_poll_is_answered_when_a_batch_is_added(tmp_path, make_identity):
 
     answer, waited = asyncio.run(scenario())
     assert envelopes(answer) == [b"envelope"] and waited < 0.5
-    assert len(gossip.holds) == 0 and gossip.counters["requests_held"] == 1
+    assert len(gossip.holds) == 0 and gossip.counters.requests_held == 1
     # Something newer than `after` already there: answered at once, nothing held.
     assert envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0, wait_ms=5000), "peer"))) == [b"envelope"]
-    assert gossip.counters["requests_held"] == 1
+    assert gossip.counters.requests_held == 1
     gossip.close()
 
 

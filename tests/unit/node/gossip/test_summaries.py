@@ -3,6 +3,7 @@ refuses never enters the outer loop's inbox, a stalling peer holds up no one, ea
 fetches only what it will merge, verdicts strike dishonest senders, untrusted peers come last).
 The network and the standings are stand-ins."""
 import asyncio
+from pathlib import Path
 import time
 from types import SimpleNamespace
 
@@ -69,10 +70,17 @@ class AlwaysAllow:
 def gossip_with(loop: OuterLoop, saved=None):
     from swarmnode.node.gossip.summaries import SummaryGossip
 
-    training = SimpleNamespace(outer=loop, base_fingerprint=BASE, fingerprint="m" * 16, same_base_peers=1)
+    from swarmnode.node.training.outer_access import OuterLoopAccess
+
+    training = SimpleNamespace(base_fingerprint=BASE, fingerprint="m" * 16,
+                               inputs=SimpleNamespace(same_base_peers=lambda: 1))
     transport, standings = FakeTransport(), FakeStandings(saved)
-    gossip = SummaryGossip(NodeConfig(), identity=None, transport=transport, training=training, records=None,
-                           standings=standings)
+    from swarmnode.identity import NodeIdentity, SigningKey
+    from swarmnode.protocol.codec import VersionedSigner
+
+    me = VersionedSigner(NodeIdentity(SigningKey.generate(), SigningKey.generate(), Path("unused.key")))
+    gossip = SummaryGossip(NodeConfig(), identity=me, transport=transport, training=training,
+                           outer=OuterLoopAccess(lambda: loop), records=None, standings=standings)
     gossip.fetcher.accept_limiter = AlwaysAllow()  # a summary per case, all from one peer
     return gossip, transport, standings
 
@@ -116,7 +124,7 @@ def test_fetched_summaries_enter_the_inbox_only_when_every_check_passes(make_ide
     asyncio.run(fetch(summary(), size=NodeConfig().limits.max_summary_bytes + 1))  # announced too large: not fetched
     expected.update(malformed=2, oversized=1)
     assert dict(gossip.rejected) == expected
-    assert len(loop.inbox) == 0 and standings.accepted == [] and gossip.counters["accepted"] == 0
+    assert len(loop.inbox) == 0 and standings.accepted == [] and gossip.counters.accepted == 0
     # Every rejection struck the peer that served it, and only it.
     assert {p for p, _ in standings.blamed} == {peer.peer_id}
     assert sorted(r for _, rs in standings.blamed for r in rs) == sorted(r for r, n in expected.items() for _ in range(n))
@@ -125,7 +133,7 @@ def test_fetched_summaries_enter_the_inbox_only_when_every_check_passes(make_ide
 
     # A valid summary goes in, finite and of the model's shapes.
     asyncio.run(fetch(summary()))
-    assert len(loop.inbox) == 1 and gossip.counters["accepted"] == 1 and standings.accepted == ["gradient_summary"]
+    assert len(loop.inbox) == 1 and gossip.counters.accepted == 1 and standings.accepted == ["gradient_summary"]
     [item] = loop.inbox.take(5, loop.clock(), 4, __import__("random").Random(0))
     assert item.peer == peer.peer_id
     assert {n: tuple(t.shape) for n, t in item.tensors.items()} == SHAPES
@@ -165,9 +173,9 @@ def test_a_stalling_peer_does_not_hold_up_summaries_from_others(make_identity):
         for summary_id in (1, 2, 3):
             announced[honest.peer_id] = summary_id
             deadline = time.monotonic() + 5.0
-            while gossip.counters["accepted"] < summary_id and time.monotonic() < deadline:
+            while gossip.counters.accepted < summary_id and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
-            assert gossip.counters["accepted"] == summary_id, \
+            assert gossip.counters.accepted == summary_id, \
                 f"the honest peer's summary {summary_id} was not fetched while the staller's fetch hangs: {gossip.counters}"
             announced[staller.peer_id] = summary_id + 1  # a new summary: it is not asked while its fetch hangs
             loop.step(publish=True)  # the next outer step: fetching starts afresh
@@ -218,7 +226,7 @@ def test_each_outer_step_fetches_only_what_it_will_merge(make_identity):
         return counts
 
     assert asyncio.run(run()) == [2, 4, 6, 8, 10]
-    assert gossip.counters["accepted"] == 10 and gossip.rejected == {}
+    assert gossip.counters.accepted == 10 and gossip.rejected == {}
     # Drawn at random among the peers, not always the same two: the same pair five times
     # running happens with probability (1/10)^4 (with three outer steps it was 1/100: it failed in CI).
     assert len(set(asked)) >= 3
@@ -263,7 +271,7 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
     assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"low_trust": 7, "repeated_summary": 6}
     # flipper: r = -1 each time: struck from its 6th summary on (mean r of 6 or more under -0.5)
     assert sorted(standings.blamed) == [("flipper", ["harmful_summary"])] * 2 + [("replayer", ["repeated_summary"])] * 6
-    assert gossip.judged["harmful"] == 8
+    assert gossip.judged.harmful == 8
     assert set(standings.weights) == {6}  # ceil((strike_limit 20 + 1) / 4): four such summaries ignore a peer
     rows = {r.peer: r for r in store.load(10)}
     assert rows["flipper"].trust_score < -0.25 and rows["flipper"].trust_judged == 7

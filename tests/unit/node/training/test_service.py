@@ -54,16 +54,17 @@ def test_the_training_service_wants_peers_groups_until_the_pool_holds_ahead_step
                                         "rollouts": {"fetch_ahead_steps": 2}})
     training = TrainingService(config, tmp_path)
     try:
-        assert training.external_wanted()  # no buffer yet
-        training._buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=8, selection="nonzero_advantage")
-        training._buffer.put([group(source="p", rewards=(0.0, 0.0))] * 8 + [group(source="p")] * 3)
-        assert training.external_wanted()  # 3 usable < 2 steps x 2 groups
-        training._buffer.put([group(source="q")])
-        assert not training.external_wanted()  # 4: enough
+        assert training.inputs.external_wanted()  # no buffer yet
+        buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=8, selection="nonzero_advantage")
+        training.inputs.open_intake(None, buffer)
+        buffer.put([group(source="p", rewards=(0.0, 0.0))] * 8 + [group(source="p")] * 3)
+        assert training.inputs.external_wanted()  # 3 usable < 2 steps x 2 groups
+        buffer.put([group(source="q")])
+        assert not training.inputs.external_wanted()  # 4: enough
         config.scheduler.enabled = True  # the scheduler measures supply from what arrives
-        assert training.external_wanted() and fetch_ahead_steps(config) == 0
+        assert training.inputs.external_wanted() and fetch_ahead_steps(config) == 0
         config.scheduler.enabled, config.rollouts.fetch_ahead_steps = False, 0
-        assert training.external_wanted()
+        assert training.inputs.external_wanted()
     finally:
         training.metrics.close()
 
