@@ -34,11 +34,10 @@ from swarmnode.config import load_config
 from swarmnode.home import read_runtime
 from swarmnode.swarm.transports.base import process_cpu_s
 from swarmnode.node.local_swarm import LocalSwarm
+from swarmnode.testing.experiments.figures import swarm_latency_s
+from swarmnode.testing.experiments.local_runs import apply_overrides, fresh_home, node_memory_mib
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts" / "experiments"))  # sapo_experiment, summary_experiment
-from sapo_experiment import node_memory_mib  # noqa: E402
-from summary_experiment import apply_overrides, fresh_home  # noqa: E402
 
 
 RATES = ("fetch_requests", "fetches_deferred", "empty_fetches", "requests_served", "requests_held", "announcement_reads", "announcements")
@@ -47,15 +46,6 @@ RATES = ("fetch_requests", "fetches_deferred", "empty_fetches", "requests_served
 def per_node_second(gossip: list[dict], key: str) -> float | None:
     rates = [g[key] / g["uptime_s"] for g in gossip if g.get(key) is not None and g.get("uptime_s")]
     return round(statistics.mean(rates), 2) if rates else None
-
-
-def swarm_latency_s(gossip: list[dict]) -> dict[str, float | None]:
-    """Publish-to-accepted latency across the swarm from each node's rollouts status: the median
-    of the nodes' p50s and the largest of their p99s (a node keeps its last 2048 samples)."""
-    p50s = [g["latency_p50_s"] for g in gossip if g.get("latency_p50_s") is not None]
-    p99s = [g["latency_p99_s"] for g in gossip if g.get("latency_p99_s") is not None]
-    return {"latency_p50_s": round(statistics.median(p50s), 3) if p50s else None,
-            "latency_p99_s": round(max(p99s), 3) if p99s else None}
 
 
 def cpu_sample(swarm: LocalSwarm, rows: list[dict]) -> list[tuple[float, float]] | None:

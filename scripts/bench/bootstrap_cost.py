@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -39,9 +38,9 @@ from swarmnode.home import NodeHome, read_runtime
 from swarmnode.node.local_swarm import LocalSwarm
 from swarmnode.status.client import fetch
 from swarmnode.testing.bootstrap_node import BootstrapNode, free_tcp_port
+from swarmnode.testing.experiments.process_samples import sample
 
 ROOT = Path(__file__).resolve().parents[2]
-MIB = 1024 * 1024
 JOIN_TIMEOUT_S = 120.0
 
 
@@ -57,21 +56,6 @@ SETTLE_S = 5.0  # after the bootstrap node starts, before the idle window (its s
 
 # -- pure computation ------------------------------------------------------------------------------
 
-def phase_figures(rss: dict[str, list[int]], cpu_s: dict[str, float], wall_s: float) -> dict[str, Any]:
-    """Mean and max RSS (MiB) and mean CPU use (% of one core) of each process and of them all."""
-    figures: dict[str, Any] = {"rss_mib": {}, "cpu_percent": {}}
-    totals = [sum(parts) for parts in zip(*rss.values())]
-    for name, samples in [*rss.items(), ("total", totals)]:
-        figures["rss_mib"][name] = {"mean": round(statistics.fmean(samples) / MIB, 1), "max": round(max(samples) / MIB, 1)}
-    for name, seconds in [*cpu_s.items(), ("total", sum(cpu_s.values()))]:
-        figures["cpu_percent"][name] = round(100.0 * seconds / wall_s, 2)
-    return figures
-
-
-def cpu_seconds(times: Any) -> float:
-    return times.user + times.system
-
-
 # -- measuring -------------------------------------------------------------------------------------
 
 def processes_of(pid: int) -> dict[str, psutil.Process]:
@@ -79,20 +63,6 @@ def processes_of(pid: int) -> dict[str, psutil.Process]:
     daemon = psutil.Process(pid)
     children = [c for c in daemon.children() if "p2pd" in c.name()]
     return {"daemon": daemon, **({"p2pd": children[0]} if children else {})}
-
-
-def sample(processes: dict[str, psutil.Process], seconds: float) -> dict[str, Any]:
-    """RSS every second and the CPU seconds used over `seconds`, per process."""
-    start_cpu = {name: cpu_seconds(p.cpu_times()) for name, p in processes.items()}
-    rss: dict[str, list[int]] = {name: [] for name in processes}
-    started = time.monotonic()
-    while time.monotonic() - started < seconds:
-        for name, p in processes.items():
-            rss[name].append(p.memory_info().rss)
-        time.sleep(1.0)
-    wall = time.monotonic() - started
-    used = {name: cpu_seconds(p.cpu_times()) - start_cpu[name] for name, p in processes.items()}
-    return phase_figures(rss, used, wall)
 
 
 def wait_joined(boot: BootstrapNode, swarm: LocalSwarm, nodes: int) -> float:

@@ -49,14 +49,11 @@ from rich.table import Table
 from swarmnode.home import read_runtime
 from swarmnode.node.local_swarm import LocalSwarm
 from swarmnode.status.client import NoDaemon, fetch
+from swarmnode.testing.experiments.figures import swarm_latency_s
+from swarmnode.testing.experiments.local_runs import apply_overrides, fresh_home, node_memory_mib
+from swarmnode.testing.experiments.process_samples import sample
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts" / "bench"))  # bench_gossip, bootstrap_cost
-sys.path.insert(0, str(ROOT / "scripts" / "experiments"))  # sapo_experiment, summary_experiment
-from bench_gossip import swarm_latency_s  # noqa: E402
-from bootstrap_cost import sample  # noqa: E402
-from sapo_experiment import node_memory_mib  # noqa: E402
-from summary_experiment import apply_overrides, fresh_home  # noqa: E402
 
 TRANSPORTS = ("hivemind", "libp2p")
 SEED_STRIDE, NODE_STRIDE, BASE_DATA_SEED = 100_000, 1000, 1000

@@ -39,16 +39,14 @@ import itertools
 import torch
 from transformers import AutoTokenizer, GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
+from swarmnode.policy import load_policy
+from swarmnode.policy.hf_backend import HFGenerator
+from swarmnode.policy.tokenizer import build_byte_tokenizer
+from swarmnode.tasks import DEFAULT_TASKS
+from swarmnode.trainer.evaluate import HELDOUT_SEED, greedy_accuracy, heldout_items, questions_of
+from swarmnode.trainer.loop import prompt_stream
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # run as a plain script from a checkout
-
-from swarmnode.policy import load_policy  # noqa: E402
-from swarmnode.policy.hf_backend import HFGenerator  # noqa: E402
-from swarmnode.policy.tokenizer import build_byte_tokenizer  # noqa: E402
-from swarmnode.tasks import DEFAULT_TASKS  # noqa: E402
-from swarmnode.trainer.evaluate import HELDOUT_SEED, greedy_accuracy, heldout_items, questions_of  # noqa: E402
-from swarmnode.trainer.loop import prompt_stream  # noqa: E402
-
 TRAIN_SEED_BASE = 1000  # training items use seeds >= 1000; the held-out set is seed 0
 WINDOW = (0.05, 0.40)  # a saved policy must be this weak, and this strong
 STOP_ABOVE = 0.30

@@ -6,25 +6,11 @@ and how many pass the style limits (a function over 60 lines, a module over 500)
 from __future__ import annotations
 
 import argparse
-import ast
 from pathlib import Path
 
+from swarmnode.testing.code_sizes import FUNCTION_LINES, MODULE_LINES, sizes
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def sizes(package: Path) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
-    """([(lines, module)], [(lines, module:function)]), largest first."""
-    modules, functions = [], []
-    for path in sorted(package.rglob("*.py")):
-        if "generated" in path.parts:
-            continue
-        text = path.read_text(encoding="utf-8")
-        name = str(path.relative_to(package.parent))
-        modules.append((len(text.splitlines()), name))
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                functions.append((node.end_lineno - node.lineno + 1, f"{name}:{node.name}"))
-    return sorted(modules, reverse=True), sorted(functions, reverse=True)
 
 
 def main() -> None:
@@ -35,7 +21,8 @@ def main() -> None:
     modules, functions = sizes(args.root / "swarmnode")
     print("largest modules:", ", ".join(f"{m} {n}" for n, m in modules[:args.most]))
     print("largest functions:", ", ".join(f"{f} {n}" for n, f in functions[:args.most]))
-    print(f"functions over 60 lines: {sum(n > 60 for n, _ in functions)}; modules over 500: {sum(n > 500 for n, _ in modules)}")
+    print(f"functions over {FUNCTION_LINES} lines: {sum(n > FUNCTION_LINES for n, _ in functions)}; "
+          f"modules over {MODULE_LINES}: {sum(n > MODULE_LINES for n, _ in modules)}")
 
 
 if __name__ == "__main__":

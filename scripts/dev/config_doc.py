@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import types
 import typing
 from pathlib import Path
@@ -26,11 +25,9 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from swarmnode.config.model import NodeConfig
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # the checkout's swarmnode, installed or not
-
-from swarmnode.config.model import NodeConfig  # noqa: E402
-
 DOC = ROOT / "docs" / "configuration.md"
 DEFAULT_YAML = ROOT / "configs" / "default.yaml"
 

@@ -41,19 +41,10 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from summary_experiment import (
-    apply_overrides,
-    arm_curve,
-    fresh_home,
-    kept_runs,
-    last_mean,
-    read_curve,
-    spread,
-    wait_until_trained,
-    write_results,
-)
 from swarmnode.config import load_config
 from swarmnode.node.local_swarm import LocalSwarm
+from swarmnode.testing.experiments.figures import arm_curve, last_mean, spread
+from swarmnode.testing.experiments.local_runs import apply_overrides, fresh_home, kept_runs, read_curve, wait_until_trained, write_results
 from swarmnode.testing.hostile.dishonest import parse_bend
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -47,9 +47,8 @@ from rich.text import Text
 from swarmnode.config import load_config
 from swarmnode.node.local_swarm import LocalSwarm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from heterogeneity_results import WINDOW, summarise  # noqa: E402
-from summary_experiment import apply_overrides, fresh_home, parse_overrides  # noqa: E402
+from swarmnode.testing.experiments.heterogeneity_results import WINDOW, summarise
+from swarmnode.testing.experiments.local_runs import apply_overrides, fresh_home, parse_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 ARMS = ("scheduler", "fixed")

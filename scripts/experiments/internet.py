@@ -37,11 +37,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from swarmnode.testing.internet import Internet, InternetNode, why_unavailable  # noqa: E402
-from swarmnode.testing.internet.measure import (  # noqa: E402
+from swarmnode.testing.internet import Internet, InternetNode, why_unavailable
+from swarmnode.testing.internet.measure import (
     first_exchange_after,
     groups_per_minute,
     join_times,
@@ -49,6 +46,7 @@ from swarmnode.testing.internet.measure import (  # noqa: E402
     percentile,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 PORT = 31337
 PUBLIC, HOMES = ("pub1", "pub2"), ("alice", "bob")
 TRAINERS = PUBLIC + HOMES

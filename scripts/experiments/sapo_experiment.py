@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -43,12 +44,11 @@ from rich.console import Console
 from swarmnode.home import read_runtime
 from swarmnode.node.local_swarm import LocalSwarm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from summary_experiment import apply_overrides, fresh_home, wait_until_trained  # noqa: E402
+from swarmnode.testing.experiments.local_runs import apply_overrides, fresh_home, node_memory_mib, wait_until_trained
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER_SELECTION = "nonzero_advantage"  # drop zero-advantage groups, then draw uniformly
-ALONE = "alone"  # the selection label of 8/0: no peers' groups (as in scripts/experiments/sapo_results.py)
+ALONE = "alone"  # the selection label of 8/0: no peers' groups (as in swarmnode/testing/experiments/sapo_results.py)
 SEED_STRIDE, NODE_STRIDE = 100_000, 1000
 
 
@@ -148,19 +148,6 @@ def read_metrics(metrics_path: Path) -> dict:
             "evals": [[s, evals[s]] for s in sorted(evals)]}
 
 
-def node_memory_mib(runtime: dict) -> float | None:
-    """RSS of the node process plus its p2pd, MiB (Linux)."""
-    total = 0
-    for pid in [runtime.get("pid")] + [c.get("pid") for c in runtime.get("children", [])]:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except (OSError, ValueError):
-            return None
-    return total / 1024
-
-
 def node_record(index: int, model: str, data_seed: int, status: dict, metrics: dict) -> dict:
     training, rollouts = status.get("training") or {}, status.get("rollouts") or {}
     evals = metrics["evals"]
@@ -224,8 +211,43 @@ def settings(args) -> dict:
     return {k: getattr(args, k) for k in ("nodes", "rounds", "models", "tasks", "eval_size", "evals", "set", "group_scale")}
 
 
+def plot(summary: dict, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bars) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 2]})
+    labels, finals, spreads = [], [], []
+    for sel, splits in summary["selections"].items():
+        for split, c in splits.items():
+            alone = split.endswith("/0")
+            if alone and sel != next(iter(summary["selections"])):
+                continue
+            curve, window = c["reward_per_round"], 20
+            smooth = [statistics.mean(curve[max(0, i - window + 1): i + 1]) for i in range(len(curve))]
+            label = split if alone else f"{split} {sel}"
+            ax.plot(range(1, len(curve) + 1), smooth, label=f"{label} ({c['cumulative_reward']:.1f})",
+                    color="black" if alone else None, linestyle="-" if alone or sel == PAPER_SELECTION else "--")
+            labels.append(label)
+            finals.append(100 * c["final_heldout_accuracy_mean"])
+            spreads.append(100 * c["final_heldout_half_range"])
+    ax.set_xlabel("round (training step)")
+    ax.set_ylabel("own rollouts' mean reward (20-round average)")
+    ax.set_title(f"{summary['nodes']} nodes ({', '.join(summary['models'])}), seeds {summary['seeds']}", fontsize=8)
+    ax.legend(fontsize=7)
+    bars.barh(range(len(labels)), finals, xerr=spreads, color=["black" if "/0" in lbl else "tab:blue" for lbl in labels])
+    initial = 100 * summary["configs"]["8/0"]["initial_heldout_accuracy"]
+    bars.axvline(initial, color="grey", linestyle=":", label=f"start {initial:.1f}%")
+    bars.set_yticks(range(len(labels)), labels, fontsize=7)
+    bars.set_xlabel(f"held-out accuracy at the end, %\n({summary['eval_size_per_task']} items per task, mean of nodes)")
+    bars.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main(argv: list[str]) -> int:
-    from sapo_results import plot, summarise, table
+    from swarmnode.testing.experiments.sapo_results import summarise, table
 
     args = parse_args(argv)
     console = Console()

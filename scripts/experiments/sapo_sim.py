@@ -33,13 +33,12 @@ import torch
 
 from swarmnode.policy import SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
+from swarmnode.testing.experiments.local_runs import append_run
 from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
 from swarmnode.trainer.loop import RolloutConfig, generate_groups, prompt_stream
 from swarmnode.trainer.selection import select_external, update_success
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from summary_sim import append_run  # noqa: E402
 
 
 def parse_args(argv):

@@ -24,27 +24,31 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import sqlite3
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import yaml
 from rich import box
 from rich.console import Console
-from rich.live import Live
 from rich.table import Table
 
-from swarmnode.cli.render import swarm_table
 from swarmnode.config import load_config
 from swarmnode.node.local_swarm import LocalSwarm
+from swarmnode.testing.experiments.figures import WINDOW, arm_curve, last_mean, spread
+from swarmnode.testing.experiments.local_runs import (
+    apply_overrides,
+    fresh_home,
+    kept_runs,
+    parse_overrides,
+    read_curve,
+    wait_until_trained,
+    write_results,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARMS = ("lone", "independent", "summaries", "summaries+rollouts")
-WINDOW = 3  # evaluations averaged for the target and for steps to target
 SEED_STRIDE, NODE_STRIDE = 100_000, 1000
 SUMMARY_KEYS = ("sent", "merged", "fetched", "rejected", "bytes_per_summary", "dense_bytes", "compression_ratio",
                 "outer_steps", "merge_seconds", "merge_cpu_seconds", "skipped", "down_weighted", "clipped", "harmful")
@@ -78,25 +82,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def fresh_home(root: Path) -> Path:
-    """`root`, emptied and made: a left-over checkpoint would resume at its end and metrics pile up."""
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    return root
-
-
-def parse_overrides(items: list[str]) -> dict[str, object]:
-    """["summaries.outer_lr=1.5"] -> {"summaries.outer_lr": 1.5} (values read as YAML)."""
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or "." not in key:
-            raise SystemExit(f"--set {item!r}: expected section.field=value")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
-
-
 def arm_config(base: dict, arm: str, args: argparse.Namespace) -> dict:
     """The config every node of `arm` runs (pure: `base` is not changed)."""
     cfg = json.loads(json.dumps(base))
@@ -114,17 +99,6 @@ def arm_config(base: dict, arm: str, args: argparse.Namespace) -> dict:
     return apply_overrides(cfg, args.set)
 
 
-def apply_overrides(cfg: dict, items: list[str]) -> dict:
-    """`cfg` with each --set section.field=value applied (in place; returned)."""
-    for dotted, value in parse_overrides(items).items():
-        *path, leaf = dotted.split(".")
-        node = cfg
-        for key in path:
-            node = node.setdefault(key, {})
-        node[leaf] = value
-    return cfg
-
-
 def arm_nodes(arm: str, args: argparse.Namespace) -> int:
     return 1 if arm == "lone" else args.nodes
 
@@ -133,47 +107,6 @@ def node_data_seeds(cfg: dict, seed: int, nodes: int) -> list[int]:
     """Node i's question stream, the same for node i of every arm."""
     base = cfg["training"]["data_seed"] + SEED_STRIDE * seed
     return [base + NODE_STRIDE * i for i in range(nodes)]
-
-
-def read_curve(metrics_path: Path) -> tuple[list[list[float]], tuple[float, float]]:
-    """[(local step, held-out mean accuracy)] (the last evaluation at each step) and the times of
-    the first and last evaluation (the node's training span). Local steps, not
-    policy versions: a step whose groups all have zero advantage trains nothing and leaves the
-    version where it was, so the two drift apart by a few percent."""
-    with sqlite3.connect(str(metrics_path)) as conn:
-        rows = conn.execute("SELECT name, value, time FROM metrics WHERE name IN ('step', 'heldout_accuracy/mean') "
-                            "ORDER BY rowid").fetchall()
-    step, by_step, times = 0, {}, []
-    for name, value, when in rows:
-        if name == "step":
-            step = int(value)
-        else:
-            by_step[step] = float(value)
-            times.append(when)
-    return [[s, round(a, 4)] for s, a in sorted(by_step.items())], (times[0], times[-1]) if times else (0.0, 0.0)
-
-
-def wait_until_trained(swarm: LocalSwarm, steps: int, caption: str, console: Console, first: int | None = None
-                       ) -> list[dict]:
-    """Poll with the live table until every node (or the `first` nodes) took `steps` steps and
-    finished; every node's status then."""
-    def done(row: dict) -> bool:
-        t = row.get("training") or {}
-        return "error" not in row and t.get("phase") == "done" and (t.get("steps") or 0) >= steps
-
-    rows = swarm.poll()
-    with Live(swarm_table(rows, caption), console=console, refresh_per_second=1) as live:
-        while not all(done(r) for r in rows[:first]):
-            bad = [r["name"] for r in rows if r.get("exited")
-                   or str((r.get("training") or {}).get("phase", "")).startswith("failed")]
-            if bad:
-                raise SystemExit(f"{', '.join(bad)} failed; see the logs under {swarm.root}")
-            time.sleep(2.0)
-            rows = swarm.poll()
-            live.update(swarm_table(rows, caption))
-    if not console.is_terminal:
-        console.print()  # Live's last frame ends without a newline off a terminal
-    return rows
 
 
 def node_record(index: int, data_seed: int, status: dict, home_root: Path) -> dict:
@@ -216,11 +149,6 @@ def run_one(args, base: dict, arm: str, seed: int, console: Console) -> dict:
 
 # -- summary ------------------------------------------------------------------------------------
 
-def last_mean(curve: list[list[float]]) -> float | None:
-    tail = [a for _, a in curve[-WINDOW:]]
-    return round(statistics.mean(tail), 4) if tail else None
-
-
 def steps_to_target(curve: list[list[float]], target: float | None) -> int | None:
     """The first evaluated step whose trailing WINDOW-evaluation mean is >= target."""
     if target is None:
@@ -229,21 +157,6 @@ def steps_to_target(curve: list[list[float]], target: float | None) -> int | Non
         if round(statistics.mean(a for _, a in curve[i - WINDOW + 1: i + 1]), 4) >= target:  # as last_mean rounds
             return int(curve[i][0])
     return None
-
-
-def spread(values: list[float]) -> dict:
-    return {"mean": round(statistics.mean(values), 4), "min": round(min(values), 4), "max": round(max(values), 4),
-            "std": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0, "by_seed": [round(v, 4) for v in values]}
-
-
-def arm_curve(runs: list[dict], steps: int, every: int) -> dict:
-    """On the grid 0, every, ..., steps (each node's evaluations interpolated onto it: they land a
-    step or two late): the mean over nodes per seed, then mean / min / max over seeds."""
-    grid = sorted(set(range(0, steps + 1, every)) | {steps})
-    per_seed = [np.mean([np.interp(grid, *zip(*n["curve"])) for n in r["nodes"]], axis=0) for r in runs]
-    cols = np.array(per_seed)
-    return {"steps": grid, "mean": cols.mean(0).round(4).tolist(), "min": cols.min(0).round(4).tolist(),
-            "max": cols.max(0).round(4).tolist()}
 
 
 def mean_of(values: list) -> float | None:
@@ -358,25 +271,6 @@ def table(summary: dict) -> Table:
                  "merges: per node; ratio: dense/summary bytes; merge%: summary work,\n"
                  "CPU seconds over wall seconds (max over nodes)")
     return t
-
-
-def write_results(summary: dict, json_path: Path, png_path: Path, plot, table, console: Console) -> None:
-    """An experiment's summary to <name>.json and its plot to <name>.png, then its table."""
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    plot(summary, png_path)
-    console.print(table(summary))
-    console.print(f"wrote {json_path} and {png_path}")
-
-
-def kept_runs(path: Path, settings: dict, resume: bool) -> list[dict]:
-    """With --resume, the runs a previous invocation finished (made with the same `settings`)."""
-    if not (resume and path.exists()):
-        return []
-    kept = json.loads(path.read_text(encoding="utf-8"))
-    if kept["settings"] != settings:
-        raise SystemExit(f"--resume: {path} was run with {kept['settings']}, not {settings}")
-    return kept["runs"]
 
 
 def main(argv: list[str]) -> int:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import torch
 from swarmnode.policy import SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, decode_tensor
+from swarmnode.testing.experiments.local_runs import append_run
 from swarmnode.trainer.evaluate import greedy_accuracy, heldout_items, questions_of
 from swarmnode.trainer.loop import RolloutConfig, generate_groups, prompt_stream
 from swarmnode.trainer.trainer import Trainer, TrainerConfig
@@ -52,13 +52,6 @@ def parse_args(argv):
     p.add_argument("--plain-mean", action="store_true", help="the plain weighted mean (summaries.robust_merge off)")
     p.add_argument("--out", type=Path, default=None, help="append the result as a JSON line here")
     return p.parse_args(argv)
-
-
-def append_run(path: Path, args: argparse.Namespace, **figures) -> None:
-    """One run as a JSON line appended to `path`: its arguments (paths as text) and its figures."""
-    record = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, **figures}
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record) + "\n")
 
 
 def main(argv):

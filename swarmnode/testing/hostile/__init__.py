@@ -11,8 +11,9 @@ Two kinds of attacker live here:
 
 Which file holds what:
 
-- `peer.py`: the peer process (`HostilePeer`, `main`), its personas (`Persona`: one identity +
-  transport each) and the served `Outbox`;
+- `peer.py`: the peer process (`run`, `main`): runs the chosen attacks, writes the result JSON;
+- `personas.py`: `HostilePeer`, its personas (`Persona`: one identity + transport each) and the
+  served `Outbox`, which the attacks are given;
 - `persona_transport.py`: a persona's transport by kind (`--transport hivemind|libp2p`, each
   library imported only in its own branch) and its direct stores into the victim;
 - `groups.py`: the batch crafter (`Crafter`): real task items, token ids and true log-probs;

@@ -25,7 +25,7 @@ from swarmnode.protocol.generated import envelope_pb2, rollout_batch_pb2
 from swarmnode.swarm.gossip.rollout_bookkeeping import MAX_BATCHES_PER_FETCH
 from swarmnode.swarm.windows import peer_records_key, rollouts_key
 from swarmnode.testing.hostile.groups import ITEM_SEED
-from swarmnode.testing.hostile.peer import HostilePeer, throwaway_identity
+from swarmnode.testing.hostile.personas import HostilePeer, throwaway_identity
 from swarmnode.testing.hostile import floods  # noqa: F401 - registers the flood attacks
 from swarmnode.testing.hostile import summary_attacks  # noqa: F401 - registers the summary attacks
 from swarmnode.testing.hostile.crafting import (  # noqa: F401 - ATTACKS and EXPECTED are this module's API

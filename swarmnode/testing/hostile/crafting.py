@@ -14,7 +14,7 @@ from swarmnode.identity import NodeIdentity
 from swarmnode.protocol.codec import PROTOCOL_VERSION, MessageKind, seal, signing_bytes
 from swarmnode.protocol.generated import envelope_pb2, peer_record_pb2, rollout_batch_pb2
 from swarmnode.protocol.rollout_messages import seal_rollout_batch
-from swarmnode.testing.hostile.peer import HostilePeer, Outbox, Persona
+from swarmnode.testing.hostile.personas import HostilePeer, Outbox, Persona
 
 # Batches whose point is not their log-probs claim another model: the victim then re-scores their
 # text under its own policy, and the base model's log-probs (which a trained victim no longer

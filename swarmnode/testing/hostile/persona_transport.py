@@ -85,7 +85,7 @@ async def _libp2p_store_direct(transport: Any, peer_id: str, items: list[Item]) 
     from libp2p.peer.id import ID
     from libp2p.records.record import make_signed_put_record
 
-    from swarmnode.protocol import libp2p_messages as wire
+    from swarmnode.protocol import libp2p_messages
 
     node = transport._node  # noqa: SLF001 - the attacker speaks Kademlia directly
 
@@ -97,8 +97,8 @@ async def _libp2p_store_direct(transport: Any, peer_id: str, items: list[Item]) 
         limiter = trio.CapacityLimiter(LIBP2P_STORES_IN_FLIGHT)
 
         async def put(index: int, key: str, subkey: str, value: bytes, expiration: float) -> None:
-            data = wire.encode_entry(wire.DhtEntry(key, subkey, value, expiration))
-            key_bytes = wire.dht_key(key, subkey).encode("utf-8")
+            data = libp2p_messages.encode_entry(libp2p_messages.DhtEntry(key, subkey, value, expiration))
+            key_bytes = libp2p_messages.dht_key(key, subkey).encode("utf-8")
             # The record is passed in: without it, _store_at_peer would send whatever this node
             # holds itself under that key (e.g. the persona's own announcement) instead.
             record = make_signed_put_record(key_bytes, data, node.host.get_private_key())
@@ -125,7 +125,7 @@ async def push(kind: str, transport: Transport, peer_id: str, items: list[Item],
         raise ValueError(f"unknown transport kind {kind!r}; known: {', '.join(KINDS)}")
     import trio
 
-    from swarmnode.protocol import libp2p_messages as wire
+    from swarmnode.protocol import libp2p_messages
 
     node = transport._node  # noqa: SLF001 - the attacker publishes what its own store would refuse
 
@@ -135,7 +135,7 @@ async def push(kind: str, transport: Transport, peer_id: str, items: list[Item],
             while not any(p.to_base58() == peer_id for p in router.mesh.get(node.topic, ())):
                 await trio.sleep(0.1)
         for key, subkey, value, expiration in items:
-            await node.pubsub.publish(node.topic, wire.encode_entry(wire.DhtEntry(key, subkey, value, expiration)))
+            await node.pubsub.publish(node.topic, libp2p_messages.encode_entry(libp2p_messages.DhtEntry(key, subkey, value, expiration)))
         return len(items)
 
     return await transport._thread.call(publish_all)  # noqa: SLF001

@@ -1,7 +1,7 @@
 """Hostile gradient summaries, served by a real peer process (issue 11, item 4).
 
 Every persona of a run with summary attacks names the victim's base fingerprint in its
-PeerRecord (swarmnode/testing/hostile/peer.py), so the victim sees a same-base peer: it publishes its own
+PeerRecord (swarmnode/testing/hostile/personas.py), so the victim sees a same-base peer: it publishes its own
 summaries, and from then on (it needs its own norm to judge a peer's) fetches the summaries
 that same-base peers announce. Each attack here runs on a fresh persona, announces its crafted
 summaries one at a time under the swarm's summaries key (a new summary id each: the victim
@@ -40,7 +40,7 @@ from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.summary_messages import build_summary_announcement, check_summary_announcement, seal_summary
 from swarmnode.swarm.windows import summaries_key, windows_to_read
 from swarmnode.testing.hostile.crafting import Expectation, attack, finish, result
-from swarmnode.testing.hostile.peer import ANNOUNCE_TTL_S, HostilePeer, Persona, say
+from swarmnode.testing.hostile.personas import ANNOUNCE_TTL_S, HostilePeer, Persona, say
 from swarmnode.testing.hostile.summary_crafting import CORRUPTIONS, corrupted, make_summary
 
 FIRST_SUMMARY_ID = 5001

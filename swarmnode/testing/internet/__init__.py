@@ -6,6 +6,9 @@
   one reason it cannot be built here: not root, no namespaces, no iptables) and
   `remove_leftovers` (namespaces of a killed run).
 - `InternetNode` (nodes.py): a real `swarmnode run` daemon on a host, and its status.
+- probe.py: a node watched from inside its namespace, one JSON line per poll of its status
+  (`python -m swarmnode.testing.internet.probe`).
+- measure.py: what a run measured, read off the probe lines (pure, no I/O).
 
 Needs root. Nothing in the node imports this package.
 """

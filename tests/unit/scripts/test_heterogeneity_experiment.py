@@ -1,4 +1,4 @@
-"""scripts/experiments/heterogeneity_experiment.py and heterogeneity_results.py: the arms' configs, the
+"""scripts/experiments/heterogeneity_experiment.py and testing/experiments/heterogeneity_results.py: the arms' configs, the
 node records of older statuses, and the results arithmetic on hand-made curves."""
 import importlib.util
 import io
@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+
+from swarmnode.testing.experiments import heterogeneity_results
 
 SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "experiments"
 
@@ -22,7 +24,7 @@ def load(name):
 
 @pytest.fixture(scope="module")
 def res():
-    return load("heterogeneity_results")
+    return heterogeneity_results
 
 
 @pytest.fixture(scope="module")

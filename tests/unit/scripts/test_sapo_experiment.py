@@ -1,10 +1,12 @@
-"""scripts/experiments/sapo_experiment.py and sapo_results.py: the runs' configs and plan, and the summary
+"""scripts/experiments/sapo_experiment.py and testing/experiments/sapo_results.py: the runs' configs and plan, and the summary
 arithmetic on hand-made runs."""
 import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
+
+from swarmnode.testing.experiments import sapo_results
 
 SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "experiments"
 
@@ -24,7 +26,7 @@ def exp():
 
 @pytest.fixture(scope="module")
 def res():
-    return load("sapo_results")
+    return sapo_results
 
 
 BASE = {"training": {"data_seed": 1000, "local_rollouts": 8, "external_rollouts": 8, "tasks": ["sum2"]},

@@ -1,4 +1,5 @@
-"""scripts/experiments/sapo_experiment.py's results: runs -> docs/results/sapo.json, its table and its PNG.
+"""scripts/experiments/sapo_experiment.py's results: runs -> docs/results/sapo.json and its table
+(the script draws the PNG: matplotlib is the `experiments` extra, which nothing here imports).
 
 Pure functions over the runs the experiment recorded (no daemons here), so the JSON can be
 rebuilt from <root>/<name>/runs.json and the plot from the JSON.
@@ -142,41 +143,6 @@ def summarise(runs: list[dict], args, command: str) -> dict:
         "weakest_node": weakest_node(selections) if "8/0" in splits else None,
         "goals": goals(selections, ours) if "8/0" in splits else None,
     }
-
-
-def plot(summary: dict, path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax, bars) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 2]})
-    labels, finals, spreads = [], [], []
-    for sel, splits in summary["selections"].items():
-        for split, c in splits.items():
-            alone = split.endswith("/0")
-            if alone and sel != next(iter(summary["selections"])):
-                continue
-            curve, window = c["reward_per_round"], 20
-            smooth = [statistics.mean(curve[max(0, i - window + 1): i + 1]) for i in range(len(curve))]
-            label = split if alone else f"{split} {sel}"
-            ax.plot(range(1, len(curve) + 1), smooth, label=f"{label} ({c['cumulative_reward']:.1f})",
-                    color="black" if alone else None, linestyle="-" if alone or sel == PAPER_SELECTION else "--")
-            labels.append(label)
-            finals.append(100 * c["final_heldout_accuracy_mean"])
-            spreads.append(100 * c["final_heldout_half_range"])
-    ax.set_xlabel("round (training step)")
-    ax.set_ylabel("own rollouts' mean reward (20-round average)")
-    ax.set_title(f"{summary['nodes']} nodes ({', '.join(summary['models'])}), seeds {summary['seeds']}", fontsize=8)
-    ax.legend(fontsize=7)
-    bars.barh(range(len(labels)), finals, xerr=spreads, color=["black" if "/0" in lbl else "tab:blue" for lbl in labels])
-    initial = 100 * summary["configs"]["8/0"]["initial_heldout_accuracy"]
-    bars.axvline(initial, color="grey", linestyle=":", label=f"start {initial:.1f}%")
-    bars.set_yticks(range(len(labels)), labels, fontsize=7)
-    bars.set_xlabel(f"held-out accuracy at the end, %\n({summary['eval_size_per_task']} items per task, mean of nodes)")
-    bars.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
 
 
 def short_label(selection: str) -> str:

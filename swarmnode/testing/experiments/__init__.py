@@ -1,0 +1,13 @@
+"""What the experiment and bench scripts (scripts/experiments/, scripts/bench/) share, imported as
+a module instead of from each other's files.
+
+- local_runs.py: a local swarm run for an experiment: fresh homes, --set overrides, the wait
+  until every node trained (`wait_until_trained`), a node's memory, its held-out curve read from
+  metrics.sqlite, results written and resumed, a run appended as a JSON line
+- figures.py: pure figures: the mean of a curve's last evaluations, the spread over seeds, an
+  arm's curve on a common grid, a swarm's rollout latency
+- process_samples.py: a process's RSS and CPU use over a while (`sample`, `phase_figures`)
+- heterogeneity_results.py: scripts/experiments/heterogeneity_experiment.py's results, pure
+- sapo_results.py: scripts/experiments/sapo_experiment.py's results and its table, pure (the
+  script draws the plot: matplotlib is an extra)
+"""
