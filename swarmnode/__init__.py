@@ -18,6 +18,9 @@ Subpackages, lowest layer first (each imports only from those above it in this l
 - status/: the status document, its HTTP endpoint and Prometheus view, and a client
 - node/: the daemon: its loops move bytes between the swarm, the trainer and the stores
 - cli/: the `swarmnode` command (__main__.py runs it)
+
+Outside the layers: testing/, test and experiment support shipped with the package, may import
+any of them; nothing in the node imports it.
 """
 
 __version__ = "0.1.0"

@@ -303,7 +303,7 @@ class StorageConfig(_Section):
 
     rollouts_max_age_s: float = Field(86_400.0, gt=0, description="received groups and rejections older than this are deleted")
     rollouts_max_bytes: int = Field(256 * 2**20, ge=2**20, description="rollouts.sqlite is pruned (oldest first) to stay under this")
-    # 256 MiB: a full day at full resolution even at the tiny policy's ~4 steps/s (7.8 MiB/h measured).
+    # 256 MiB: a full day at full resolution even at the tiny policy's ~4 steps/s (docs/experiments/storage-growth.md).
     metrics_max_bytes: int = Field(256 * 2**20, ge=2**20, description="metrics.sqlite is pruned (oldest first) to stay under this")
     metrics_full_resolution_s: float = Field(86_400.0, gt=0, description="metrics older than this are downsampled")
     metrics_downsample_s: float = Field(600.0, gt=0, description="one row per metric and this many seconds once downsampled")

@@ -7,9 +7,12 @@ The daemon and its loops:
 - network.py: `NetworkService`, whether peers can dial this node (dial-back checks) and what it
   does about it (relay reservations, DHT client mode, the addresses it gives out);
   `make_transport`, hivemind's transport wrapped in swarm/relaying/routed_transport.py's relaying.
+- joining.py: `Joiner`, joining through the initial peers (and again when every peer is gone).
 - runner.py: `run_daemon`, `swarmnode run`'s logging, identity and event loop around a Node.
+- preflight.py: what `swarmnode run` checks before it starts anything (`probe_start` does the
+  I/O, `start_problems` turns what it found into one line per problem).
 - logs.py: the console and `<home>/logs/node.log` (`setup_logging`, rotation, tracebacks to the
-  file only), the start line and `RecordedRun` (did the last run end cleanly?), `summary_loop`.
+  file only), the start line and `RecordedRun` (did the last run end cleanly?), `progress_loop`.
 - peer_log.py: `PeerLog`, peers joining and leaving and peers of another base, told once each.
 - scheduling.py: `plan_loop`, once per swarm window a new plan for the runner's quotas
   (`current_plan`, `plan_limits`, `peer_supplies`; the math is in swarmnode/scheduler).

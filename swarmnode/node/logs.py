@@ -1,5 +1,5 @@
 """The node's log: the console and `<home>/logs/node.log`, its start line, the record of how the
-last run ended, and the periodic summary line.
+last run ended, and the periodic progress line.
 
 - `setup_logging`: the console (short times, one line per failure) and the rotating file
   (dated times, rotated by logging.max_bytes, logging.backup_count files kept); a record logged
@@ -7,7 +7,7 @@ last run ended, and the periodic summary line.
 - `log_uncaught_exceptions`: an exception no thread caught lands in the file with its traceback.
 - `RecordedRun`: holding the home's DaemonLock, records the run's start and how it ended
   (home.begin_run / end_run), and gives `log_start` (the run's first line) the previous run's end.
-- `summary_loop`: every logging.summary_interval_s, one line (status/summary_line.py).
+- `progress_loop`: every logging.summary_interval_s, one line (status/progress_line.py).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any, Callable
 
 from swarmnode.home import NodeHome, begin_run, end_run
-from swarmnode.status.summary_line import summary_line
+from swarmnode.status.progress_line import progress_line
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 FILE_DATEFMT = "%Y-%m-%d %H:%M:%S"  # ISO date and time: a log read days later says when
@@ -174,8 +174,8 @@ class RecordedRun:
             log.warning("cannot record the end of this run in %s (%s)", self.home.last_run_file, e)
 
 
-async def summary_loop(snapshot: Callable[[], dict[str, Any]], interval_s: float) -> None:
+async def progress_loop(snapshot: Callable[[], dict[str, Any]], interval_s: float) -> None:
     """Every `interval_s`, one line of the status document `snapshot()` in the log."""
     while True:
         await asyncio.sleep(interval_s)
-        log.info("%s", summary_line(snapshot()))
+        log.info("%s", progress_line(snapshot()))

@@ -13,9 +13,9 @@ import torch
 def attention_backends(device: torch.device, cudnn: bool):
     """A context in which scaled_dot_product_attention may use cuDNN's kernel, or not (a GPU only).
 
-    cuDNN's attention builds a plan per new shape: ~1.5 ms of CPU per call instead of ~0.06 ms
-    when shapes change (decode steps, micro-batches and chunks of new widths). Without it
-    SDPA takes flash or memory-efficient attention (docs/experiments/gpu.md has the figures).
+    cuDNN's attention builds a plan per new shape, which costs more CPU than the call when
+    shapes change (decode steps, micro-batches and chunks of new widths). Without it SDPA takes
+    flash or memory-efficient attention (docs/experiments/gpu.md has the figures).
     """
     if cudnn or device.type != "cuda":
         return contextlib.nullcontext()

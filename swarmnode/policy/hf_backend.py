@@ -6,38 +6,29 @@ The decode paths (`HFGenerator(decode=...)`, config `model.decode`):
   prefills each prompt once for all its samples and drops a sample from the batch as soon as
   it has ended.
 - `bucketed`: the same loop, but the batch only shrinks to power-of-two sizes (finished rows
-  ride along, masked), so attention shapes repeat. Measured slower than `loop` once cuDNN's
-  attention is out of the way (below); kept as an option.
+  ride along, masked), so attention shapes repeat. Slower than `loop` once cuDNN's attention is
+  out of the way (below); kept as an option.
 - `generate`: `model.generate`. It draws from the same distribution as the loop (NodeSampling
   is its only logits processor; a hub model's generation_config.json is not applied) and keeps
   one step's logits at a time for the behaviour log-probs.
 - `static`: `model.generate` with transformers' static KV cache. On a GPU transformers compiles
   the decode step and replays it as CUDA graphs; the first batch of each shape pays the
   compile, and its seconds are logged once per shape. Rows and prompt length are padded up to
-  a few bucketed sizes (static_shape) so that a run builds few graphs; padding rows are dropped
-  from the result. Measured on the CPU with compiling forced (torch 2.13; tests/unit/policy):
-  the first shape compiles, a second row count and a second cache length each recompile once
-  with that size made dynamic, and later shapes reuse that graph, 3 graphs in all (inductor,
-  one manual run: 21 s, 11 s, 11 s for the bundled policy); on a GPU each new size still
-  records its own CUDA graph, which the buckets keep few. A static decode that fails is said
-  once in the log and the loop takes over for good. Not in `auto` until measured in a node: an
-  H100 run of 2026-11-25, before this path existed, reported model.generate with a static
-  cache at 47.9-49.8k tokens/s against ~17k for the loop (0.5B shape, bf16, 512 x 128 tokens,
-  ~40 s for the first, compiling call); those figures are not yet in docs/results. Run it in
-  the generator process (training.generator: process): torch before 2.13 is reported to
-  refuse compiling CUDA graphs off the main thread, and then this path falls back to the loop.
+  a few bucketed sizes (static_shape) so that a run builds few graphs (a second row count and a
+  second cache length each recompile once with that size made dynamic; later shapes reuse that
+  graph); padding rows are dropped from the result. A static decode that fails is said once in
+  the log and the loop takes over for good. Not in `auto` until measured in a node. Run it in
+  the generator process (training.generator: process): torch before 2.13 is reported to refuse
+  compiling CUDA graphs off the main thread, and then this path falls back to the loop.
 
 On a GPU the decode steps run with cuDNN's attention excluded (policy/attention.py; config
 `model.cudnn_attention`): rows leaving the batch change the attention shape nearly every
-step, and cuDNN plans each new shape (~1.5 ms of CPU per call instead of ~0.06 ms). Measured
-on an H100, Qwen2 of Qwen2.5-0.5B's shape in bf16, 64 prompts x 8 samples x 128 new tokens:
-the loop ran 0.34-0.39x model.generate with cuDNN and 0.97-1.14x without (four sessions).
+step, and cuDNN plans each new shape, which costs more CPU per call than the step itself.
 
 `auto` (the default) measures: on a GPU the loop and generate take turns on the first batches
 and the faster stays (AUTO_DECODE, AUTO_TRIALS; `static` is not among them yet); on a CPU it is
-the loop, measured there at
-1.8-3x generate on the bundled policy. docs/experiments/gpu.md has the figures
-(`scripts/bench/bench_generation.py`).
+the loop, the faster there. The figures behind each choice: docs/experiments/gpu.md and
+docs/experiments/cpu-throughput.md (`scripts/bench/bench_generation.py`).
 """
 from __future__ import annotations
 
@@ -65,9 +56,8 @@ log = logging.getLogger("swarmnode.generation")
 
 DECODES = ("auto", "loop", "bucketed", "generate", "static")
 # "auto" tries these paths on the first batches and keeps the fastest (see HFGenerator.decode).
-# On a CPU the loop is 1.8-3x model.generate on the bundled policy, so it is not put on trial;
-# on an H100 the winner depends on the model (the loop at 0.97-1.14x generate on the 0.5B
-# shape in bf16, 1.30-1.36x on the tiny policy in fp32, 0.82-0.88x on it in bf16). Device
+# On a CPU the loop is well ahead of model.generate, so it is not put on trial; on a GPU the
+# winner depends on the model and dtype (docs/experiments/gpu.md, cpu-throughput.md). Device
 # types not listed use the CPU's.
 AUTO_DECODE = {"cpu": ("loop",), "cuda": ("loop", "generate")}  # static: opt-in until measured in a node
 AUTO_TRIALS = 3  # batches each candidate runs before "auto" settles (the best counts: the first warms up)

@@ -1,9 +1,10 @@
 """The daemon's local status endpoint, its document, and a client for it.
 
 - snapshot.py: build_status, the status document (schema "swarmnode.status/1", docs/status.md),
-  and its parts (peer_to_dict, summaries_status, JoinState, ...)
+  assembled from its sections (NodeSection, ClockSection, SwarmSection, MachineSection,
+  WorkSections), and its parts (peer_to_dict, summaries_status, JoinState, ...)
 - server.py: StatusServer, the aiohttp endpoint (/status, /peers, /metrics)
 - prometheus.py: make_registry, the Prometheus view of the same document (StatusCollector)
-- summary_line.py: summary_line, one line of the document for the node's log
+- progress_line.py: progress_line, the periodic one line of the document for the node's log
 - client.py: fetch (read a daemon's endpoint), status_url_for_home, NoDaemon
 """

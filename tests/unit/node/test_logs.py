@@ -1,5 +1,5 @@
 """node/logs.py: the rotating, dated log file; tracebacks in the file only; the start line and
-the record of how the last run ended; uncaught exceptions; the periodic summary line."""
+the record of how the last run ended; uncaught exceptions; the periodic progress line."""
 import asyncio
 import logging
 import re
@@ -20,7 +20,7 @@ from swarmnode.node.logs import (
     route_model_library_logs,
     setup_logging,
     start_line,
-    summary_loop,
+    progress_loop,
 )
 from tests.unit.status.helpers import status
 
@@ -169,10 +169,10 @@ def test_start_line_says_version_config_home_and_how_the_last_run_ended(tmp_path
     assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.INFO]  # an unclean end stands out
 
 
-def test_summary_loop_logs_one_line_per_interval(caplog):
+def test_progress_loop_logs_one_line_per_interval(caplog):
     async def a_while():
         with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(summary_loop(lambda: status(), 0.05), timeout=0.28)
+            await asyncio.wait_for(progress_loop(lambda: status(), 0.05), timeout=0.28)
 
     with caplog.at_level(logging.INFO, logger="swarmnode"):
         asyncio.run(a_while())

@@ -1,5 +1,6 @@
-"""One line of a status document for the node's log (node/logs.summary_loop): training, peers,
-rollout sharing and gradient summaries, in place of a line per evaluation."""
+"""The progress line: one line of a status document for the node's log (node/logs.progress_loop):
+training, peers, rollout sharing and gradient summaries, in place of a line per evaluation. Its text
+still begins "summary:" (tests, docs and operators read it)."""
 from __future__ import annotations
 
 from typing import Any
@@ -29,7 +30,7 @@ def peers_part(doc: dict[str, Any]) -> str:
     return f"peers {len(peers)} ({same} same base" + (f", {other} other base)" if other else ")")
 
 
-def summary_line(doc: dict[str, Any]) -> str:
+def progress_line(doc: dict[str, Any]) -> str:
     """`summary: state running; step 120 (policy v120), reward 0.531, held-out accuracy 0.406;
     peers 2 (1 same base); groups out 960, in 800 (3 rejected); summaries 6 sent, 4 merged`."""
     parts = [f"state {doc.get('state', '?')}", training_part(doc.get("training") or {}), peers_part(doc)]
