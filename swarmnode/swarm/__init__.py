@@ -15,6 +15,11 @@ Knows nothing about models.
   (checks every DHT value and counts verdicts), PeerEntry, MessageStats
 - penalties.py: PeerPenalties, what this node holds against each peer, for the transport's thread
 - windows.py: window_index and the DHT key of each window (peer_records_key, rollouts_key, ...)
+  and of each shard of a window (peer_records_shard_key, summaries_shard_key, ...)
+- shards.py: the shard layout without I/O: shard_of / belongs (which shard a peer's records live
+  in), next_bits (how many shards, with hysteresis), levels_to_write, the swarm-size estimate,
+  shards_to_read (which shards a node reads each window) and the fetch round's peer sampling
+  (pick_fetch_peers, fetch_round_size); sized by scripts/bench/scale_sim.py, not yet wired in
 
 Generic helpers (LRUMap, rate limits, backoff) live in swarmnode/utils/.
 """
