@@ -1,0 +1,109 @@
+"""scripts/bench/scale_bench.py's pure parts: a node's figures from two samples (status documents,
+CPU seconds, p2pd's syscall bytes), the machine's busy share, the log-log slope and the table's rows."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "bench" / "scale_bench.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("scale_bench", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def status(accepted: dict, rejected: dict, over_cap: int = 0, peers: int = 0, counters: dict | None = None) -> dict:
+    return {"messages": {"accepted": accepted, "rejected": rejected, "rejected_by_sender": {}},
+            "limits": {"values_over_key_cap": over_cap, "peers": peers},
+            "network": {"counters": counters or {}}, "peers": [{"peer_id": f"p{i}"} for i in range(peers)],
+            "routing_table_size": peers}
+
+
+def test_counter_deltas_are_what_each_counter_grew_and_a_new_one_counts_from_zero(bench):
+    before = status({"peer_record": 10}, {}, over_cap=1, counters={"failed_requests": 2})
+    after = status({"peer_record": 70}, {"malformed": 3}, over_cap=1, counters={"failed_requests": 5})
+    assert bench.counter_deltas(before, after) == {"accepted/peer_record": 60, "network/failed_requests": 3,
+                                                   "rejected/malformed": 3, "values_over_key_cap": 0}
+
+
+def test_io_bytes_are_what_p2pds_syscall_counters_grew(bench):
+    before = {"p2pd": (1000, 2000), "daemon": (100, 200)}
+    after = {"p2pd": (6000, 9000), "daemon": (2100, 1200)}
+    assert bench.io_bytes(before, after) == (5000, 7000)
+    assert bench.io_bytes(before, after, "daemon") == (2000, 1000)
+
+
+def test_node_figures_from_two_samples_thirty_seconds_apart(bench):
+    before = bench.Sample(100.0, status({"peer_record": 10}, {}, peers=3), {"daemon": 1.0, "p2pd": 2.0},
+                          {"daemon": (100, 200), "p2pd": (1000, 2000)})
+    after = bench.Sample(130.0, status({"peer_record": 70}, {"malformed": 3}, peers=3), {"daemon": 1.3, "p2pd": 2.6},
+                         {"daemon": (2100, 1200), "p2pd": (6000, 9000)})
+    f = bench.node_figures(before, after)
+    assert f["seconds"] == 30.0
+    assert f["cpu_percent"] == {"daemon": pytest.approx(1.0), "p2pd": pytest.approx(2.0), "total": pytest.approx(3.0)}
+    assert f["records_per_min"] == 120.0  # 60 records in 30 s
+    assert f["rejected_per_min"] == 6.0
+    # p2pd read 5000 B and wrote 7000 B in 30 s: 24,000 B a minute
+    assert (f["p2pd_mb_per_min"], f["p2pd_read_mb_per_min"], f["p2pd_written_mb_per_min"]) == (0.024, 0.01, 0.014)
+    assert (f["peers"], f["routing_table_size"]) == (3, 3)
+    assert bench.headline(f) == {"cpu_percent": pytest.approx(3.0), "records_per_min": 120.0, "p2pd_mb_per_min": 0.024}
+
+
+def test_machine_share_is_the_busy_part_of_all_cores(bench):
+    before = {"user": 10.0, "system": 5.0, "idle": 80.0, "iowait": 5.0, "guest": 1.0}
+    after = {"user": 20.0, "system": 10.0, "idle": 85.0, "iowait": 5.0, "guest": 3.0}
+    # 20 s of core time passed (guest is inside user), 5 of them idle
+    assert bench.machine_share(before, after) == 0.75
+
+
+@pytest.mark.parametrize("points, slope", [
+    ([(8, 2.0), (16, 4.0), (32, 8.0)], 1.0),        # y grows like N
+    ([(32, 8.0), (8, 2.0)], 1.0),                   # in any order: first and last N
+    ([(8, 5.0), (16, 9.0), (32, 5.0)], 0.0),        # only the ends count
+    ([(8, 4.0), (32, 2.0)], -0.5),                  # halves over a fourfold N
+    ([(4, 3.0), (16, 12.0)], 1.0),
+    ([(8, 0.0), (32, 2.0)], None),                  # no log of 0
+    ([(8, 2.0)], None),
+    ([(8, 2.0), (8, 3.0)], None),
+])
+def test_loglog_slope_first_to_last(bench, points, slope):
+    assert bench.loglog_slope(points) == slope
+
+
+def node(cpu: float, records: float, mb: float) -> dict:
+    return {"cpu_percent": {"total": cpu}, "records_per_min": records, "p2pd_mb_per_min": mb}
+
+
+def test_spread_slopes_and_table_rows(bench):
+    small = [node(2.0, 60, 1.0), node(4.0, 70, 3.0), node(3.0, 80, 2.0)]
+    large = [node(8.0, 250, 4.0), node(9.0, 240, 8.0), node(7.0, 260, 8.0), node(8.5, 250, 8.0)]
+    assert bench.spread_of(small) == {"cpu_percent": {"median": 3.0, "max": 4.0},
+                                      "records_per_min": {"median": 70, "max": 80},
+                                      "p2pd_mb_per_min": {"median": 2.0, "max": 3.0}}
+    runs = [{"nodes": 4, "join_s": 9.4, "nodes_cores": 0.09, "machine_cpu_share": 0.1234, "per_node": bench.spread_of(small)},
+            {"nodes": 16, "join_s": 92.0, "nodes_cores": 1.83, "machine_cpu_share": 0.85, "per_node": bench.spread_of(large)}]
+    # medians 3 -> 8.25 (x2.75), 70 -> 250 (x3.57), 2 -> 8 (x4) over a fourfold N
+    assert bench.slopes(runs) == {"cpu_percent": 0.73, "records_per_min": 0.918, "p2pd_mb_per_min": 1.0}
+    assert bench.table_rows(runs) == [["4", "9", "3.00/4.00", "70.0/80.0", "2.00/3.00", "0.09/12%"],
+                                      ["16", "92", "8.25/9.00", "250/260", "8.00/8.00", "1.83/85%"]]
+    # A third run on a saturated machine (95% busy) is marked and left out of the slopes.
+    saturated = {"nodes": 32, "join_s": 20.0, "nodes_cores": 1.98, "machine_cpu_share": 0.95,
+                 "per_node": bench.spread_of(small)}
+    assert bench.slopes([*runs, saturated]) == bench.slopes(runs)
+    assert bench.table_rows([saturated])[0][0] == "32*"
+    assert bench.slopes([runs[0], saturated]) == {k: None for k in bench.FIGURES}
+    assert bench.slope_row({"cpu_percent": 0.73, "records_per_min": None,
+                            "p2pd_mb_per_min": 1.0}) == ["slope", "", "0.73", "-", "1.00", ""]
+
+
+def test_node_config_applies_overrides_to_a_copy(bench):
+    base = {"records": {"poll_interval_s": 1}, "swarm": {"window_s": 10}}
+    cfg = bench.node_config(base, ["records.poll_interval_s=2", "swarm.layout=sharded"])
+    assert cfg == {"records": {"poll_interval_s": 2}, "swarm": {"window_s": 10, "layout": "sharded"}}
+    assert base == {"records": {"poll_interval_s": 1}, "swarm": {"window_s": 10}}
