@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
-import math
 import os
 import platform
 import statistics
@@ -54,7 +52,8 @@ from swarmnode.config import bundled_config_path
 from swarmnode.home import read_runtime
 from swarmnode.node.local_swarm import LocalNode, LocalSwarm, wait_ready
 from swarmnode.status.client import fetch
-from swarmnode.testing.experiments.local_runs import apply_overrides, parse_overrides
+from swarmnode.testing.experiments.figures import loglog_slope
+from swarmnode.testing.experiments.local_runs import apply_overrides, parse_overrides, write_results
 from swarmnode.testing.experiments.process_samples import cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,17 +154,6 @@ def machine_share(before: dict[str, float], after: dict[str, float]) -> float:
 def nodes_cores(nodes: list[dict[str, Any]]) -> float:
     """The cores the nodes used in all (daemons and p2pds): their CPU % summed, / 100."""
     return round(sum(n["cpu_percent"]["total"] for n in nodes) / 100.0, 3)
-
-
-def loglog_slope(points: list[tuple[float, float]]) -> float | None:
-    """log(y_last / y_first) / log(x_last / x_first) over points sorted by x; None when a y is not
-    positive or the x do not differ."""
-    if len(points) < 2:
-        return None
-    (x0, y0), (x1, y1) = min(points), max(points)
-    if y0 <= 0 or y1 <= 0 or x0 <= 0 or x1 == x0:
-        return None
-    return round(math.log(y1 / y0) / math.log(x1 / x0), 3)
 
 
 # A run whose machine was this busy measured the machine, not the nodes: each node got what was
@@ -363,11 +351,7 @@ def main(argv: list[str] | None = None) -> int:
               "bytes_note": ("p2pd_*: p2pd's syscall bytes (rchar/wchar): TCP to peers and the unix socket to its "
                              "daemon alike, so ~each DHT byte twice; no per-process socket counter on one loopback"),
               "slopes": slopes(runs), "runs": runs}
-    console.print(render(runs, label))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    plot(report, args.json.with_suffix(".png"))
-    console.print(f"wrote {args.json} (and its .png if matplotlib is installed)")
+    write_results(report, args.json, args.json.with_suffix(".png"), plot, lambda r: render(r["runs"], label), console)
     return 0
 
 

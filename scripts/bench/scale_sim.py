@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
 import random
 import sys
@@ -75,10 +74,12 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from rich.console import Console
+from rich.console import Console, Group
 from rich.progress import Progress
 from rich.table import Table
 
+from swarmnode.testing.experiments.figures import loglog_slope
+from swarmnode.testing.experiments.local_runs import write_results
 from swarmnode.swarm.shards import SHARDS_READ_PER_WINDOW, levels_to_write, next_bits, shard_of, shards_to_read
 from swarmnode.swarm.windows import (
     peer_records_key,
@@ -381,9 +382,9 @@ def today_probabilities(n: int, cfg: dict) -> tuple[float, float]:
 def slope(rows: list[dict], arm: str, metric: str, lo: int, hi: int) -> float | None:
     """log-log slope of a per-node figure between N = lo and N = hi."""
     by_n = {r["n"]: r[arm][metric] for r in rows}
-    if lo not in by_n or hi not in by_n or by_n[lo] <= 0:
+    if lo not in by_n or hi not in by_n:
         return None
-    return round(math.log(by_n[hi] / by_n[lo]) / math.log(hi / lo), 3)
+    return loglog_slope([(lo, by_n[lo]), (hi, by_n[hi])])
 
 
 def simulate(ns: list[int], trials: int, seed: int, console: Console) -> list[dict]:
@@ -434,7 +435,16 @@ def slopes(rows: list[dict]) -> dict:
     return out
 
 
-def plot(rows: list[dict], path: Path) -> None:
+def view(result: dict) -> Group:
+    """The table, then each slope between the two N ranges."""
+    lines = [f"slope {name:17} 1,000-100,000: {s['1000-100000']}   10-2,048: {s['10-2048']}"
+             for name, s in result["slopes"].items()]
+    return Group(table(result["rows"]), *lines)
+
+
+def plot(result: dict, path: Path) -> None:
+    """Per-node MB per minute against N, mean and busiest node, both arms (skipped without matplotlib)."""
+    rows = result["rows"]
     try:
         import matplotlib
 
@@ -465,17 +475,10 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=80)
     started = time.monotonic()
     rows = simulate(args.ns, args.trials, args.seed, console)
-    console.print(table(rows))
-    found = slopes(rows)
-    for name, s in found.items():
-        console.print(f"slope {name:17} 1,000-100,000: {s['1000-100000']}   10-2,048: {s['10-2048']}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     result = {"simulated": True, "command": "python " + " ".join(["scripts/bench/scale_sim.py", *(argv or sys.argv[1:])]),
-              "trials": args.trials, "seed": args.seed, "step_s": STEP_S, "rows": rows, "slopes": found,
+              "trials": args.trials, "seed": args.seed, "step_s": STEP_S, "rows": rows, "slopes": slopes(rows),
               "seconds": round(time.monotonic() - started, 1)}
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    plot(rows, args.out.with_suffix(".png"))
-    console.print(f"wrote {args.out} in {result['seconds']} s")
+    write_results(result, args.out, args.out.with_suffix(".png"), plot, view, console)
     return 0
 
 

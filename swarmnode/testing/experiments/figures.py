@@ -1,7 +1,9 @@
 """Figures the experiment scripts share, pure: the mean of a curve's last evaluations, the spread of a
-figure over seeds, an arm's curve on a common grid, and a swarm's rollout latency."""
+figure over seeds, an arm's curve on a common grid, a swarm's rollout latency, and the log-log
+slope of a figure against the swarm's size."""
 from __future__ import annotations
 
+import math
 import statistics
 
 import numpy as np
@@ -36,3 +38,14 @@ def swarm_latency_s(gossip: list[dict]) -> dict[str, float | None]:
     p99s = [g["latency_p99_s"] for g in gossip if g.get("latency_p99_s") is not None]
     return {"latency_p50_s": round(statistics.median(p50s), 3) if p50s else None,
             "latency_p99_s": round(max(p99s), 3) if p99s else None}
+
+
+def loglog_slope(points: list[tuple[float, float]]) -> float | None:
+    """log(y_last / y_first) / log(x_last / x_first) over points sorted by x; None when a y is not
+    positive or the x do not differ."""
+    if len(points) < 2:
+        return None
+    (x0, y0), (x1, y1) = min(points), max(points)
+    if y0 <= 0 or y1 <= 0 or x0 <= 0 or x1 == x0:
+        return None
+    return round(math.log(y1 / y0) / math.log(x1 / x0), 3)

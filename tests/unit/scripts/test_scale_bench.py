@@ -62,20 +62,6 @@ def test_machine_share_is_the_busy_part_of_all_cores(bench):
     assert bench.machine_share(before, after) == 0.75
 
 
-@pytest.mark.parametrize("points, slope", [
-    ([(8, 2.0), (16, 4.0), (32, 8.0)], 1.0),        # y grows like N
-    ([(32, 8.0), (8, 2.0)], 1.0),                   # in any order: first and last N
-    ([(8, 5.0), (16, 9.0), (32, 5.0)], 0.0),        # only the ends count
-    ([(8, 4.0), (32, 2.0)], -0.5),                  # halves over a fourfold N
-    ([(4, 3.0), (16, 12.0)], 1.0),
-    ([(8, 0.0), (32, 2.0)], None),                  # no log of 0
-    ([(8, 2.0)], None),
-    ([(8, 2.0), (8, 3.0)], None),
-])
-def test_loglog_slope_first_to_last(bench, points, slope):
-    assert bench.loglog_slope(points) == slope
-
-
 def node(cpu: float, records: float, mb: float) -> dict:
     return {"cpu_percent": {"total": cpu}, "records_per_min": records, "p2pd_mb_per_min": mb}
 

@@ -1,5 +1,7 @@
 """testing/experiments/figures.py: the shared figures, worked out by hand."""
-from swarmnode.testing.experiments.figures import arm_curve, last_mean, spread, swarm_latency_s
+import pytest
+
+from swarmnode.testing.experiments.figures import arm_curve, last_mean, loglog_slope, spread, swarm_latency_s
 
 
 def test_last_mean_averages_the_last_three_evaluations():
@@ -22,3 +24,17 @@ def test_swarm_latency_is_the_median_p50_and_the_largest_p99():
     gossip = [{"latency_p50_s": 0.1, "latency_p99_s": 0.5}, {"latency_p50_s": 0.3, "latency_p99_s": 0.9}, {}]
     assert swarm_latency_s(gossip) == {"latency_p50_s": 0.2, "latency_p99_s": 0.9}
     assert swarm_latency_s([]) == {"latency_p50_s": None, "latency_p99_s": None}
+
+
+@pytest.mark.parametrize("points, slope", [
+    ([(8, 2.0), (16, 4.0), (32, 8.0)], 1.0),        # y grows like N
+    ([(32, 8.0), (8, 2.0)], 1.0),                   # in any order: first and last N
+    ([(8, 5.0), (16, 9.0), (32, 5.0)], 0.0),        # only the ends count
+    ([(8, 4.0), (32, 2.0)], -0.5),                  # halves over a fourfold N
+    ([(4, 3.0), (16, 12.0)], 1.0),
+    ([(8, 0.0), (32, 2.0)], None),                  # no log of 0
+    ([(8, 2.0)], None),
+    ([(8, 2.0), (8, 3.0)], None),
+])
+def test_loglog_slope_first_to_last(points, slope):
+    assert loglog_slope(points) == slope
