@@ -1,6 +1,21 @@
 """Shared builders for tests."""
+import importlib.util
+import sys
+from pathlib import Path
 from swarmnode.protocol import PeerRecordFields
 from swarmnode.protocol.generated import peer_record_pb2
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script(path: str):
+    """The script at `path` (from the repository root, e.g. "scripts/bench/scale_sim.py") as a
+    module named after its file, registered in sys.modules (its dataclasses look it up there)."""
+    spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def record_fields(swarm: str = "s", gflops: float = 0.0) -> PeerRecordFields:

@@ -1,12 +1,13 @@
 """docs/configuration.md documents every config field, names none that does not exist, and is
 what scripts/dev/config_doc.py generates from the model (regenerate it with that script)."""
-import importlib.util
 import re
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from swarmnode.config.model import NodeConfig
+
+from tests.helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
@@ -34,7 +35,5 @@ def test_the_doc_names_no_field_that_does_not_exist():
 
 
 def test_the_doc_is_what_the_generator_writes():
-    spec = importlib.util.spec_from_file_location("config_doc", ROOT / "scripts" / "dev" / "config_doc.py")
-    config_doc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(config_doc)
+    config_doc = load_script("scripts/dev/config_doc.py")
     assert DOC == config_doc.render(), "docs/configuration.md is stale: run scripts/dev/config_doc.py"

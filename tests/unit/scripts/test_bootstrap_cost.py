@@ -1,24 +1,17 @@
 """scripts/bench/bootstrap_cost.py (and testing/experiments/process_samples.py): the figures of a phase from its RSS samples and CPU seconds,
 and one node's part of a window that sampled two."""
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from swarmnode.testing.experiments.process_samples import phase_figures
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "bench" / "bootstrap_cost.py"
+from tests.helpers import load_script
+
 MIB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bootstrap_cost", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/bench/bootstrap_cost.py")
 
 
 def test_phase_figures_are_mean_and_max_rss_and_cpu_percent_per_process_and_in_all():

@@ -1,13 +1,12 @@
 """scripts/gpu/collect_results.py: device_checks.sh's packed output into docs/results/gpu.json."""
-import importlib.util
 import json
 import tarfile
 from pathlib import Path
 
+from tests.helpers import load_script
+
 ROOT = Path(__file__).resolve().parents[3]
-spec = importlib.util.spec_from_file_location("collect_results", ROOT / "scripts" / "gpu" / "collect_results.py")
-collect = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(collect)
+collect = load_script("scripts/gpu/collect_results.py")
 
 
 def first_call(work: Path) -> Path:

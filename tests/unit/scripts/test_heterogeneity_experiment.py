@@ -1,25 +1,18 @@
 """scripts/experiments/heterogeneity_experiment.py and testing/experiments/heterogeneity_results.py: the arms' configs, the
 node records of older statuses, and the results arithmetic on hand-made curves."""
-import importlib.util
 import io
 import sqlite3
-import sys
-from pathlib import Path
 
 import pytest
 from rich.console import Console
 
 from swarmnode.testing.experiments import heterogeneity_results
 
-SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "experiments"
+from tests.helpers import load_script
 
 
 def load(name):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"scripts/experiments/{name}.py")
 
 
 @pytest.fixture(scope="module")

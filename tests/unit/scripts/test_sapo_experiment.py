@@ -1,22 +1,14 @@
 """scripts/experiments/sapo_experiment.py and testing/experiments/sapo_results.py: the runs' configs and plan, and the summary
 arithmetic on hand-made runs."""
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from swarmnode.testing.experiments import sapo_results
 
-SCRIPTS = Path(__file__).resolve().parents[3] / "scripts" / "experiments"
+from tests.helpers import load_script
 
 
 def load(name):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"scripts/experiments/{name}.py")
 
 
 @pytest.fixture(scope="module")

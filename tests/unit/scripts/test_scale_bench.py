@@ -1,21 +1,13 @@
 """scripts/bench/scale_bench.py's pure parts: a node's figures from two samples (status documents,
 CPU seconds, p2pd's syscall bytes), the machine's busy share, the log-log slope and the table's rows."""
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "bench" / "scale_bench.py"
+from tests.helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("scale_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/bench/scale_bench.py")
 
 
 def status(accepted: dict, rejected: dict, over_cap: int = 0, peers: int = 0, counters: dict | None = None) -> dict:

@@ -1,14 +1,9 @@
 """scripts/bench/scale_sim.py: its DHT cost model by hand on 2 nodes / 1 shard, and a tiny run."""
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-spec = importlib.util.spec_from_file_location("scale_sim", ROOT / "scripts" / "bench" / "scale_sim.py")
-sim = importlib.util.module_from_spec(spec)
-sys.modules["scale_sim"] = sim  # dataclasses look their module up
-spec.loader.exec_module(sim)
+from tests.helpers import load_script
+
+sim = load_script("scripts/bench/scale_sim.py")
 
 
 def test_two_nodes_one_shard_by_hand():

@@ -1,18 +1,12 @@
 """scripts/experiments/summary_experiment.py: the arms' configs and the steps-to-target arithmetic."""
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "experiments" / "summary_experiment.py"
+from tests.helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def exp():
-    spec = importlib.util.spec_from_file_location("summary_experiment", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/experiments/summary_experiment.py")
 
 
 BASE = {"training": {"data_seed": 1000, "local_rollouts": 8, "external_rollouts": 8, "external_wait_s": 2, "lr": 1e-4},

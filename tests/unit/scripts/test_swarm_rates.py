@@ -1,12 +1,11 @@
 """scripts/gpu/swarm_rates.py: a mixed swarm's speeds per node, and GPU over CPU, by hand."""
-import importlib.util
 import json
 from pathlib import Path
 
+from tests.helpers import load_script
+
 ROOT = Path(__file__).resolve().parents[3]
-spec = importlib.util.spec_from_file_location("swarm_rates", ROOT / "scripts" / "gpu" / "swarm_rates.py")
-rates = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(rates)
+rates = load_script("scripts/gpu/swarm_rates.py")
 
 
 def row(name: str, device: str | None, steps: int, seconds_per_step: float, samples_per_s: float) -> dict:

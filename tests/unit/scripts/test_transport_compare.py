@@ -1,22 +1,15 @@
 """scripts/bench/transport_compare.py: the per-arm figures from hand-made status documents,
 polls and logs, the libp2p/hivemind ratios, and the config both arms run."""
 import argparse
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "bench" / "transport_compare.py"
+from tests.helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("transport_compare", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/bench/transport_compare.py")
 
 
 def test_latency_is_the_median_of_node_p50s_and_the_largest_p99(bench):
