@@ -66,6 +66,7 @@ class Node:
         self.config_source = config_source
         self.identity = identity
         self.protocol_versions = protocol_versions
+        self.sealer = VersionedSigner(identity, protocol_versions)  # seals its records and gossip in them
         self.home = home
         limits = config.limits
         self.table = PeerTable(identity.peer_id, capacity=limits.max_peers)
@@ -102,7 +103,7 @@ class Node:
         from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
         from swarmnode.node.training.service import TrainingListeners, TrainingService
 
-        config, identity = self.config, VersionedSigner(self.identity, self.protocol_versions)  # gossip seals in them
+        config, identity = self.config, self.sealer
         listeners = TrainingListeners(on_implausible=self._blame_implausible, on_outer_step=self._take_verdicts,
                                       on_fatal=self._training_failed)
         self.standings = PeerStandings.open(config, self.stats, self.home.root, self.transport.dht_time,
@@ -310,8 +311,7 @@ class Node:
         cfg = self.config.records
         while True:
             now = self.transport.dht_time()
-            value = build_peer_record(self.identity, self._record_fields(), now, cfg.ttl_s,
-                                      versions=self.protocol_versions)
+            value = build_peer_record(self.sealer, self._record_fields(), now, cfg.ttl_s)
             key = peer_records_key(self.config.swarm.name, window_index(now, self.config.swarm.window_s))
             try:
                 await self.transport.store(key, self.identity.peer_id, value, now + cfg.ttl_s)

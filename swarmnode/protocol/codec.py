@@ -186,10 +186,10 @@ def signing_bytes(protocol_version: int, kind: int, sender_id: str, body: bytes)
     )
 
 
-def seal(signer: Signer, kind: MessageKind, message: Message, *, version: int | None = None) -> bytes:
-    """Serialise `message`, sign it as `signer` in protocol `version` (default: the version
-    `signer` writes, versions_of(signer).written), and return the envelope bytes."""
-    written = versions_of(signer).written if version is None else version
+def seal(signer: Signer, kind: MessageKind, message: Message) -> bytes:
+    """Serialise `message`, sign it as `signer` in the protocol version it writes
+    (versions_of(signer).written), and return the envelope bytes."""
+    written = versions_of(signer).written
     if not isinstance(message, MESSAGE_TYPES[kind]):
         raise TypeError(f"{kind.name} carries {MESSAGE_TYPES[kind].__name__}, not {type(message).__name__}")
     body = message.SerializeToString(deterministic=True)

@@ -17,7 +17,7 @@ from swarmnode.protocol.codec import (
 )
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S, check_lifetime
-from swarmnode.protocol.versions import ProtocolVersions, VersionRange
+from swarmnode.protocol.versions import VersionRange
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,10 @@ class PeerRecordFields:
     relays: tuple[str, ...] = ()  # peer ids holding this node's relay reservations, while private
 
 
-def build_peer_record(identity: Sealer, fields: PeerRecordFields, now: float, ttl_s: float, *,
-                      versions: ProtocolVersions | None = None) -> bytes:
+def build_peer_record(identity: Sealer, fields: PeerRecordFields, now: float, ttl_s: float) -> bytes:
     """The signed envelope bytes of this node's PeerRecord, valid from `now` for `ttl_s`: it speaks
-    `versions` and is written in their lowest (default: versions_of(identity))."""
-    versions = versions_of(identity) if versions is None else versions
+    the versions `identity` seals in (versions_of) and is written in their lowest."""
+    versions = versions_of(identity)
     record = peer_record_pb2.PeerRecord(
         peer_id=identity.peer_id,
         public_key=identity.public_key,
@@ -65,7 +64,7 @@ def build_peer_record(identity: Sealer, fields: PeerRecordFields, now: float, tt
         reachability=fields.reachability,
         relays=list(fields.relays),
     )
-    return seal(identity, MessageKind.PEER_RECORD, record, version=versions.written)
+    return seal(identity, MessageKind.PEER_RECORD, record)
 
 
 def check_peer_record(data: object, *, subkey: object, swarm: str, now: float,

@@ -27,14 +27,14 @@ class CheckedRolloutAnnouncement:
 
 
 def build_rollout_announcement(identity: Sealer, *, window: int, first_batch_id: int, last_batch_id: int,
-                               model_fingerprint: str, now: float, ttl_s: float, version: int | None = None) -> bytes:
-    """The sealed announcement that this node holds batches first_batch_id..last_batch_id (in `version`: seal's)."""
+                               model_fingerprint: str, now: float, ttl_s: float) -> bytes:
+    """The sealed announcement that this node holds batches first_batch_id..last_batch_id."""
     message = rollout_batch_pb2.RolloutAnnouncement(
         peer_id=identity.peer_id, window=window, first_batch_id=first_batch_id, last_batch_id=last_batch_id,
         model_fingerprint=model_fingerprint, timestamp=now, expires_at=now + ttl_s,
         peer_id_binding=identity.bind_signing_key(),
     )
-    return seal(identity, MessageKind.ROLLOUT_ANNOUNCEMENT, message, version=version)
+    return seal(identity, MessageKind.ROLLOUT_ANNOUNCEMENT, message)
 
 
 def check_rollout_announcement(data: object, *, subkey: object, now: float,
@@ -47,9 +47,9 @@ def check_rollout_announcement(data: object, *, subkey: object, now: float,
                                       verified.protocol_version)
 
 
-def seal_rollout_batch(identity: Sealer, batch: rollout_batch_pb2.RolloutBatch, *, version: int | None = None) -> bytes:
-    """This node's batch as signed envelope bytes (in `version`: seal's)."""
-    return seal(identity, MessageKind.ROLLOUT_BATCH, batch, version=version)
+def seal_rollout_batch(identity: Sealer, batch: rollout_batch_pb2.RolloutBatch) -> bytes:
+    """This node's batch as signed envelope bytes."""
+    return seal(identity, MessageKind.ROLLOUT_BATCH, batch)
 
 
 def open_rollout_batch(data: object, *, served_by: str, public_key: bytes,

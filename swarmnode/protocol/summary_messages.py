@@ -28,14 +28,13 @@ class CheckedSummaryAnnouncement:
 
 
 def build_summary_announcement(identity: Sealer, *, window: int, summary_id: int, base_fingerprint: str,
-                               size_bytes: int, now: float, ttl_s: float, version: int | None = None) -> bytes:
-    """The sealed announcement of this node's summary `summary_id` (`size_bytes`: its sealed envelope's length;
-    in `version`: seal's)."""
+                               size_bytes: int, now: float, ttl_s: float) -> bytes:
+    """The sealed announcement of this node's summary `summary_id` (`size_bytes`: its sealed envelope's length)."""
     message = gradient_summary_pb2.SummaryAnnouncement(
         peer_id=identity.peer_id, window=window, summary_id=summary_id, base_fingerprint=base_fingerprint,
         size_bytes=size_bytes, timestamp=now, expires_at=now + ttl_s, peer_id_binding=identity.bind_signing_key(),
     )
-    return seal(identity, MessageKind.SUMMARY_ANNOUNCEMENT, message, version=version)
+    return seal(identity, MessageKind.SUMMARY_ANNOUNCEMENT, message)
 
 
 def check_summary_announcement(data: object, *, subkey: object, now: float,
@@ -52,10 +51,9 @@ def check_summary_announcement(data: object, *, subkey: object, now: float,
                                       verified.protocol_version)
 
 
-def seal_summary(identity: Sealer, summary: gradient_summary_pb2.GradientSummary, *, version: int | None = None) -> bytes:
-    """This node's summary as signed envelope bytes in `version` (seal's; ValueError if over the
-    GRADIENT_SUMMARY body cap)."""
-    return seal(identity, MessageKind.GRADIENT_SUMMARY, summary, version=version)
+def seal_summary(identity: Sealer, summary: gradient_summary_pb2.GradientSummary) -> bytes:
+    """This node's summary as signed envelope bytes (ValueError if over the GRADIENT_SUMMARY body cap)."""
+    return seal(identity, MessageKind.GRADIENT_SUMMARY, summary)
 
 
 def open_summary(data: object, *, served_by: str, public_key: bytes,

@@ -14,7 +14,9 @@ from swarmnode.protocol import (
     seal,
     signing_bytes,
 )
+from swarmnode.protocol.codec import VersionedSigner
 from swarmnode.protocol.generated import envelope_pb2, gradient_summary_pb2
+from swarmnode.protocol.versions import ProtocolVersions
 from tests.unit.protocol.helpers import announcement, rollout_batch
 
 
@@ -109,7 +111,8 @@ def test_an_envelope_of_another_readable_version_opens_only_where_asked(make_ide
     from swarmnode.protocol import codec
 
     identity = make_identity()
-    sealed = seal(identity, MessageKind.ROLLOUT_BATCH, rollout_batch(), version=7)  # a newer node writes version 7
+    newer = VersionedSigner(identity, ProtocolVersions(7, 7))  # a newer node writes version 7
+    sealed = seal(newer, MessageKind.ROLLOUT_BATCH, rollout_batch())
     with pytest.raises(Rejected) as info:
         open_envelope(sealed, MessageKind.ROLLOUT_BATCH)  # this node speaks 1-1
     assert info.value.reason == RejectReason.INCOMPATIBLE_VERSION and "version 7, this node speaks 1-1" in info.value.detail
