@@ -1,6 +1,7 @@
 """A node's cost against the swarm's size on the real transport (issue 38): N model-less daemons.
 
-For each N of --nodes, starts N `swarmnode run` daemons of one config on 127.0.0.1
+For each N of --nodes and each key layout of --layouts, starts N `swarmnode run` daemons of one
+config on 127.0.0.1
 (swarmnode.node.local_swarm.LocalSwarm: node0 first, the rest join through it), waits until
 every node lists all the others (the join time), then measures each node over --seconds:
   CPU        CPU seconds of the daemon and its p2pd child (psutil) as % of one core;
@@ -15,8 +16,13 @@ every node lists all the others (the join time), then measures each node over --
              twice (a peer's answer comes in on TCP and goes on to the daemon). An upper bound
              of the wire bytes that grows with them. The daemon's own side cannot be
              subtracted: Python's send/recv (sendto/recvfrom) are not in rchar/wchar.
-DHT requests and entries parsed per minute are counted nowhere (RecordIntake judges a value
-once, whatever the number of reads that bring it back): not reported.
+  DHT req    the gets and stores the node started (hivemind transport's `network.counters`:
+             dht_gets + dht_stores) per minute;
+  entries    values its record validator judged per minute (dht_entries_judged: stored onto it
+             by peers and brought back by its reads), the entries it parsed.
+Layouts: `sharded` is this release (protocol version 2: keys spread over shards); `one-key` is the
+previous release's layout (one key per window for everyone), run as this code speaking version 1
+(swarmnode/testing/other_version.py, SWARMNODE_TEST_PROTOCOL=1), so both run in the same bench.
 
 Also the machine's CPU share over each window (psutil.cpu_times, all cores), and the log-log
 slope of each per-node median against N (first to last N). Prints a table at 80 columns and
@@ -25,7 +31,7 @@ writes docs/results/scale_bench.json and a PNG beside it (if matplotlib is insta
 The node configuration is a parameter (--config, --set), so the same bench measures another
 layout once it is a config switch. Run from the repository root:
 
-    .venv/bin/python scripts/bench/scale_bench.py --nodes 8 16 32 --seconds 60
+    .venv/bin/python scripts/bench/scale_bench.py --nodes 8 16 32 --seconds 60 --layouts sharded one-key
 """
 from __future__ import annotations
 
@@ -60,9 +66,16 @@ ROOT = Path(__file__).resolve().parents[2]
 MB = 1_000_000
 # The per-node figures of the table and the slopes: key -> column head.
 FIGURES = {
-    "cpu_percent": "CPU %",
-    "records_per_min": "records/min",
-    "p2pd_mb_per_min": "p2pd MB/min",
+    "cpu_percent": "CPU%",
+    "records_per_min": "rec/m",
+    "p2pd_mb_per_min": "MB/m",
+    "dht_requests_per_min": "req/m",
+    "entries_per_min": "ent/m",
+}
+# How a daemon of each key layout is started: (module, environment).
+LAYOUTS = {
+    "sharded": ("swarmnode", {}),
+    "one-key": ("swarmnode.testing.other_version", {"SWARMNODE_TEST_PROTOCOL": "1"}),
 }
 
 
@@ -117,6 +130,7 @@ def node_figures(before: Sample, after: Sample) -> dict[str, Any]:
     accepted = sum(v for k, v in deltas.items() if k.startswith("accepted/"))
     rejected = sum(v for k, v in deltas.items() if k.startswith("rejected/"))
     read, written = io_bytes(before.io_chars, after.io_chars)
+    requests = deltas.get("network/dht_gets", 0) + deltas.get("network/dht_stores", 0)
     return {
         "seconds": round(wall, 2),
         "cpu_percent": cpu,
@@ -125,6 +139,8 @@ def node_figures(before: Sample, after: Sample) -> dict[str, Any]:
         "p2pd_mb_per_min": round((read + written) * per_min / MB, 3),
         "p2pd_read_mb_per_min": round(read * per_min / MB, 3),
         "p2pd_written_mb_per_min": round(written * per_min / MB, 3),
+        "dht_requests_per_min": round(requests * per_min, 1),
+        "entries_per_min": round(deltas.get("network/dht_entries_judged", 0) * per_min, 1),
         "counters": deltas,
         "peers": len(after.status.get("peers") or []),
         "routing_table_size": after.status.get("routing_table_size"),
@@ -170,7 +186,20 @@ def slopes(runs: list[dict[str, Any]]) -> dict[str, float | None]:
     """Per FIGURES key, the log-log slope of the per-node median against N, over the unsaturated
     runs only (None with fewer than two)."""
     kept = unsaturated(runs)
-    return {k: loglog_slope([(r["nodes"], r["per_node"][k]["median"]) for r in kept]) for k in FIGURES}
+    return {k: loglog_slope([(r["nodes"], r["per_node"][k]["median"]) for r in kept if r["per_node"][k]["median"] > 0])
+            for k in FIGURES}
+
+
+def slopes_by_layout(runs: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """slopes() of each layout's runs."""
+    return {layout: slopes([r for r in runs if r.get("layout", "sharded") == layout])
+            for layout in dict.fromkeys(r.get("layout", "sharded") for r in runs)}
+
+
+def busiest_ratio(run: dict[str, Any], key: str = "cpu_percent") -> float:
+    """The busiest node's figure over the median node's (1.0 when the median is 0)."""
+    spread = run["per_node"][key]
+    return round(spread["max"] / spread["median"], 2) if spread["median"] > 0 else 1.0
 
 
 def short(x: float) -> str:
@@ -179,30 +208,32 @@ def short(x: float) -> str:
 
 
 def table_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
-    """One row per N: N, join seconds, each FIGURES median/max, the cores all nodes used / the
-    machine's busy share."""
+    """One row per run: N, layout, join seconds, each FIGURES median, the busiest node's CPU over
+    the median's, the cores all nodes used / the machine's busy share."""
     rows = []
     for r in runs:
-        cells = [f"{short(r['per_node'][k]['median'])}/{short(r['per_node'][k]['max'])}" for k in FIGURES]
+        cells = [short(r["per_node"][k]["median"]) for k in FIGURES]
         saturated = "*" if r["machine_cpu_share"] >= SATURATED_SHARE else ""
-        rows.append([str(r["nodes"]) + saturated, f"{r['join_s']:.0f}", *cells,
-                     f"{r['nodes_cores']:.2f}/{100 * r['machine_cpu_share']:.0f}%"])
+        rows.append([str(r["nodes"]) + saturated, r.get("layout", "sharded"), f"{r['join_s']:.0f}", *cells,
+                     f"{busiest_ratio(r):.1f}x", f"{r['nodes_cores']:.2f}/{100 * r['machine_cpu_share']:.0f}%"])
     return rows
 
 
-def slope_row(found: dict[str, float | None]) -> list[str]:
-    return ["slope", "", *["-" if found[k] is None else f"{found[k]:.2f}" for k in FIGURES], ""]
+def slope_row(layout: str, found: dict[str, float | None]) -> list[str]:
+    return ["slope", layout, "", *["-" if found[k] is None else f"{found[k]:.2f}" for k in FIGURES], "", ""]
 
 
 def render(runs: list[dict[str, Any]], config_label: str) -> Table:
-    t = Table(title=f"per node, median/max ({config_label})", box=box.SIMPLE_HEAD,
-              caption="last column: cores all nodes used / machine busy (all cores); *: machine "
+    t = Table(title=f"per node, median ({config_label})", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False,
+              caption="/m: per minute; MB: p2pd's syscall bytes; top/med: busiest node's CPU over the "
+                      "median's; cores: all nodes' cores / machine busy; *: machine "
                       f"over {SATURATED_SHARE:.0%} busy, left out of the slopes")
-    for head in ("N", "join s", *FIGURES.values(), "cores/busy"):
+    for head in ("N", "layout", "join", *FIGURES.values(), "top/med", "cores"):
         t.add_column(head, justify="right")
     for row in table_rows(runs):
         t.add_row(*row)
-    t.add_row(*slope_row(slopes(runs)), style="bold")
+    for layout, found in slopes_by_layout(runs).items():
+        t.add_row(*slope_row(layout, found), style="bold")
     return t
 
 
@@ -258,11 +289,13 @@ def wait_all_listed(urls: list[str], timeout_s: float) -> float:
     raise RuntimeError(f"not every node listed all the others within {timeout_s:.0f}s (peer counts {counts})")
 
 
-def measure(n: int, cfg: Path, root: Path, args: argparse.Namespace, console: Console) -> dict[str, Any]:
-    """Start n nodes, wait until they all know each other, sample every node over args.seconds."""
-    say = lambda m: console.print(f"[dim]N={n}: {m}[/dim]")  # noqa: E731
+def measure(n: int, layout: str, cfg: Path, root: Path, args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    """Start n nodes of `layout`, wait until they all know each other, sample every node over args.seconds."""
+    say = lambda m: console.print(f"[dim]N={n} {layout}: {m}[/dim]")  # noqa: E731
     started = time.monotonic()
-    with PatientSwarm(root / f"n{n}", n, cfg, start_timeout_s=args.start_timeout) as swarm:
+    module, env = LAYOUTS[layout]
+    with PatientSwarm(root / f"n{n}-{layout}", n, cfg, start_timeout_s=args.start_timeout,
+                      node_module=lambda i: module, node_env=lambda i: dict(env)) as swarm:
         swarm.start(on_progress=lambda m: None)
         start_s = time.monotonic() - started
         runtimes = [read_runtime(node.home) for node in swarm.nodes]
@@ -277,7 +310,7 @@ def measure(n: int, cfg: Path, root: Path, args: argparse.Namespace, console: Co
         after = [take_sample(u, p) for u, p in zip(urls, procs)]
         machine_after = psutil.cpu_times()._asdict()
     nodes = [{"name": f"node{i}", **node_figures(b, a)} for i, (b, a) in enumerate(zip(before, after))]
-    return {"nodes": n, "start_s": round(start_s, 1), "join_s": round(join_s, 1),
+    return {"nodes": n, "layout": layout, "start_s": round(start_s, 1), "join_s": round(join_s, 1),
             "machine_cpu_share": machine_share(machine_before, machine_after),
             "nodes_cores": nodes_cores(nodes), "per_node": spread_of(nodes), "node_figures": nodes}
 
@@ -302,19 +335,20 @@ def plot(report: dict[str, Any], path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    runs = report["runs"]
-    ns = [r["nodes"] for r in runs]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for key, head in FIGURES.items():
-        ys = [r["per_node"][key]["median"] for r in runs]
-        if all(y > 0 for y in ys):
-            ax.plot(ns, ys, "o-", label=f"{head} (slope {report['slopes'][key]})")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for layout, style in zip(report["slopes"], ("o-", "s--", "^:")):
+        runs = [r for r in report["runs"] if r.get("layout", "sharded") == layout]
+        ns = [r["nodes"] for r in runs]
+        for key, head in FIGURES.items():
+            ys = [r["per_node"][key]["median"] for r in runs]
+            if ys and all(y > 0 for y in ys):
+                ax.plot(ns, ys, style, label=f"{layout} {head} (slope {report['slopes'][layout][key]})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("nodes (N)")
     ax.set_ylabel("per node, median")
     ax.set_title(f"{report['config']} at {report['commit']}: per-node cost against N")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -323,6 +357,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nodes", type=int, nargs="+", default=[4, 8, 16], help="swarm sizes, one run each")
+    p.add_argument("--layouts", nargs="+", choices=sorted(LAYOUTS), default=["sharded", "one-key"],
+                   help="key layouts, each run at every N (sharded: this release; one-key: the previous one)")
     p.add_argument("--seconds", type=float, default=60.0, help="measuring window of each run, once all joined")
     p.add_argument("--config", default="local.yaml", help="a bundled config name (local, local.yaml) or a path")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
@@ -344,13 +380,14 @@ def main(argv: list[str] | None = None) -> int:
         cfg_file = Path(tmp) / "config.yaml"
         cfg_file.write_text(yaml.safe_dump(cfg), encoding="utf-8")
         for n in sorted(args.nodes):
-            runs.append(measure(n, cfg_file, Path(tmp), args, console))
+            for layout in args.layouts:
+                runs.append(measure(n, layout, cfg_file, Path(tmp), args, console))
     report = {"command": " ".join(["python", "scripts/bench/scale_bench.py", *(argv or sys.argv[1:])]),
               "commit": git_commit(), "machine": machine(), "config": label, "config_source": str(source),
               "overrides": parse_overrides(args.set), "seconds": args.seconds,
               "bytes_note": ("p2pd_*: p2pd's syscall bytes (rchar/wchar): TCP to peers and the unix socket to its "
                              "daemon alike, so ~each DHT byte twice; no per-process socket counter on one loopback"),
-              "slopes": slopes(runs), "runs": runs}
+              "slopes": slopes_by_layout(runs), "runs": runs}
     write_results(report, args.json, args.json.with_suffix(".png"), plot, lambda r: render(r["runs"], label), console)
     return 0
 

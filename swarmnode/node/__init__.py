@@ -7,6 +7,8 @@ The daemon and its loops:
 - network.py: `NetworkService`, whether peers can dial this node (dial-back checks) and what it
   does about it (relay reservations, DHT client mode, the addresses it gives out);
   `make_transport`, hivemind's transport wrapped in swarm/relaying/routed_transport.py's relaying.
+- dht_reads.py: `read_spread` (one kind's keys of this window and the last, sorted by shard),
+  `newest_per_peer`
 - joining.py: `Joiner`, joining through the initial peers (and again when every peer is gone).
 - runner.py: `run_daemon`, `swarmnode run`'s logging, identity and event loop around a Node.
 - preflight.py: what `swarmnode run` checks before it starts anything (`probe_start` does the

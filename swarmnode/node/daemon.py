@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -40,7 +41,9 @@ from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake, peer_id
 from swarmnode.swarm.gossip.rollout_bookkeeping import ROLLOUT_LIMIT_KEYS
 from swarmnode.swarm.relaying.routed_transport import PeerRoutes, RoutedTransport
 from swarmnode.swarm.transports.base import PeerPenalty, RecordPolicy
-from swarmnode.swarm.windows import peer_records_key, window_index, windows_to_read
+from swarmnode.node.dht_reads import read_spread
+from swarmnode.swarm.key_layout import KeyLayout
+from swarmnode.swarm.windows import peer_records_key, peer_records_shard_key, window_index
 
 if TYPE_CHECKING:  # a node without a model never imports training (torch, transformers)
     from swarmnode.node.gossip import PeerStandings, RolloutGossip, SummaryGossip
@@ -73,6 +76,10 @@ class Node:
         self.peer_log = PeerLog(capacity=limits.max_peers, initial_peers=config.swarm.initial_peers,
                                 versions=protocol_versions.spoken)
         self.stats = MessageStats(max_senders=limits.max_tracked_senders)
+        # Where records and announcements go in the DHT: shards, or one key per window (version 1).
+        self.layout = KeyLayout.of(identity.peer_id, protocol_versions)
+        self.record_keys = self.layout.spread(functools.partial(peer_records_key, config.swarm.name),
+                                              functools.partial(peer_records_shard_key, config.swarm.name))
         self.intake = RecordIntake(self.table, self.stats, config.swarm.name, config.swarm.window_s,
                                    max_ttl_s=limits.max_record_ttl_s, max_values_per_key=limits.max_values_per_key,
                                    versions=protocol_versions)
@@ -111,10 +118,11 @@ class Node:
         saved_trust = self.standings.load_trust() if config.summaries.enabled else []
         self.training = TrainingService(config, self.home.root, quality=self._sender_quality, listeners=listeners,
                                         saved_trust=saved_trust)
-        self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.standings)
+        self.gossip = RolloutGossip(config, identity, self.transport, self.training, self.intake, self.standings,
+                                    layout=self.layout)
         if config.summaries.enabled:
             self.summaries = SummaryGossip(config, identity, self.transport, self.training, self.training.outer_access,
-                                           self.intake, self.standings)
+                                           self.intake, self.standings, layout=self.layout)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -312,9 +320,9 @@ class Node:
         while True:
             now = self.transport.dht_time()
             value = build_peer_record(self.sealer, self._record_fields(), now, cfg.ttl_s)
-            key = peer_records_key(self.config.swarm.name, window_index(now, self.config.swarm.window_s))
             try:
-                await self.transport.store(key, self.identity.peer_id, value, now + cfg.ttl_s)
+                for key in self.record_keys.write_keys(window_index(now, self.config.swarm.window_s)):
+                    await self.transport.store(key, self.identity.peer_id, value, now + cfg.ttl_s)
             except Exception as e:  # noqa: BLE001 - a failed store is retried next interval
                 log.warning("publishing the peer record failed (%s); retrying in %gs", e, cfg.publish_interval_s)
             await asyncio.sleep(cfg.publish_interval_s)
@@ -325,15 +333,7 @@ class Node:
             if (problem := self.transport.failure()) is not None:
                 self.request_stop(fatal=problem)  # no network: do not look healthy without one
                 return
-            now = self.transport.dht_time()
-            current = window_index(now, self.config.swarm.window_s)
-            for window in windows_to_read(current):
-                try:
-                    values = await self.transport.get(peer_records_key(self.config.swarm.name, window))
-                except Exception as e:  # noqa: BLE001 - a failed read is retried next interval
-                    log.warning("reading peer records failed (%s)", e)
-                    continue
-                self.intake.ingest(values, self.transport.dht_time())
+            await self._read_records()
             expired = self.table.expire(self.transport.dht_time())
             self.peer_log.update(self.table.entries(), expired, self.training.base_fingerprint if self.training else "",
                                  self.intake.incompatible_peers(self.transport.dht_time()))
@@ -344,6 +344,17 @@ class Node:
                 self.training.inputs.set_same_base_peers(
                     len(self.table.with_base(self.training.base_fingerprint, self.transport.dht_time())))
             await asyncio.sleep(cfg.poll_interval_s)
+
+    async def _read_records(self) -> None:
+        """Peers' records from this window's and the last one's keys (shards) into the table."""
+        try:
+            reading_window, found = await read_spread(self.transport, self.record_keys, self.config.swarm.window_s)
+        except Exception as e:  # noqa: BLE001 - a failed read is retried next interval
+            log.warning("reading peer records failed (%s)", e)
+            return
+        self.intake.refuse_misplaced(found.misplaced)
+        self.intake.ingest(found.values, self.transport.dht_time())
+        self.record_keys.observe(found.peers_per_shard, reading_window)
 
     async def _maintain_storage(self) -> None:
         """Retention and WAL checkpoints of the home's SQLite stores, every maintenance_interval_s,

@@ -164,6 +164,7 @@ class NetworkService:
             "answers": [{"peer": short_id(a.responder), "observed_ip": a.observed_ip, "open_ports": list(a.open_ports)}
                         for a in self.answers],
             "relays": list(self.relays()),
+            "relays_skipped": self.relay_keeper.skipped(),
             "listen_multiaddrs": list(self.listen_maddrs),
             **self.transport.snapshot(),
         }

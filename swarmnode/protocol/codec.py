@@ -88,6 +88,7 @@ class RejectReason(str, enum.Enum):
     REPLAYED = "replayed"  # older than a record already accepted from that peer
     DHT_EXPIRATION = "dht_expiration"  # kept in the DHT past the record's own expires_at
     UNKNOWN_KEY = "unknown_key"  # stored under a DHT key the swarm does not use
+    WRONG_SHARD = "wrong_shard"  # found under a shard key its peer id does not hash into (anyone can copy one there)
     SENDER_MISMATCH = "sender_mismatch"  # a batch signed by another peer than the one that served it
     PROMPT_MISMATCH = "prompt_mismatch"  # the prompt is not the one the task ref regenerates
     MODEL_MISMATCH = "model_mismatch"  # token ids / log-probs that do not fit the claimed model
@@ -211,6 +212,18 @@ def _decode(message_type: type[Message], data: bytes, what: str) -> Message:
         return message_type.FromString(data)
     except Exception as e:  # noqa: BLE001 - any decoder failure (DecodeError, RecursionError, ...) is a rejection
         raise Rejected(RejectReason.MALFORMED, f"{what} does not decode ({type(e).__name__})") from None
+
+
+def envelope_kind(data: object) -> MessageKind | None:
+    """The kind an envelope says it carries, unchecked (no signature, no version), or None when
+    `data` is no envelope of a known kind: which check to run on it, not whether to trust it."""
+    if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) > max(map(max_envelope_bytes, MessageKind)):
+        return None
+    try:
+        kind = envelope_pb2.SignedEnvelope.FromString(bytes(data)).kind
+        return MessageKind(kind)
+    except Exception:  # noqa: BLE001 - any bytes may arrive: not an envelope
+        return None
 
 
 def open_envelope(data: object, expected_kind: MessageKind, versions: tuple[int, int] | None = None) -> VerifiedMessage:

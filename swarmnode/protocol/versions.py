@@ -33,7 +33,7 @@ class ProtocolVersions:
 
 
 # What this release speaks and writes (swarmnode/testing/other_version.py runs a node of others).
-THIS_RELEASE = ProtocolVersions(1, 1)
+THIS_RELEASE = ProtocolVersions(2, 2)
 
 
 def common_version(ours: VersionRange, theirs: VersionRange) -> int | None:

@@ -41,6 +41,17 @@ class StatusCollector(Collector):
             if storage.get(key) is not None:
                 yield GaugeMetricFamily(f"swarmnode_storage_{key}", help_text, value=storage[key])
         yield from summaries_metrics(s.get("summaries") or {})
+        yield from relay_metrics((s.get("network") or {}).get("relay_load") or {})
+
+
+def relay_metrics(load: dict[str, Any]):
+    """What relaying for nodes behind NAT costs (status `network.relay_load`), against its bounds."""
+    for key, help_text in RELAY_GAUGES.items():
+        if load.get(key) is not None:
+            yield GaugeMetricFamily(f"swarmnode_relay_{key}", help_text, value=load[key])
+    if load.get("refused_full") is not None:
+        yield CounterMetricFamily("swarmnode_relay_refused_full", "Relay reservations refused: all "
+                                  "network.relay_capacity taken", value=load["refused_full"])
 
 
 def summaries_metrics(summaries: dict[str, Any]):
@@ -90,6 +101,14 @@ STORAGE_GAUGES = {
     "checkpoint_failures": "Checkpoint writes that failed in a row",
 }
 
+
+RELAY_GAUGES = {
+    "reservations": "Nodes behind NAT this node holds relay reservations for",
+    "capacity": "network.relay_capacity: the most reservations it holds",
+    "forwards_in_flight": "Requests it is forwarding for those nodes now",
+    "max_forwards": "network.relay_max_forwards: the most forwards at once",
+    "forwards_last_minute": "Requests it took on forwarding in the last minute",
+}
 
 SUMMARIES_COUNTERS = {
     "sent": "Gradient summaries this node sealed and offered to peers",

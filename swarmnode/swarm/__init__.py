@@ -14,12 +14,14 @@ Knows nothing about models.
 - peers.py: PeerTable (who is in the swarm; how its records say to reach each peer), RecordIntake
   (checks every DHT value and counts verdicts), PeerEntry, MessageStats
 - penalties.py: PeerPenalties, what this node holds against each peer, for the transport's thread
+- key_layout.py: where each kind of value goes in the DHT: `KeyLayout` (by protocol version),
+  `KeySpread` (`OneKeyPerWindow`, `ShardedKeys`), `sort_reads`
 - windows.py: window_index and the DHT key of each window (peer_records_key, rollouts_key, ...)
   and of each shard of a window (peer_records_shard_key, summaries_shard_key, ...)
 - shards.py: the shard layout without I/O: shard_of / belongs (which shard a peer's records live
   in), next_bits (how many shards, with hysteresis), levels_to_write, the swarm-size estimate,
   shards_to_read (which shards a node reads each window) and the fetch round's peer sampling
-  (pick_fetch_peers, fetch_round_size); sized by scripts/bench/scale_sim.py, not yet wired in
+  (pick_fetch_peers, fetch_round_size); sized by scripts/bench/scale_sim.py
 
 Generic helpers (LRUMap, rate limits, backoff) live in swarmnode/utils/.
 """

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from swarmnode.protocol import PeerRecord, RecordOrigin, Rejected, RejectReason, check_peer_record, record_origin
-from swarmnode.protocol.codec import READABLE_PROTOCOL_VERSIONS
+from swarmnode.protocol.codec import READABLE_PROTOCOL_VERSIONS, MessageKind, envelope_kind
 from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_UNKNOWN
 from swarmnode.protocol.peer_record import spoken_versions
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, check_rollout_announcement
@@ -21,15 +21,31 @@ from swarmnode.protocol.signed_values import DEFAULT_MAX_TTL_S
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, check_summary_announcement
 from swarmnode.protocol.versions import THIS_RELEASE, ProtocolVersions, VersionRange, common_version
 from swarmnode.utils.lru_map import LRUMap
+from swarmnode.swarm.key_layout import uses_shards
+from swarmnode.swarm.shards import belongs
 from swarmnode.swarm.transports.base import StoredValue
 from swarmnode.swarm.windows import (
+    key_window,
+    parse_shard_key,
     peer_records_key,
     rollouts_key,
     rollouts_prefix,
+    shard_keys_of,
     summaries_key,
     summaries_prefix,
     window_index,
 )
+
+# Keys whose admitted peers the intake counts (each <= max_values_per_key): an honest holder
+# holds a handful of shard keys per window; more only means someone stores under made-up ones.
+KEYS_COUNTED = 4096
+
+
+def key_kind(swarm: str, key: str) -> str:
+    """"rollouts", "summaries" or "peers": what one of the swarm's one-per-window keys holds."""
+    if key.startswith(rollouts_prefix(swarm)):
+        return "rollouts"
+    return "summaries" if key.startswith(summaries_prefix(swarm)) else "peers"
 
 
 def short_id(peer_id: str) -> str:
@@ -240,8 +256,9 @@ class RecordIntake:
     """Judges DHT values (when stored and when read) and feeds accepted peer records to the table.
 
     It is also the DHT's RecordPolicy: only the swarm's keys of nearby windows are known (peer
-    records, rollout and summary announcements), and a value is admitted only if it is a valid
-    message of the peer named by its subkey, of the kind its key holds.
+    records, rollout and summary announcements; with the sharded layout, their shards too), and
+    a value is admitted only if it is a valid message of the peer named by its subkey, of the
+    kind its key holds, and (under a shard's key) of a peer that hashes into that shard.
     """
 
     def __init__(self, table: PeerTable, stats: MessageStats, swarm: str, window_s: float, *,
@@ -254,9 +271,10 @@ class RecordIntake:
         self.window_s = window_s
         self.max_ttl_s = max_ttl_s
         self.max_values_per_key = max_values_per_key
+        self.sharded = uses_shards(versions)  # which key layout this node writes, reads and knows
         self._verdicts = Verdicts(capacity=max(8192, 16 * max_values_per_key))
         # Subkeys (peers) admitted under each current key: at most max_values_per_key each.
-        self._subkeys: dict[str, set] = {}
+        self._subkeys = LRUMap[str, set](capacity=KEYS_COUNTED)
         self.values_over_key_cap = 0
         # Peers seen publishing records for another swarm or protocol version (refused as
         # unknown keys): peer id -> origin, to say why a join through them did not take.
@@ -376,30 +394,76 @@ class RecordIntake:
         return ([peer_records_key(self.swarm, w) for w in windows] + [rollouts_key(self.swarm, w) for w in windows]
                 + [summaries_key(self.swarm, w) for w in windows])
 
+    def knows_key(self, key: str, now: float) -> bool:
+        window = key_window(self.swarm, key, sharded=self.sharded)
+        current = window_index(now, self.window_s)
+        return window is not None and current - 2 <= window <= current + 1
+
+    def reads_first_fresh(self) -> bool:
+        return self.sharded
+
+    def candidate_keys(self, subkey: object, value: object, expiration: float, now: float) -> list[str]:
+        """The shard keys `value` may sit under (its kind's, its own window's, its peer's shard at
+        every bits level), for a DHT that sees only a key's hash; [] for a node of one key per
+        window, or a value that is no valid record or announcement."""
+        if not self.sharded or not isinstance(subkey, str):
+            return []
+        kind, base = envelope_kind(value), ""
+        if kind == MessageKind.PEER_RECORD:
+            record = self.judge(subkey, value, expiration, now)
+            window, name = (None if record is None else window_index(record.timestamp, self.window_s)), "peers"
+        elif kind == MessageKind.ROLLOUT_ANNOUNCEMENT:
+            checked = self.judge_announcement(subkey, value, expiration, now)
+            window, name = (None if checked is None else checked.announcement.window), "rollouts"
+        elif kind == MessageKind.SUMMARY_ANNOUNCEMENT:
+            checked = self.judge_summary_announcement(subkey, value, expiration, now)
+            window, name = (None if checked is None else checked.announcement.window), "summaries"
+            base = "" if checked is None else checked.announcement.base_fingerprint
+        else:
+            return []
+        if window is None or not self.knows_key(peer_records_key(self.swarm, window), now):
+            return []
+        return shard_keys_of(self.swarm, name, window, subkey, base)
+
     def admit(self, key: str, subkey: object, value: object, expiration: float, now: float) -> bool:
         """Admit a valid value of a peer already held under `key`, or of a new peer while the
-        key holds fewer than max_values_per_key peers (first come: see docs/security.md)."""
+        key holds fewer than max_values_per_key peers (first come: see docs/security.md). Under a
+        shard's key, only a peer that hashes into the shard."""
+        shard = parse_shard_key(self.swarm, key) if self.sharded else None
+        if shard is not None and not (isinstance(subkey, str) and belongs(subkey, shard.bits, shard.shard)):
+            self.stats.reject(RejectReason.WRONG_SHARD, None)
+            return False
         held = self._subkeys_of(key, now)
         if subkey not in held and len(held) >= self.max_values_per_key:
             self.values_over_key_cap += 1
             return False
-        if key.startswith(rollouts_prefix(self.swarm)):
+        kind = shard.kind if shard is not None else key_kind(self.swarm, key)
+        if kind == "rollouts":
             ok = self.judge_announcement(subkey, value, expiration, now) is not None
-        elif key.startswith(summaries_prefix(self.swarm)):
+        elif kind == "summaries":
             ok = self.judge_summary_announcement(subkey, value, expiration, now) is not None
         else:
-            ok = self.judge(subkey, value, expiration, now) is not None
+            record = self.judge(subkey, value, expiration, now)
+            ok = record is not None
+            if ok and common_version(self.versions.spoken, spoken_versions(record)) is None:
+                self._keep_incompatible(record)  # a peer of another layout is met here, not in reads
         if ok:
             held.add(subkey)
         return ok
 
     def _subkeys_of(self, key: str, now: float) -> set:
-        if key not in self._subkeys:
-            live = set(self.known_keys(now))
-            for old in [k for k in self._subkeys if k not in live]:
-                del self._subkeys[old]
-            self._subkeys[key] = set()
-        return self._subkeys[key]
+        held = self._subkeys.get(key)
+        if held is None:
+            for old in [k for k in self._subkeys if not self.knows_key(k, now)]:
+                self._subkeys.pop(old)  # its window is past: its cap goes with it
+            held = self._subkeys[key] = set()
+        return held
+
+    def refuse_misplaced(self, count: int) -> None:
+        """Count values a read found under a shard's key their peer does not hash into (dropped
+        by the reader; anyone can copy a signed value there, so no sender is held to it)."""
+        for _ in range(count):
+            self.stats.reject(RejectReason.WRONG_SHARD, None)
 
     def refuse_unknown_key(self, key_id: bytes, value: object) -> None:
         digest = Verdicts.digest(key_id, value)

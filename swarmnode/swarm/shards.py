@@ -4,8 +4,9 @@ are, which shards a node reads, and which peers a fetch round asks (pure functio
 A window's records and announcements are spread over S = 2^bits shard keys (swarm/windows.py's
 `*_shard_key`); a peer writes only under the shard its id hashes into, so no key is read by
 everyone and no dictionary grows with the swarm. `bits` comes from an estimate of the swarm's
-size N, with hysteresis, and is 0 (one shard) while the swarm is small. Nothing in the node
-uses these yet: scripts/bench/scale_sim.py sizes them (docs/experiments/scale.md).
+size N, with hysteresis, and is 0 (one shard) while the swarm is small. swarm/key_layout.py
+turns them into the keys a node writes and reads; scripts/bench/scale_sim.py sizes them
+(docs/experiments/scale.md).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 from typing import Awaitable, Callable
 
-from tests.contract.cases_push import pushed_values_reach_watchers
+from tests.contract.cases_push import pushed_values_reach_watchers, shard_pushes_reach_the_shard_only
 from tests.contract.cases_records import records_and_membership
 from tests.contract.cases_requests import rate_limits_at_the_boundary, requests_and_connect
 from tests.contract.cases_restart import restart_after_sigkill
@@ -31,6 +31,7 @@ CASES: dict[str, Case] = {
     "restart_after_sigkill": restart_after_sigkill,
     "rate_limits_at_the_boundary": rate_limits_at_the_boundary,
     "pushed_values_reach_watchers": pushed_values_reach_watchers,
+    "shard_pushes_reach_the_shard_only": shard_pushes_reach_the_shard_only,
     "start_on_a_taken_port_fails_in_one_line": start_on_a_taken_port_fails_in_one_line,
     "stop_closes_connections": stop_closes_connections,
 }

@@ -9,8 +9,8 @@ The scaffold, shared by every payload kind:
                  back-off of failing or idle peers, the per-peer accept rate
 - server.py      PeerServer: answers one protocol within the per-peer serve rate; Waiters: held
                  long-polls
-- announcements.py  Announcer: this node's announcement in the DHT; read_newest_per_peer:
-                 every other peer's newest
+- announcements.py  Announcer: this node's announcement in the DHT, under its KeySpread's keys
+                 (every other peer's newest: node/dht_reads.py)
 
 The payload kinds (what to announce, which peers to ask, what to ask, how to check, where the
 result goes):

@@ -56,6 +56,10 @@ class PeerFetcher:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
+    def running(self) -> int:
+        """Fetches started and not finished (waiting for a slot or under way)."""
+        return len(self._inflight)
+
     def busy(self, peer: str) -> bool:
         """Whether a fetch from `peer` is still running."""
         return peer in self._inflight

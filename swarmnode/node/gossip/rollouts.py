@@ -22,12 +22,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import random
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from swarmnode.config import NodeConfig
-from swarmnode.node.gossip.announcements import Announcer, read_newest_per_peer
+from swarmnode.node.dht_reads import newest_per_peer, read_spread
+from swarmnode.node.gossip.announcements import Announcer
 from swarmnode.node.gossip.fetcher import PeerFetcher
 from swarmnode.node.gossip.rollout_batches import FetchTally, RolloutReceiver
 from swarmnode.node.gossip.server import PeerServer, Waiters
@@ -36,7 +38,9 @@ from swarmnode.node.training.boundary import fetch_ahead_steps
 from swarmnode.node.training.service import TrainingService
 from swarmnode.protocol.codec import RejectReason, VersionedSigner
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, build_rollout_announcement, seal_rollout_batch
-from swarmnode.swarm.peers import RecordIntake
+from swarmnode.swarm.key_layout import KeyLayout
+from swarmnode.swarm.shards import MAX_FETCH_PEERS, MIN_FETCH_PEERS, fetch_round_size, pick_fetch_peers
+from swarmnode.swarm.peers import RecordIntake, key_kind
 from swarmnode.swarm.gossip.rollout_bookkeeping import (
     ROLLOUT_LIMIT_KEYS,
     ROLLOUT_PROTOCOL,
@@ -49,7 +53,7 @@ from swarmnode.swarm.gossip.rollout_bookkeeping import (
     parse_rollout_fetch_response,
 )
 from swarmnode.swarm.transports.base import RequestFailed, Transport
-from swarmnode.swarm.windows import rollouts_key, rollouts_prefix, window_index
+from swarmnode.swarm.windows import parse_shard_key, rollouts_key, rollouts_shard_key, window_index
 from swarmnode.trainer.rollout_export import groups_to_batch
 
 log = logging.getLogger("swarmnode.gossip")
@@ -115,7 +119,7 @@ class RolloutGossip:
     LIMIT_KEYS = ROLLOUT_LIMIT_KEYS
 
     def __init__(self, config: NodeConfig, identity: VersionedSigner, transport: Transport, training: TrainingService,
-                 records: RecordIntake, standings: PeerStandings):
+                 records: RecordIntake, standings: PeerStandings, *, layout: KeyLayout | None = None):
         self.config = config
         self.identity = identity
         self.transport = transport
@@ -127,8 +131,10 @@ class RolloutGossip:
         # Batch ids grow across restarts (milliseconds at start), so peers' cursors stay valid.
         self.outbox = RolloutOutbox(first_batch_id=int(time.time() * 1000), capacity=cfg.keep_batches)
         self.server = PeerServer(ROLLOUT_PROTOCOL, limits, self._answer)
-        self.announcer = Announcer(transport, identity, functools.partial(rollouts_key, config.swarm.name),
-                                   config.swarm.window_s, what="rollouts", logger=log)
+        layout = layout or KeyLayout.of(identity.peer_id, identity.versions)
+        self.keys = layout.spread(functools.partial(rollouts_key, config.swarm.name),
+                                  functools.partial(rollouts_shard_key, config.swarm.name))
+        self.announcer = Announcer(transport, identity, self.keys, config.swarm.window_s, what="rollouts", logger=log)
         self.fetcher = PeerFetcher(limits, accept_per_s=limits.accept_batches_per_s, accept_burst=limits.accept_burst,
                                    what="rollouts", logger=log)
         self.receiver = RolloutReceiver(config, transport.dht_time, training.inputs, standings, self.fetcher,
@@ -141,6 +147,11 @@ class RolloutGossip:
         self._known: dict[str, CheckedRolloutAnnouncement] = {}  # peers found in the DHT, by peer id
         self._last_read = -float("inf")  # DHT time of the last announcement read
         self._idle_cap = 0
+        # A fetch round asks a sample of the known peers, weighted by what each delivered, and
+        # asks more only while the pool stays short (swarm/shards.py's pick_fetch_peers).
+        self._max_round_peers = max(MIN_FETCH_PEERS, min(MAX_FETCH_PEERS, config.limits.max_concurrent_fetches))
+        self._round_peers = MIN_FETCH_PEERS
+        self._rng = random.Random()
         self.started = time.monotonic()
         self.busy_s = 0.0  # wall time spent on gossip work (network waits included), not sleeping
         self.worker_cpu_s = 0.0  # CPU of gossip work in worker threads (sealing, checking, re-scoring)
@@ -156,7 +167,10 @@ class RolloutGossip:
         """A peer's value arrived by push (libp2p's GossipSub): a peer not known yet announced
         batches, so the next fetch round reads the announcements instead of waiting for the
         discovery interval."""
-        if key.startswith(rollouts_prefix(self.config.swarm.name)) and subkey not in self._known:
+        swarm = self.config.swarm.name
+        shard = parse_shard_key(swarm, key)
+        kind = shard.kind if shard is not None else key_kind(swarm, key)
+        if kind == "rollouts" and subkey not in self._known:
             self.receiver.request_reread()
 
     def close(self) -> None:
@@ -265,18 +279,27 @@ class RolloutGossip:
             return
         if not self.training.inputs.external_wanted():
             self.counters.fetches_deferred += 1  # the pool holds enough: fetch fresh ones later
+            self._round_peers = fetch_round_size(self._round_peers, False, maximum=self._max_round_peers)
             return
         start = time.perf_counter()
         await self._refresh_known()
-        now = self.transport.dht_time()
-        for a in self._known.values():
-            peer = a.peer_id
-            if self.fetcher.busy(peer) or a.announcement.expires_at <= now or self.standings.ledger.ignored(peer, now):
-                continue
-            if self.fetcher.backing_off(peer, round_no, self._idle_cap):
-                continue  # backing off a peer whose fetches keep failing or that has nothing
-            self.fetcher.start(peer, functools.partial(self._fetch_from, a))
+        # Still short with every sampled peer already asked: ask more of them next time.
+        if self.fetcher.running() >= self._round_peers:
+            self._round_peers = fetch_round_size(self._round_peers, True, maximum=self._max_round_peers)
+        due = self._due_peers(round_no)
+        delivered = self.standings.ledger.accepted_of(list(due))
+        for peer in pick_fetch_peers(list(due), delivered, self._round_peers - self.fetcher.running(), self._rng):
+            self.fetcher.start(peer, functools.partial(self._fetch_from, due[peer]))
         self.busy_s += time.perf_counter() - start
+
+    def _due_peers(self, round_no: int) -> dict[str, CheckedRolloutAnnouncement]:
+        """Known peers a fetch may start from now: not busy, announced, not ignored, not backed off
+        (their fetches keep failing or they have nothing)."""
+        now = self.transport.dht_time()
+        return {peer: a for peer, a in self._known.items()
+                if not (self.fetcher.busy(peer) or a.announcement.expires_at <= now
+                        or self.standings.ledger.ignored(peer, now)
+                        or self.fetcher.backing_off(peer, round_no, self._idle_cap))}
 
     async def _refresh_known(self) -> None:
         """Drop lapsed announcements from the known peers and, when due, merge the DHT's in.
@@ -300,9 +323,11 @@ class RolloutGossip:
 
     async def _read_announcements(self) -> list[CheckedRolloutAnnouncement]:
         """The newest valid announcement of every other peer in the current and previous windows."""
-        swarm = self.config.swarm
-        return await read_newest_per_peer(self.transport, functools.partial(rollouts_key, swarm.name), swarm.window_s,
-                                          self.records.announcements, lambda a: a.announcement.last_batch_id)
+        reading_window, found = await read_spread(self.transport, self.keys, self.config.swarm.window_s)
+        self.records.refuse_misplaced(found.misplaced)
+        self.keys.observe(found.peers_per_shard, reading_window)
+        checked = self.records.announcements(found.values, self.transport.dht_time())
+        return newest_per_peer(checked, lambda a: a.announcement.last_batch_id)
 
     def _long_poll_s(self) -> float:
         """How long the next fetch may wait at the peer: a held fetch keeps its slot, so at most
@@ -329,6 +354,9 @@ class RolloutGossip:
         after = cursor if cursor is not None else self.standings.ledger.start_after(
             peer, a.announcement.first_batch_id, a.announcement.last_batch_id)
         if after is None:
+            return
+        if not self.training.inputs.external_wanted():
+            self.counters.fetches_deferred += 1  # filled while this fetch waited for a slot
             return
         wait_s = self._long_poll_s()
         self._long_polls_out += wait_s > 0

@@ -36,7 +36,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol
 
 from swarmnode.config import NodeConfig
-from swarmnode.node.gossip.announcements import Announcer, read_newest_per_peer
+from swarmnode.node.dht_reads import newest_per_peer, read_spread
+from swarmnode.node.gossip.announcements import Announcer
 from swarmnode.node.gossip.fetcher import PeerFetcher
 from swarmnode.node.gossip.server import PeerServer
 from swarmnode.node.gossip.standings import PeerStandings
@@ -48,10 +49,11 @@ from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, buil
 from swarmnode.summaries import CompressionConfig, OuterResult, Received, check_summary, dense_bytes, fetch_allowance
 from swarmnode.summaries.trust import REPEATED
 from swarmnode.utils.lru_map import LRUMap
+from swarmnode.swarm.key_layout import KeyLayout
 from swarmnode.swarm.peers import RecordIntake
 from swarmnode.swarm.gossip.summary_outbox import SUMMARY_PROTOCOL, SummaryOutbox, parse_summary_fetch_response, summary_fetch_request
 from swarmnode.swarm.transports.base import RequestFailed, Transport
-from swarmnode.swarm.windows import summaries_key, window_index
+from swarmnode.swarm.windows import summaries_key, summaries_shard_key, window_index
 
 log = logging.getLogger("swarmnode.summaries")
 # A summary is made every H steps (seconds apart at the least): more often than this from one
@@ -108,7 +110,8 @@ class SummaryGossip:
     """Gradient summaries: this node's served, same-base peers' fetched into the outer loop."""
 
     def __init__(self, config: NodeConfig, identity: VersionedSigner, transport: Transport, training: TrainingService,
-                 outer: SummaryOuterLoop, records: RecordIntake, standings: PeerStandings):
+                 outer: SummaryOuterLoop, records: RecordIntake, standings: PeerStandings, *,
+                 layout: KeyLayout | None = None):
         self.config = config
         self.identity = identity
         self.transport = transport
@@ -119,8 +122,10 @@ class SummaryGossip:
         limits = config.limits
         self.outbox = SummaryOutbox(config.summaries.keep_summaries)
         self.server = PeerServer(SUMMARY_PROTOCOL, limits, self._answer)
-        self.announcer = Announcer(transport, identity, functools.partial(summaries_key, config.swarm.name),
-                                   config.swarm.window_s, what="a summary", logger=log)
+        layout = layout or KeyLayout.of(identity.peer_id, identity.versions)
+        # Sharded by base: a node reads only its own base's shards, sized by how many share it.
+        self.keys = layout.spread(functools.partial(summaries_key, config.swarm.name), self._shard_key)
+        self.announcer = Announcer(transport, identity, self.keys, config.swarm.window_s, what="a summary", logger=log)
         self.fetcher = PeerFetcher(limits, accept_per_s=ACCEPT_SUMMARIES_PER_S, accept_burst=ACCEPT_BURST,
                                    what="a summary", logger=log)
         self._last_fetched: LRUMap[str, int] = LRUMap(limits.max_tracked_senders)  # peer -> newest summary id taken
@@ -242,9 +247,14 @@ class SummaryGossip:
 
     async def _read_announcements(self) -> list[CheckedSummaryAnnouncement]:
         """The newest valid summary announcement of every other peer in the current and previous windows."""
-        swarm = self.config.swarm
-        return await read_newest_per_peer(self.transport, functools.partial(summaries_key, swarm.name), swarm.window_s,
-                                          self.records.summary_announcements, lambda a: a.announcement.summary_id)
+        reading_window, found = await read_spread(self.transport, self.keys, self.config.swarm.window_s)
+        self.records.refuse_misplaced(found.misplaced)
+        self.keys.observe(found.peers_per_shard, reading_window)
+        checked = self.records.summary_announcements(found.values, self.transport.dht_time())
+        return newest_per_peer(checked, lambda a: a.announcement.summary_id)
+
+    def _shard_key(self, window: int, bits: int, shard: int) -> str:
+        return summaries_shard_key(self.config.swarm.name, window, self.training.base_fingerprint, bits, shard)
 
     async def _fetch_from(self, a: CheckedSummaryAnnouncement) -> None:
         peer, m = a.peer_id, a.announcement

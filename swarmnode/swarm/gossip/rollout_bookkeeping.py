@@ -224,6 +224,12 @@ class SenderLedger:
         with self._lock:
             return self._peers.setdefault(peer_id, PeerStanding)
 
+    def accepted_of(self, peer_ids: list[str]) -> dict[str, int]:
+        """Groups accepted so far from each of `peer_ids` that has a standing (none: not listed)."""
+        with self._lock:
+            found = ((p, self._peers.peek(p)) for p in peer_ids)
+            return {p: s.accepted for p, s in found if s is not None}
+
     def restore(self, peer_id: str, accepted: int, rejected: int, ignored_until: float, cursor: int | None) -> None:
         with self._lock:
             self._peers[peer_id] = PeerStanding(cursor=cursor, accepted=accepted, rejected=rejected,

@@ -1,5 +1,6 @@
-"""Relaying's state, no I/O: the reservations a public node holds for nodes behind NAT, the
-route a request takes to a peer, and the failures of requests per peer.
+"""Relaying's state, no I/O: the reservations a public node holds for nodes behind NAT (and the
+forwards it took on lately), the order a node behind NAT asks relays in and the relays it leaves
+alone for a while, the route a request takes to a peer, and the failures of requests per peer.
 
 Why an application-level relay: p2pd's circuit relay v2 (hivemind 1.1.12) cuts every relayed
 connection after 128 KiB or 2 minutes (go-libp2p's default limits win over the configured
@@ -10,7 +11,10 @@ is forwarded is the swarm's own signed messages, checked by their final receiver
 """
 from __future__ import annotations
 
+import hashlib
+from collections import deque
 from dataclasses import dataclass
+from typing import Collection, Iterable
 
 from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_PRIVATE
 from swarmnode.utils.lru_map import LRUMap
@@ -44,6 +48,78 @@ class Reservations:
     def peers(self, now: float) -> list[str]:
         self._expire(now)
         return sorted(self._until)
+
+
+class RecentCount:
+    """Events in the last `span_s` seconds, counted in `slots` slots of time (so to within a
+    slot's width): memory bounded whatever the rate."""
+
+    def __init__(self, span_s: float = 60.0, slots: int = 6):
+        self._width = span_s / slots
+        self._slots = slots
+        self._counts: deque[list[int]] = deque()  # [slot number, events in it], oldest first
+
+    def _trim(self, slot: int) -> None:
+        while self._counts and self._counts[0][0] <= slot - self._slots:
+            self._counts.popleft()
+
+    def add(self, now: float, n: int = 1) -> None:
+        slot = int(now // self._width)
+        self._trim(slot)
+        if self._counts and self._counts[-1][0] == slot:
+            self._counts[-1][1] += n
+        else:
+            self._counts.append([slot, n])
+
+    def total(self, now: float) -> int:
+        self._trim(int(now // self._width))
+        return sum(n for _, n in self._counts)
+
+
+SPREAD_FROM = 3  # other relays a home must know before initial peers lose their lead
+
+
+def rendezvous(home: str, relay: str) -> int:
+    """The home's draw for a relay: the same every time (rounds, restarts), independent across homes."""
+    return int.from_bytes(hashlib.blake2b(f"{home}\x00{relay}".encode(), digest_size=8).digest(), "big")
+
+
+def relay_order(home: str, relays: Iterable[str], initial: Collection[str] = (),
+                spread_from: int = SPREAD_FROM) -> list[str]:
+    """The order `home` asks `relays` in: highest draw first (rendezvous hashing), so that homes
+    spread over the relays they know, each asking its own few first, instead of all filling the
+    same ones. Initial peers (bootstrap nodes) come first only while the home knows fewer than
+    `spread_from` other relays (the fallback of a home that knows little else); then they are
+    drawn like the rest."""
+    ranked = sorted(set(relays), key=lambda r: (rendezvous(home, r), r), reverse=True)
+    if sum(r not in initial for r in ranked) < spread_from:
+        ranked.sort(key=lambda r: r not in initial)  # stable: each group keeps its order
+    return ranked
+
+
+class Skips:
+    """Relays a home leaves alone until a time (one that refused, or failed): bounded, the
+    least recently skipped forgotten first (a forgotten relay is only asked again)."""
+
+    def __init__(self, capacity: int = 64):
+        self._until: LRUMap[str, tuple[float, str]] = LRUMap(capacity)
+
+    def skip(self, relay: str, reason: str, until: float) -> None:
+        self._until[relay] = (until, reason)
+
+    def clear(self, relay: str) -> None:
+        self._until.pop(relay)
+
+    def skipped(self, relay: str, now: float) -> bool:
+        entry = self._until.peek(relay)
+        if entry is not None and entry[0] <= now:
+            self._until.pop(relay)
+            return False
+        return entry is not None
+
+    def snapshot(self, now: float) -> dict[str, str]:
+        """Relay -> why, for those skipped now."""
+        return {relay: reason for relay, (until, reason) in self._until.items() if until > now}
 
 
 def route(reachability: int, relays: tuple[str, ...], self_id: str, reserved_here: bool) -> tuple[str, ...]:

@@ -4,8 +4,12 @@ It wraps the real transport and adds four small protocols (protocol/relay_messag
 - dial-back: a peer asks this node to open TCP connections back to the IP its connection comes
   from, on the ports it listens on (only that IP: this node cannot be made to scan others);
 - reserve / forward: while this node is publicly reachable it relays for up to
-  `relay_capacity` nodes that cannot be dialled; a request for one of them comes in on
-  `forward` and goes out on `deliver`, over the connection that node keeps open to this one;
+  `relay_capacity` nodes that cannot be dialled (one more is answered "no free reservation",
+  `RESERVE_FULL`, and asks another relay); a request for one of them comes in on `forward` and
+  goes out on `deliver`, over the connection that node keeps open to this one. Forwarding is
+  bounded too: at most `max_forwards` at once and `requests_per_s` per requester, the rest
+  answered "relay busy". Its load (reservations of capacity, refusals, forwards in the last
+  minute) is in `snapshot()["relay_load"]`;
 - deliver: a request a relay forwards to this node, from the peer the relay authenticated,
   accepted only from this node's own relays and answered by the same handler as a direct one;
 - ping: an empty answer, to find out now and then whether a relayed peer can be dialled
@@ -31,7 +35,7 @@ from swarmnode.protocol import relay_messages
 from swarmnode.utils.lru_map import LRUMap
 from swarmnode.swarm.peers import short_id
 from swarmnode.utils.ratelimit import PeerRateLimiter
-from swarmnode.swarm.relaying.relay_book import FailureLog, Reservations, route
+from swarmnode.swarm.relaying.relay_book import FailureLog, RecentCount, Reservations, route
 from swarmnode.swarm.transports.base import RequestFailed, RequestHandler, StoredValue, Transport
 
 log = logging.getLogger(__name__)
@@ -44,6 +48,7 @@ MAX_DIRECT_PROBES = 4  # direct tries at once
 PUNCH_TIMEOUT_S = 60.0  # a hole punch before a direct ping (the transport bounds it more tightly)
 REDIAL_S = 30.0  # a peer's record addresses are dialled at most this often
 DIAL_BY_RECORD_TIMEOUT_S = 10.0
+RESERVE_FULL = "no free reservation"  # a full relay's reason (relay_keeper.py tells it from others)
 
 
 class PeerRoutes(Protocol):
@@ -107,7 +112,8 @@ class RoutedTransport(Transport):
         self._dialled: LRUMap[str, float] = LRUMap(max_tracked_peers)  # peer -> when dialled by its record
         self._relay_timeout_cap_s = relay_timeout_cap_s
         self._max_forwards = max_forwards
-        self._forwards = 0
+        self._forwards = 0  # in flight now, at most max_forwards
+        self._recent_forwards = RecentCount(60.0)
         self._limiter = PeerRateLimiter(requests_per_s, burst, max_tracked_peers)
         self._dialback_limiter = PeerRateLimiter(0.2, 3, max_tracked_peers)
         self._handlers: dict[str, RequestHandler] = {}
@@ -189,8 +195,8 @@ class RoutedTransport(Transport):
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
         return await self.inner.store(key, subkey, value, expiration)
 
-    async def get(self, key: str) -> list[StoredValue]:
-        return await self.inner.get(key)
+    async def get(self, key: str, *, first_fresh: bool = False) -> list[StoredValue]:
+        return await self.inner.get(key, first_fresh=first_fresh)
 
     async def remote_ip(self, peer_id: str) -> str | None:
         return await self.inner.remote_ip(peer_id)
@@ -310,7 +316,7 @@ class RoutedTransport(Transport):
         if not self._relaying:
             return relay_messages.reserve_response(False, 0.0, "this node does not relay (not publicly reachable)")
         if not self.reservations.reserve(remote, time.monotonic()):
-            return relay_messages.reserve_response(False, 0.0, "no free reservation")
+            return relay_messages.reserve_response(False, 0.0, RESERVE_FULL)
         return relay_messages.reserve_response(True, ttl)
 
     async def _answer_forward(self, request: bytes, remote: str) -> bytes:
@@ -323,6 +329,7 @@ class RoutedTransport(Transport):
             self.counters.forwards_refused += 1
             return relay_messages.answer(error="relay busy")
         self._forwards += 1
+        self._recent_forwards.add(time.monotonic())
         try:
             timeout = min(forward.timeout_ms / 1000, self._relay_timeout_cap_s)
             raw = await self.inner.request(forward.target, relay_messages.RELAY_DELIVER_PROTOCOL,
@@ -353,12 +360,19 @@ class RoutedTransport(Transport):
         except Exception as e:  # noqa: BLE001 - the handler's failure is the requester's answer
             return relay_messages.answer(error=type(e).__name__)
 
+    def relay_load(self, now: float) -> dict[str, int]:
+        """What relaying for others costs now, against its bounds."""
+        return {"reservations": len(self.reservations.peers(now)), "capacity": self.reservations.capacity,
+                "refused_full": self.reservations.refused, "forwards_in_flight": self._forwards,
+                "max_forwards": self._max_forwards, "forwards_last_minute": self._recent_forwards.total(now)}
+
     def snapshot(self) -> dict:
         now = time.monotonic()
         return {
             "relaying": self._relaying,
             "relayed_for": [short_id(p) for p in self.reservations.peers(now)],
             "reservations_refused": self.reservations.refused,
+            "relay_load": self.relay_load(now),
             "my_relays": sorted(self._my_relays),
             "direct_peers": sorted(p for p, (works, _) in self._direct.items() if works),
             "counters": {**self.counters.counted(), **self.inner.counters()},

@@ -80,6 +80,17 @@ class RecordPolicy(Protocol):
     def known_keys(self, now: float) -> Iterable[str]:
         """The DHT keys this swarm uses around `now`; values under any other key are refused."""
 
+    def knows_key(self, key: str, now: float) -> bool:
+        """Whether `key` (a name) is one the swarm uses around `now` (a known key or a shard's)."""
+
+    def candidate_keys(self, subkey: object, value: object, expiration: float, now: float) -> Iterable[str]:
+        """Names of the keys other than known_keys' that `value` may be stored under (shards'),
+        for a DHT that sees only a key's hash."""
+
+    def reads_first_fresh(self) -> bool:
+        """Whether this node's reads stop at the first fresh answer: a DHT must then not answer
+        them from a cache of earlier reads (it would keep a shard's first answer for good)."""
+
     def admit(self, key: str, subkey: object, value: object, expiration: float, now: float) -> bool:
         """Whether `value` (stored under `key`/`subkey` until `expiration`) may be kept."""
 
@@ -152,8 +163,9 @@ class Transport(abc.ABC):
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool: ...
 
     @abc.abstractmethod
-    async def get(self, key: str) -> list[StoredValue]:
-        """All unexpired values under `key` (one per subkey)."""
+    async def get(self, key: str, *, first_fresh: bool = False) -> list[StoredValue]:
+        """All unexpired values under `key` (one per subkey). `first_fresh`: the first fresh answer
+        found will do (a shard's key, which every holder keeps whole), not the newest of all."""
 
     @abc.abstractmethod
     async def serve(self, protocol: str, handler: RequestHandler) -> None:

@@ -14,6 +14,7 @@ Which file holds what:
 - `peer.py`: the peer process (`run`, `main`): runs the chosen attacks, writes the result JSON;
 - `personas.py`: `HostilePeer`, its personas (`Persona`: one identity + transport each) and the
   served `Outbox`, which the attacks are given;
+- `keys.py`: the DHT keys of the small test swarm (the one shard of 0 bits of each window);
 - `persona_transport.py`: a persona's transport by kind (`--transport hivemind|libp2p`, each
   library imported only in its own branch) and its direct stores into the victim;
 - `groups.py`: the batch crafter (`Crafter`): real task items, token ids and true log-probs;

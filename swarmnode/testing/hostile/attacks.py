@@ -23,7 +23,7 @@ from swarmnode.identity import NodeIdentity, SigningKey
 from swarmnode.protocol.codec import PROTOCOL_VERSION, MessageKind
 from swarmnode.protocol.generated import envelope_pb2, rollout_batch_pb2
 from swarmnode.swarm.gossip.rollout_bookkeeping import MAX_BATCHES_PER_FETCH
-from swarmnode.swarm.windows import peer_records_key, rollouts_key
+from swarmnode.testing.hostile.keys import peer_records_key, rollouts_key
 from swarmnode.testing.hostile.groups import ITEM_SEED
 from swarmnode.testing.hostile.personas import HostilePeer, throwaway_identity
 from swarmnode.testing.hostile import floods  # noqa: F401 - registers the flood attacks

@@ -9,7 +9,7 @@ from typing import Any
 
 from swarmnode.swarm.gossip.rollout_bookkeeping import ROLLOUT_PROTOCOL, parse_rollout_fetch_response, rollout_fetch_request
 from swarmnode.swarm.transports.base import RequestFailed
-from swarmnode.swarm.windows import peer_records_key, rollouts_key
+from swarmnode.testing.hostile.keys import peer_records_key, rollouts_key
 from swarmnode.testing.hostile.personas import HostilePeer, say, throwaway_identity
 from swarmnode.testing.hostile.crafting import (
     FIRST_BATCH_ID,

@@ -29,7 +29,8 @@ from swarmnode.swarm.gossip.rollout_bookkeeping import (
 )
 from swarmnode.swarm.gossip.summary_outbox import SUMMARY_PROTOCOL
 from swarmnode.swarm.transports.base import RequestFailed
-from swarmnode.swarm.windows import peer_records_key, rollouts_key, summaries_key, window_index, windows_to_read
+from swarmnode.swarm.windows import window_index, windows_to_read
+from swarmnode.testing.hostile.keys import peer_records_key, rollouts_key, summaries_key
 from swarmnode.testing.hostile.groups import Crafter
 from swarmnode.testing.hostile.persona_transport import (
     LIBP2P_MESH_WAIT_S,
@@ -234,7 +235,7 @@ class Persona:
         if make is not None:
             now = self.now()
             window = window_index(now, self.window_s)
-            await self.store(summaries_key(self.swarm, window), self.peer_id, make(now, window), now + ANNOUNCE_TTL_S)
+            await self.store(summaries_key(self.swarm, window, self.base_fingerprint), self.peer_id, make(now, window), now + ANNOUNCE_TTL_S)
 
     async def _summary_announce_loop(self) -> None:
         while True:

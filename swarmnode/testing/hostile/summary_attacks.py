@@ -38,7 +38,8 @@ from typing import Any
 from swarmnode.protocol.generated import envelope_pb2
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.summary_messages import build_summary_announcement, check_summary_announcement, seal_summary
-from swarmnode.swarm.windows import summaries_key, windows_to_read
+from swarmnode.swarm.windows import windows_to_read
+from swarmnode.testing.hostile.keys import summaries_key
 from swarmnode.testing.hostile.crafting import Expectation, attack, finish, result
 from swarmnode.testing.hostile.personas import ANNOUNCE_TTL_S, HostilePeer, Persona, say
 from swarmnode.testing.hostile.summary_crafting import CORRUPTIONS, corrupted, make_summary
@@ -160,7 +161,7 @@ async def victim_publishes(peer: HostilePeer, p: Persona) -> bool:
     """Whether the victim has announced a summary of our base: it has its own norm, so it fetches ours."""
     for window in windows_to_read(p.window()):
         try:
-            values = await p.transport.get(summaries_key(p.swarm, window))
+            values = await p.transport.get(summaries_key(p.swarm, window, peer.base_fingerprint))
         except Exception:  # noqa: BLE001
             continue
         for v in values:

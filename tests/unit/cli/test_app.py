@@ -7,9 +7,9 @@ from swarmnode.protocol.versions import ProtocolVersions
 
 
 def test_version_names_the_protocol_versions_of_the_app():
-    assert CliRunner().invoke(app, ["version"]).output == f"swarmnode {__version__} (protocol v1)\n"
-    newer = CliRunner().invoke(make_app(ProtocolVersions(2, 3)), ["version"])
-    assert newer.output == f"swarmnode {__version__} (protocol v2–v3)\n"
+    assert CliRunner().invoke(app, ["version"]).output == f"swarmnode {__version__} (protocol v2)\n"
+    newer = CliRunner().invoke(make_app(ProtocolVersions(3, 4)), ["version"])
+    assert newer.output == f"swarmnode {__version__} (protocol v3–v4)\n"
 
 
 def test_run_hands_the_apps_versions_to_the_daemon(tmp_path, monkeypatch):
@@ -20,7 +20,7 @@ def test_run_hands_the_apps_versions_to_the_daemon(tmp_path, monkeypatch):
     monkeypatch.setattr(daemon_commands, "check_before_start", lambda *args: None)
     monkeypatch.setattr(runner, "run_daemon", lambda *args, protocol_versions: given.update(v=protocol_versions) or 0)
     home = tmp_path / "home"
-    assert CliRunner().invoke(make_app(ProtocolVersions(2, 3)), ["init", "--home", str(home)]).exit_code == 0
-    result = CliRunner().invoke(make_app(ProtocolVersions(2, 3)), ["run", "--home", str(home)])
+    assert CliRunner().invoke(make_app(ProtocolVersions(3, 4)), ["init", "--home", str(home)]).exit_code == 0
+    result = CliRunner().invoke(make_app(ProtocolVersions(3, 4)), ["run", "--home", str(home)])
     assert result.exit_code == 0, result.output
-    assert given["v"] == ProtocolVersions(2, 3)
+    assert given["v"] == ProtocolVersions(3, 4)

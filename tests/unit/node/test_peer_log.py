@@ -50,7 +50,7 @@ def test_a_peer_of_another_base_is_named_once_and_stays(caplog):
     assert not any("other base" in line for line in peers.lines(many, [], OWN_BASE))
 
 
-def incompatible(i: int, versions=(2, 3)):
+def incompatible(i: int, versions=(3, 4)):
     from swarmnode.swarm.peers import IncompatiblePeer
 
     return IncompatiblePeer(f"12D3KooW{i:044d}", versions, "0.2.0", timestamp=float(i), expires_at=float(i) + 10)
@@ -60,17 +60,17 @@ def test_a_peer_of_other_versions_is_named_once_with_the_side_that_should_upgrad
     newer, older, initial = incompatible(1), incompatible(2, (1, 1)), incompatible(3)
     peers = PeerLog(initial_peers=[f"/ip4/127.0.0.1/tcp/1/p2p/{initial.peer_id}"])
     assert peers.incompatible_lines([newer, initial], (1, 1)) == [
-        f"peer {short_id(newer.peer_id)} (swarmnode 0.2.0) speaks protocol versions 2–3, this node 1–1: "
+        f"peer {short_id(newer.peer_id)} (swarmnode 0.2.0) speaks protocol versions 3–4, this node 1–1: "
         "upgrade swarmnode on this node to join it"]  # the initial peer is named by the join check
     assert peers.incompatible_lines([newer, initial], (1, 1)) == []
-    assert peers.incompatible_lines([older], (2, 3)) == [
-        f"peer {short_id(older.peer_id)} (swarmnode 0.2.0) speaks protocol versions 1–1, this node 2–3: "
+    assert peers.incompatible_lines([older], (3, 4)) == [
+        f"peer {short_id(older.peer_id)} (swarmnode 0.2.0) speaks protocol versions 1–1, this node 3–4: "
         "that peer runs an older swarmnode and should upgrade"]
     with caplog.at_level(logging.WARNING, logger="swarmnode.peers"):
         for _ in range(3):
             peers.update([], [], OWN_BASE, [newer, older, incompatible(4)])
     assert [r.getMessage() for r in caplog.records] == [
-        f"peer {short_id(incompatible(4).peer_id)} (swarmnode 0.2.0) speaks protocol versions 2–3, this node 1–1: "
+        f"peer {short_id(incompatible(4).peer_id)} (swarmnode 0.2.0) speaks protocol versions 3–4, this node 2–2: "
         "upgrade swarmnode on this node to join it"]
     flood = [incompatible(i) for i in range(10, 10 + 2 * MAX_NAMED)]
     assert len(peers.incompatible_lines(flood, (1, 1))) == MAX_NAMED  # the rest at the next call

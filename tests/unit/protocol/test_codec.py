@@ -73,7 +73,7 @@ def test_rejections_are_typed(make_identity):
         RejectReason.BAD_SIGNATURE: [_tamper(good, sender_public_key=other.public_key),
                                      _tamper(good, body=rollout_batch().SerializeToString() + b"\x08\x09")],
         RejectReason.UNSUPPORTED_VERSION: [_tamper(good, protocol_version=0), _tamper(good, protocol_version=1001)],
-        RejectReason.INCOMPATIBLE_VERSION: [_tamper(good, protocol_version=2)],
+        RejectReason.INCOMPATIBLE_VERSION: [_tamper(good, protocol_version=3)],
         RejectReason.WRONG_KIND: [_tamper(good, kind=envelope_pb2.MESSAGE_KIND_GRADIENT_SUMMARY)],
         RejectReason.OVERSIZED: [b"\x00" * (MAX_BODY_BYTES[MessageKind.ROLLOUT_BATCH] + 1024)],
     }
@@ -114,11 +114,41 @@ def test_an_envelope_of_another_readable_version_opens_only_where_asked(make_ide
     newer = VersionedSigner(identity, ProtocolVersions(7, 7))  # a newer node writes version 7
     sealed = seal(newer, MessageKind.ROLLOUT_BATCH, rollout_batch())
     with pytest.raises(Rejected) as info:
-        open_envelope(sealed, MessageKind.ROLLOUT_BATCH)  # this node speaks 1-1
-    assert info.value.reason == RejectReason.INCOMPATIBLE_VERSION and "version 7, this node speaks 1-1" in info.value.detail
+        open_envelope(sealed, MessageKind.ROLLOUT_BATCH)  # this node speaks 2-2
+    assert info.value.reason == RejectReason.INCOMPATIBLE_VERSION and "version 7, this node speaks 2-2" in info.value.detail
     verified = open_envelope(sealed, MessageKind.ROLLOUT_BATCH, codec.READABLE_PROTOCOL_VERSIONS)
     assert (verified.protocol_version, verified.sender_id) == (7, identity.peer_id)
     # The version is signed: an envelope whose version was changed on the way does not verify.
     with pytest.raises(Rejected) as info:
         open_envelope(_tamper(sealed, protocol_version=8), MessageKind.ROLLOUT_BATCH, codec.READABLE_PROTOCOL_VERSIONS)
     assert info.value.reason == RejectReason.BAD_SIGNATURE
+
+
+@pytest.mark.parametrize("kind", list(MessageKind))
+def test_envelope_kind_reads_the_kind_of_a_sealed_message_unchecked(make_identity, kind):
+    from swarmnode.protocol.codec import envelope_kind
+
+    identity = make_identity()
+    message = {MessageKind.PEER_RECORD: lambda: peer_record(identity),
+               MessageKind.ROLLOUT_BATCH: rollout_batch,
+               MessageKind.GRADIENT_SUMMARY: gradient_summary,
+               MessageKind.ROLLOUT_ANNOUNCEMENT: lambda: announcement(identity),
+               MessageKind.SUMMARY_ANNOUNCEMENT: lambda: summary_announcement(identity)}[kind]()
+    sealed = seal(identity, kind, message)
+    assert envelope_kind(sealed) is kind
+    assert envelope_kind(bytearray(sealed)) is kind and envelope_kind(memoryview(sealed)) is kind
+    # Unchecked: a newer node's envelope, or one whose signature no longer verifies, still says its kind.
+    assert envelope_kind(seal(VersionedSigner(identity, ProtocolVersions(7, 7)), kind, message)) is kind
+    assert envelope_kind(_tamper(sealed, sender_public_key=make_identity().public_key)) is kind
+
+
+def test_envelope_kind_of_anything_else_is_none():
+    from swarmnode.protocol.codec import envelope_kind
+
+    assert envelope_kind(b"garbage") is None
+    assert envelope_kind(b"") is None  # decodes to kind 0, unspecified
+    assert envelope_kind(b"\xff" * 10) is None
+    assert envelope_kind(envelope_pb2.SignedEnvelope(kind=99).SerializeToString()) is None  # no such kind
+    for value in (None, "a string", 7, ["list"], {"kind": 1}):
+        assert envelope_kind(value) is None
+    assert envelope_kind(b"\x00" * (MAX_BODY_BYTES[MessageKind.ROLLOUT_BATCH] + 1024)) is None  # over every kind's size

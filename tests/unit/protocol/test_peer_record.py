@@ -83,10 +83,10 @@ def test_record_origin_names_the_swarm_and_the_protocol_versions(make_identity):
     peer = make_identity()
     value = build_peer_record(peer, record_fields("other-swarm"), 100.0, 10.0)
     origin = record_origin(value)
-    assert (origin.peer_id, origin.swarm, origin.versions) == (peer.peer_id, "other-swarm", (1, 1))
-    newer = build_peer_record(speaking(peer, 2, 3), record_fields("other-swarm"), 100.0, 10.0)
+    assert (origin.peer_id, origin.swarm, origin.versions) == (peer.peer_id, "other-swarm", (2, 2))
+    newer = build_peer_record(speaking(peer, 3, 4), record_fields("other-swarm"), 100.0, 10.0)
     origin = record_origin(newer)  # another version's record is verified and read all the same
-    assert (origin.peer_id, origin.swarm, origin.versions) == (peer.peer_id, "other-swarm", (2, 3))
+    assert (origin.peer_id, origin.swarm, origin.versions) == (peer.peer_id, "other-swarm", (3, 4))
     envelope = envelope_pb2.SignedEnvelope.FromString(newer)
     envelope.signature = bytes(64)  # a forged record, of any version, is believed about nothing
     assert record_origin(envelope.SerializeToString()) is None
@@ -97,14 +97,14 @@ def test_a_record_of_another_version_is_opened_and_verified_and_says_what_it_spe
     from swarmnode.protocol import spoken_versions
 
     newer = make_identity()
-    data = build_peer_record(speaking(newer, 2, 3), FIELDS, now=100.0, ttl_s=20.0)
-    record = check_peer_record(data, subkey=newer.peer_id, swarm="s", now=105.0)  # this node speaks 1-1
-    assert (record.peer_id, spoken_versions(record)) == (newer.peer_id, (2, 3))
+    data = build_peer_record(speaking(newer, 3, 4), FIELDS, now=100.0, ttl_s=20.0)
+    record = check_peer_record(data, subkey=newer.peer_id, swarm="s", now=105.0)  # this node speaks 2-2
+    assert (record.peer_id, spoken_versions(record)) == (newer.peer_id, (3, 4))
     assert reason_of(data, subkey=newer.peer_id, swarm="t") == RejectReason.WRONG_SWARM  # checked like any other
-    # And the other way round: a node of 2-3 reads this one's record as 1-1.
+    # And the other way round: a node of 3-4 reads this one's record as 2-2.
     older = make_identity()
     data = build_peer_record(older, FIELDS, now=100.0, ttl_s=20.0)
-    assert spoken_versions(check_peer_record(data, subkey=older.peer_id, swarm="s", now=105.0)) == (1, 1)
+    assert spoken_versions(check_peer_record(data, subkey=older.peer_id, swarm="s", now=105.0)) == (2, 2)
 
 
 def _record_without_versions(identity, envelope_version: int) -> bytes:
@@ -129,7 +129,7 @@ def test_a_record_without_versions_speaks_its_envelopes_version_only(make_identi
 
 def test_impossible_version_ranges_are_invalid_and_held_against_the_signer(make_identity):
     me = make_identity()
-    for lowest, highest in ((0, 2), (2, 1), (2, 0), (1, 1001), (2, 3)):  # half given, empty, beyond readable, without 1
+    for lowest, highest in ((0, 2), (2, 1), (2, 0), (1, 1001), (3, 4)):  # half given, empty, beyond readable, without 2
         data = build_peer_record(me, FIELDS, now=100.0, ttl_s=20.0)
         envelope = envelope_pb2.SignedEnvelope.FromString(data)
         record = peer_record_pb2.PeerRecord.FromString(envelope.body)

@@ -1,4 +1,5 @@
-"""status/prometheus.py: the Prometheus series of the status document's `summaries` object."""
+"""status/prometheus.py: the Prometheus series of the status document's `summaries` object and
+of `network.relay_load`."""
 import re
 from pathlib import Path
 
@@ -29,3 +30,16 @@ def test_prometheus_series():
     assert "swarmnode_summaries_bytes_per_summary " not in empty and "swarmnode_summaries_last_merge_age_seconds " not in empty
     # The prometheus names documented in docs/status.md are the ones served.
     assert re.search(r"swarmnode_summaries_\{sent,fetched,merged", DOC)
+
+
+def test_prometheus_relay_load():
+    load = {"reservations": 3, "capacity": 32, "refused_full": 4, "forwards_in_flight": 1, "max_forwards": 128,
+            "forwards_last_minute": 40}
+    text = generate_latest(make_registry(lambda: status(network={"relay_load": load}))).decode().splitlines()
+    for line in ("swarmnode_relay_reservations 3.0", "swarmnode_relay_capacity 32.0",
+                 "swarmnode_relay_refused_full_total 4.0", "swarmnode_relay_forwards_in_flight 1.0",
+                 "swarmnode_relay_max_forwards 128.0", "swarmnode_relay_forwards_last_minute 40.0"):
+        assert line in text, line
+    assert not [line for line in generate_latest(make_registry(lambda: status())).decode().splitlines()
+                if line.startswith("swarmnode_relay_")]
+    assert re.search(r"swarmnode_relay_\{reservations,capacity", DOC)

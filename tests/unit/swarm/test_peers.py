@@ -244,7 +244,7 @@ def test_a_peer_of_other_versions_stays_out_of_the_table_counted_once_and_its_va
     me, same, newer = make_identity(), make_identity(), make_identity()
     table, stats = PeerTable(me.peer_id), MessageStats()
     intake = RecordIntake(table, stats, "s", window_s=10.0)
-    newer_signer = speaking(newer, 2, 3)
+    newer_signer = speaking(newer, 3, 4)
     newer_records = [build_peer_record(newer_signer, FIELDS, t, 10.0) for t in (100.0, 102.0)]
     newer_announcement = announce(newer_signer)
     newer_summary = build_summary_announcement(newer_signer, window=100, summary_id=1, base_fingerprint=BASE,
@@ -258,10 +258,10 @@ def test_a_peer_of_other_versions_stays_out_of_the_table_counted_once_and_its_va
     assert stats.rejected == {"incompatible_version": 1}  # once for the peer, not once per record
     assert stats.rejected_by_sender[newer.peer_id] == {"incompatible_version": 1}
     [kept] = intake.incompatible_peers(now=103.0)
-    assert (kept.peer_id, kept.versions, kept.expires_at) == (newer.peer_id, (2, 3), 112.0)
+    assert (kept.peer_id, kept.versions, kept.expires_at) == (newer.peer_id, (3, 4), 112.0)
     assert intake.incompatible_peers(now=112.0) == []  # its newest record expired
     origin = intake.origin_of(newer.peer_id)
-    assert (origin.swarm, origin.versions) == ("s", (2, 3)) and intake.origin_of(same.peer_id) is None
+    assert (origin.swarm, origin.versions) == ("s", (3, 4)) and intake.origin_of(same.peer_id) is None
     # The DHT keeps its values (a swarm of two versions keeps one DHT); this node does not use its announcements.
     assert intake.admit(peer_records_key("s", 10), newer.peer_id, newer_records[1], expiration=112.0, now=102.5)
     assert intake.admit(rollouts_key("s", 100), newer.peer_id, newer_announcement, expiration=NOW + TTL, now=NOW + 1)
@@ -280,8 +280,8 @@ def test_a_peer_that_speaks_this_nodes_versions_again_joins_the_table(make_ident
     me, peer = make_identity(), make_identity()
     table, stats = PeerTable(me.peer_id), MessageStats()
     intake = RecordIntake(table, stats, "s", window_s=10.0)
-    of_version_2 = build_peer_record(speaking(peer, 2, 2), FIELDS, 100.0, 10.0)
-    intake.ingest([StoredValue(peer.peer_id, of_version_2, 110.0)], now=101.0)
+    of_version_3 = build_peer_record(speaking(peer, 3, 3), FIELDS, 100.0, 10.0)
+    intake.ingest([StoredValue(peer.peer_id, of_version_3, 110.0)], now=101.0)
     assert peer.peer_id not in table and intake.incompatible_peers(101.0)
     intake.ingest([StoredValue(peer.peer_id, build_peer_record(peer, FIELDS, 103.0, 10.0), 113.0)], now=103.5)
     assert peer.peer_id in table and intake.incompatible_peers(103.5) == []
@@ -292,10 +292,10 @@ def test_records_of_another_swarm_and_version_under_unknown_keys_are_remembered(
 
     peer, newer = make_identity(), make_identity()
     intake = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0)
-    newer_record = build_peer_record(speaking(newer, 2, 3), record_fields("s"), 100.0, 10.0)
+    newer_record = build_peer_record(speaking(newer, 3, 4), record_fields("s"), 100.0, 10.0)
     intake.refuse_unknown_key(b"\x04" * 20, newer_record)
     intake.refuse_unknown_key(b"\x05" * 20, build_peer_record(peer, record_fields("s"), 100.0, 10.0))  # ours: no
-    assert [(p, o.swarm, o.versions) for p, o in intake.foreign.items()] == [(newer.peer_id, "s", (2, 3))]
+    assert [(p, o.swarm, o.versions) for p, o in intake.foreign.items()] == [(newer.peer_id, "s", (3, 4))]
 
 
 def test_short_address_keeps_the_address_and_shortens_the_peer_id():
@@ -311,3 +311,138 @@ def test_peer_id_of_a_full_multiaddr():
 
     assert peer_id_of("/dns4/boot.example.org/tcp/7100/p2p/12D3KooWX") == "12D3KooWX"
     assert peer_id_of("/ip4/198.18.0.10/tcp/1/p2p/12D3KooWR/p2p-circuit/p2p/12D3KooWT") == "12D3KooWT"
+
+
+# -- the sharded key layout (protocol version 2): shard keys named from values, misplaced values refused
+
+
+def sharded_values(peer, window=100):
+    """A valid peer record, rollout announcement and summary announcement of `peer` in `window` (NOW: 100)."""
+    from swarmnode.protocol.rollout_messages import build_rollout_announcement
+    from swarmnode.protocol.summary_messages import build_summary_announcement
+
+    return (build_peer_record(peer, FIELDS, NOW, TTL),
+            build_rollout_announcement(peer, window=window, first_batch_id=3, last_batch_id=7, model_fingerprint="fp",
+                                       now=NOW, ttl_s=TTL),
+            build_summary_announcement(peer, window=window, summary_id=1, base_fingerprint=BASE, size_bytes=10,
+                                       now=NOW, ttl_s=TTL))
+
+
+def test_candidate_keys_name_the_shard_keys_a_value_is_written_under(make_identity):
+    from swarmnode.protocol.versions import THIS_RELEASE, ProtocolVersions
+    from swarmnode.swarm.shards import shard_of
+    from swarmnode.swarm.windows import (
+        peer_records_shard_key,
+        rollouts_shard_key,
+        shard_keys_of,
+        summaries_shard_key,
+        window_index,
+    )
+
+    peer = make_identity()
+    intake = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0)
+    assert intake.sharded and THIS_RELEASE == ProtocolVersions(2, 2)
+    record, rollouts, summary = sharded_values(peer)
+    window = window_index(NOW, 10.0)
+    assert window == 100
+    got = intake.candidate_keys(peer.peer_id, record, NOW + TTL, NOW + 1)
+    assert got == shard_keys_of("s", "peers", 100, peer.peer_id) and len(got) == 17
+    assert peer_records_shard_key("s", window, 0, 0) in got
+    assert peer_records_shard_key("s", 100, 1, shard_of(peer.peer_id, 1)) in got
+    assert peer_records_shard_key("s", 100, 1, 1 - shard_of(peer.peer_id, 1)) not in got
+    got = intake.candidate_keys(peer.peer_id, rollouts, NOW + TTL, NOW + 1)
+    assert got == shard_keys_of("s", "rollouts", 100, peer.peer_id) and rollouts_shard_key("s", 100, 0, 0) in got
+    got = intake.candidate_keys(peer.peer_id, summary, NOW + TTL, NOW + 1)
+    assert got == shard_keys_of("s", "summaries", 100, peer.peer_id, BASE)
+    assert summaries_shard_key("s", 100, BASE, 0, 0) in got
+    # No valid value, no names: garbage, a subkey that is no peer id, another peer's subkey, a far window.
+    assert intake.candidate_keys(peer.peer_id, b"garbage", NOW + TTL, NOW + 1) == []
+    assert intake.candidate_keys(peer.peer_id, "not bytes", NOW + TTL, NOW + 1) == []
+    assert intake.candidate_keys(7, record, NOW + TTL, NOW + 1) == []
+    assert intake.candidate_keys(make_identity().peer_id, record, NOW + TTL, NOW + 1) == []
+    assert intake.candidate_keys(peer.peer_id, announce(peer), NOW + TTL, NOW + 1) == []  # window 33
+    # A node of one key per window names no shard keys.
+    legacy = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0, versions=ProtocolVersions(1, 1))
+    assert not legacy.sharded
+    for value in (record, rollouts, summary):
+        assert legacy.candidate_keys(peer.peer_id, value, NOW + TTL, NOW + 1) == []
+
+
+def test_admit_refuses_a_value_under_a_shard_its_peer_does_not_hash_into(make_identity):
+    from swarmnode.swarm.shards import shard_of
+    from swarmnode.swarm.windows import peer_records_shard_key, rollouts_shard_key, summaries_shard_key
+
+    peer = make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable("self"), stats, "s", window_s=10.0)
+    record, rollouts, summary = sharded_values(peer)
+    own = shard_of(peer.peer_id, 1)
+    other = 1 - own
+    assert not intake.admit(peer_records_shard_key("s", 100, 1, other), peer.peer_id, record, NOW + TTL, NOW + 1)
+    assert stats.rejected == {"wrong_shard": 1}
+    # Anyone can copy a signed value there: no sender is held to it.
+    assert stats.rejected_by_sender == {"unverified": {"wrong_shard": 1}}
+    assert intake.admit(peer_records_shard_key("s", 100, 1, own), peer.peer_id, record, NOW + TTL, NOW + 1)
+    assert intake.admit(peer_records_shard_key("s", 100, 0, 0), peer.peer_id, record, NOW + TTL, NOW + 1)
+    assert intake.admit(rollouts_shard_key("s", 100, 1, own), peer.peer_id, rollouts, NOW + TTL, NOW + 1)
+    assert intake.admit(summaries_shard_key("s", 100, BASE, 1, own), peer.peer_id, summary, NOW + TTL, NOW + 1)
+    assert not intake.admit(rollouts_shard_key("s", 100, 1, other), peer.peer_id, rollouts, NOW + TTL, NOW + 1)
+    assert not intake.admit(summaries_shard_key("s", 100, BASE, 1, other), peer.peer_id, summary, NOW + TTL, NOW + 1)
+    assert not intake.admit(peer_records_shard_key("s", 100, 1, 2), peer.peer_id, record, NOW + TTL, NOW + 1)  # no shard 2
+    assert not intake.admit(peer_records_shard_key("s", 100, 0, 0), 7, record, NOW + TTL, NOW + 1)  # no peer id
+    assert stats.rejected == {"wrong_shard": 5}
+    # A shard key's kind is its name's: a rollout announcement under a peers shard is the wrong kind.
+    assert not intake.admit(peer_records_shard_key("s", 100, 1, own), peer.peer_id, rollouts, NOW + TTL, NOW + 1)
+    assert stats.rejected == {"wrong_shard": 5, "wrong_kind": 1}
+    intake.refuse_misplaced(3)  # what a reader dropped
+    intake.refuse_misplaced(0)
+    assert stats.rejected == {"wrong_shard": 8, "wrong_kind": 1} and peer.peer_id not in stats.rejected_by_sender
+
+
+def test_knows_key_of_shard_keys_of_near_windows_only_when_sharded():
+    from swarmnode.protocol.versions import ProtocolVersions
+    from swarmnode.swarm.windows import peer_records_shard_key, rollouts_shard_key, summaries_shard_key
+
+    intake = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0)
+    now = NOW + 1  # window 100: windows 98..101 are near
+    for window in (98, 99, 100, 101):
+        assert intake.knows_key(peer_records_shard_key("s", window, 1, 1), now)
+        assert intake.knows_key(rollouts_shard_key("s", window, 0, 0), now)
+        assert intake.knows_key(summaries_shard_key("s", window, BASE, 16, 65535), now)
+        assert intake.knows_key(peer_records_key("s", window), now)  # one key per window: still known
+    for window in (97, 102, 0):
+        assert not intake.knows_key(peer_records_shard_key("s", window, 1, 1), now)
+        assert not intake.knows_key(peer_records_key("s", window), now)
+    assert not intake.knows_key(peer_records_shard_key("s", 100, 1, 2), now)  # shard out of range
+    assert not intake.knows_key(peer_records_shard_key("s", 100, 17, 0), now)  # bits out of range
+    assert not intake.knows_key(peer_records_shard_key("other", 100, 0, 0), now)
+    assert not intake.knows_key("swarmnode/s/sharded/peers/100", now) and not intake.knows_key("garbage", now)
+    assert intake.reads_first_fresh()
+    legacy = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0, versions=ProtocolVersions(1, 1))
+    assert not legacy.knows_key(peer_records_shard_key("s", 100, 0, 0), now)
+    assert not legacy.knows_key(rollouts_shard_key("s", 100, 0, 0), now)
+    assert legacy.knows_key(peer_records_key("s", 100), now) and legacy.knows_key(summaries_key("s", 101), now)
+    assert not legacy.reads_first_fresh()
+
+
+def test_admitting_a_record_of_a_version_this_node_does_not_speak_names_its_peer_once(make_identity):
+    from tests.unit.protocol.helpers import speaking
+
+    me, old = make_identity(), make_identity()
+    stats = MessageStats()
+    intake = RecordIntake(PeerTable(me.peer_id), stats, "s", window_s=10.0)
+    key = peer_records_key("s", 100)  # a version-1 node writes one key per window
+    first = build_peer_record(speaking(old, 1, 1), FIELDS, NOW, TTL)
+    assert intake.admit(key, old.peer_id, first, NOW + TTL, NOW + 1)  # the DHT keeps it
+    assert intake.admit(key, old.peer_id, first, NOW + TTL, NOW + 1)
+    newer = build_peer_record(speaking(old, 1, 1), FIELDS, NOW + 2, TTL)
+    assert intake.admit(key, old.peer_id, newer, NOW + 2 + TTL, NOW + 3)
+    [kept] = intake.incompatible_peers(NOW + 3)
+    assert (kept.peer_id, kept.versions, kept.timestamp, kept.expires_at) == (old.peer_id, (1, 1), NOW + 2, NOW + 2 + TTL)
+    assert stats.rejected == {"incompatible_version": 1}
+    assert stats.rejected_by_sender == {old.peer_id: {"incompatible_version": 1}}
+    assert old.peer_id not in intake.table
+    # A record of this node's own version admitted the same way names nobody.
+    same = make_identity()
+    assert intake.admit(key, same.peer_id, build_peer_record(same, FIELDS, NOW, TTL), NOW + TTL, NOW + 1)
+    assert [p.peer_id for p in intake.incompatible_peers(NOW + 3)] == [old.peer_id]

@@ -19,8 +19,8 @@ def test_the_cli_is_given_them_and_writes_the_lowest(monkeypatch):
 
     given = {}
     monkeypatch.setattr(cli_app, "main", lambda argv, versions: given.update(argv=argv, versions=versions) or 0)
-    monkeypatch.setenv(other_version.ENV, "2:3")
+    monkeypatch.setenv(other_version.ENV, "3:4")
     assert other_version.main(["run"]) == 0
     versions = given["versions"]
-    assert versions.written == 2 and versions.spoken == (2, 3)
-    assert codec.PROTOCOL_VERSION == 1 and codec.SUPPORTED_PROTOCOL_VERSIONS == (1, 1)  # nothing global changed
+    assert versions.written == 3 and versions.spoken == (3, 4)
+    assert codec.PROTOCOL_VERSION == 2 and codec.SUPPORTED_PROTOCOL_VERSIONS == (2, 2)  # nothing global changed

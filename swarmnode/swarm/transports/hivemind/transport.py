@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -108,6 +109,15 @@ def _explain_start_failure(error: BaseException, host_maddrs: list[str], timeout
             f"or check network.host_maddrs {host_maddrs}")
 
 
+@dataclass
+class DHTCounters:
+    """What this node asked of the DHT, and what came of it (status `network.counters`)."""
+
+    dht_gets: int = 0  # reads of a key this node started
+    dht_stores: int = 0  # stores of a value this node started
+    dht_entries_read: int = 0  # values its reads brought back (one per subkey)
+
+
 class HivemindTransport(Transport):
     def __init__(
         self,
@@ -134,6 +144,8 @@ class HivemindTransport(Transport):
         self._p2p: Any = None
         self._node: Any = None
         self._dial_reasons: dict[str, str] = {}  # initial peer -> the reason its last real dial failed
+        self._counts = DHTCounters()
+        self._validator: Any = None
 
     @property
     def peer_id(self) -> str:
@@ -160,11 +172,15 @@ class HivemindTransport(Transport):
         if self._policy is not None:
             from swarmnode.swarm.transports.hivemind.validator import PolicyValidator
 
-            validator = PolicyValidator(self._policy)
+            validator = self._validator = PolicyValidator(self._policy)
         try:
+            # A node whose reads stop at the first fresh answer must not find its own earlier
+            # answer (or only its own stored entry) in a local cache and stop there for good.
+            caching = self._policy is None or not self._policy.reads_first_fresh()
             self._node = await DHTNode.create(
                 p2p=self._p2p, client_mode=self._client_mode, wait_timeout=self._wait_timeout_s,
-                record_validator=validator,
+                record_validator=validator, cache_locally=caching, cache_on_store=caching,
+                cache_nearest=1 if caching else 0,
             )
         except BaseException:
             await self.stop()
@@ -248,15 +264,24 @@ class HivemindTransport(Transport):
 
         return get_dht_time()
 
+    def counters(self) -> dict[str, int]:
+        judged = {} if self._validator is None else {"dht_entries_judged": self._validator.judged}
+        return {**asdict(self._counts), **judged}
+
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
+        self._counts.dht_stores += 1
         return bool(await self._node.store(key, value, expiration, subkey=subkey))
 
-    async def get(self, key: str) -> list[StoredValue]:
-        found = await self._node.get(key, latest=True)
+    async def get(self, key: str, *, first_fresh: bool = False) -> list[StoredValue]:
+        # latest=False: hivemind stops at the first holder with an unexpired value.
+        self._counts.dht_gets += 1
+        found = await self._node.get(key, latest=not first_fresh)
         if found is None:
             return []
         if not isinstance(found.value, dict):  # someone stored a plain value under our key
+            self._counts.dht_entries_read += 1
             return [StoredValue(subkey=None, value=found.value, expiration=found.expiration_time)]
+        self._counts.dht_entries_read += len(found.value)
         return [
             StoredValue(subkey=subkey, value=getattr(item, "value", item), expiration=getattr(item, "expiration_time", 0.0))
             for subkey, item in found.value.items()

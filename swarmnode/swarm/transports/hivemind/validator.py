@@ -20,12 +20,14 @@ def _loads(data: bytes) -> object:
 
 
 class PolicyValidator(RecordValidatorBase):
-    """Maps hivemind's hashed keys back to the swarm's key names and asks the policy."""
+    """Maps hivemind's hashed keys back to the swarm's key names and asks the policy: a known
+    key by a table of hashes, a shard's key by hashing the few names the value may sit under."""
 
     def __init__(self, policy: RecordPolicy):
         self._policy = policy
         self._names: dict[bytes, str] = {}
         self._names_for: tuple[str, ...] = ()
+        self.judged = 0  # values validated: stored onto this node by peers, or brought back by reads
 
     def _key_names(self, now: float) -> dict[bytes, str]:
         """Hashed key -> key name for the policy's current keys (re-hashed only when they change)."""
@@ -36,12 +38,22 @@ class PolicyValidator(RecordValidatorBase):
         return self._names
 
     def validate(self, record: DHTRecord) -> bool:
+        self.judged += 1
         now = get_dht_time()
         names = self._key_names(now)
         value = _loads(record.value)
+        subkey = None if record.subkey == DHTProtocol.IS_REGULAR_VALUE else _loads(record.subkey)
         key = names.get(record.key)
+        if key is None:
+            key = self._shard_key_name(record, subkey, value, now)
         if key is None:
             self._policy.refuse_unknown_key(record.key, value)
             return False
-        subkey = None if record.subkey == DHTProtocol.IS_REGULAR_VALUE else _loads(record.subkey)
         return self._policy.admit(key, subkey, value, record.expiration_time, now)
+
+    def _shard_key_name(self, record: DHTRecord, subkey: object, value: object, now: float) -> str | None:
+        """The shard key, among those the value itself may sit under, whose hash is the record's."""
+        for name in self._policy.candidate_keys(subkey, value, record.expiration_time, now):
+            if DHTID.generate(source=name).to_bytes() == record.key:
+                return name
+        return None

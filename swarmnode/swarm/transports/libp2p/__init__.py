@@ -5,9 +5,14 @@
   ways (asyncio -> trio and trio -> asyncio) and cancellation that follows them
 - entry_book.py: HeardEntries (entries heard by push or read; when a read asks the DHT) and
   due_writes (when a stored entry goes to the DHT): the caching rules, no I/O
-- node.py: Libp2pNode, the trio side (host with Noise and yamux, Kademlia DHT, GossipSub topic,
+- node.py: Libp2pNode, the trio side (host with Noise and yamux, Kademlia DHT, GossipSub topics,
   request streams), and EntryValidator, the DHT's check of every value against the node's
   RecordPolicy
+- shard_topics.py: which GossipSub topic an entry is pushed on (its shard's, or the swarm-wide
+  one for keys of one per window), which shard topics a node joins and leaves when, and which
+  providers it meets to find a topic's peers: the rules, no I/O
+- topic_subscriptions.py: TopicSubscriptions, the node's subscriptions on the trio side, as
+  shard_topics.py says, with the push check as every topic's validator
 - hole_punch.py: hole punching through circuit relays (DCUtR-style) on the trio side
 
 node.py imports libp2p: never import it in a process that imported hivemind.

@@ -3,9 +3,10 @@
 Every method here runs on the transport's trio thread (swarmnode.swarm.transports.libp2p.transport calls
 them through TrioThread). Values are DhtEntry bytes (swarmnode.protocol.libp2p_messages): in
 the DHT under "/<key>/<subkey>", with provider records of "/<key>" naming who holds one, and
-pushed to every node on the swarm's GossipSub topic as they are stored, so a receiver has them
-before its next DHT read. Every entry, from the DHT or the topic, passes this node's
-RecordPolicy first; an entry it refuses on the topic is not forwarded. A peer's GossipSub score
+pushed as they are stored on the key's GossipSub topic (its shard's, or the swarm-wide one for
+a key of one per window: shard_topics.py) to the nodes storing under it, so a receiver has them
+before its next DHT read. Every entry, from the DHT or a topic, passes this node's
+RecordPolicy first; an entry it refuses on a topic is not forwarded. A peer's GossipSub score
 is what this node holds against it (its rejected messages and strikes: GRAYLIST_THRESHOLD).
 """
 from __future__ import annotations
@@ -43,6 +44,7 @@ from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_byt
 from swarmnode.protocol import libp2p_messages
 from swarmnode.swarm.transports.libp2p.entry_book import HeardEntries, due_pushes, due_writes, forget_older
 from swarmnode.swarm.transports.libp2p.hole_punch import HolePunching
+from swarmnode.swarm.transports.libp2p.topic_subscriptions import TopicSubscriptions
 from swarmnode.swarm.transports.libp2p.trio_thread import TrioThread
 from swarmnode.utils.ratelimit import ConcurrencySlots
 from swarmnode.swarm.transports.base import PeerPenalty, RecordPolicy, RequestFailed, RequestHandler, StoredValue
@@ -64,9 +66,10 @@ DHT_WRITE_EVERY_S = 10.0  # one (key, subkey) is written to the DHT at most this
 # receive, a check and up to D forwards, in Python.
 PUSH_EVERY_S = 5.0
 # GossipSub drops (and penalises) what one peer forwards beyond this rate on a topic. A mesh peer
-# forwards the whole swarm's pushes: 3 kinds per node every PUSH_EVERY_S is 0.6/s per node, so
-# py-libp2p's default (10/s) dropped honest pushes in swarms of 17 nodes and more (8 nodes at
-# the 2 s interval of an earlier version lost records to it); 100/s holds ~160 nodes.
+# forwards the topic's pushes: 3 kinds per node every PUSH_EVERY_S is 0.6/s per node, so
+# py-libp2p's default (10/s) dropped honest pushes on the one swarm-wide topic of an earlier
+# version in swarms of 17 nodes and more; 100/s holds ~160 nodes on a topic (a shard's topic
+# carries one kind of ~12-24 nodes: swarm/shards.py).
 MAX_MESSAGES_PER_S_FROM_A_PEER = 100.0
 SERVE_READ_TIMEOUT_S = 30.0  # for a request's bytes to arrive (the handler may then hold it longer)
 MAX_INBOUND_STREAMS = 256  # requests this node answers at once (long-polls included)
@@ -125,7 +128,7 @@ class EntryValidator(Validator):
             return None
         if self._policy is None:
             return entry
-        if entry.key not in set(self._policy.known_keys(now)):
+        if not self._policy.knows_key(entry.key, now):
             self._policy.refuse_unknown_key(entry.key.encode(), entry.value)
             return None
         return entry if self._policy.admit(entry.key, entry.subkey, entry.value, entry.expiration, now) else None
@@ -139,7 +142,7 @@ class EntryValidator(Validator):
 
 
 class Libp2pNode:
-    """A py-libp2p host, its DHT and its GossipSub topic; all methods run on `thread`."""
+    """A py-libp2p host, its DHT and its GossipSub topics; all methods run on `thread`."""
 
     def __init__(self, *, thread: TrioThread, key_pair: KeyPair, listen_maddrs: list[str], announce_maddrs: list[str],
                  client_mode: bool, swarm: str, policy: RecordPolicy | None,
@@ -150,7 +153,8 @@ class Libp2pNode:
         self.listen_maddrs = [multiaddr.Multiaddr(m) for m in listen_maddrs]
         self.announce_maddrs = [multiaddr.Multiaddr(m) for m in announce_maddrs]
         self.client_mode = client_mode
-        self.topic = f"swarmnode/{swarm}/announcements"
+        self.topics = TopicSubscriptions(swarm, thread, self._push_is_valid, self._receive_pushes)
+        self.topic = self.topics.swarm_topic  # always subscribed: keys of one per window
         self.validator = EntryValidator(policy)
         self.penalties = penalties
         self.on_pushed = on_pushed  # (key, subkey) of a peer's entry that came by push, first heard
@@ -195,9 +199,7 @@ class Libp2pNode:
             self.hole_punching = HolePunching(self.host, self.relay_slots)
             async with background_trio_service(self.dht), background_trio_service(self.pubsub), \
                     background_trio_service(router), self.hole_punching.running():
-                self.pubsub.set_topic_validator(self.topic, self._push_is_valid, False)
-                subscription = await self.pubsub.subscribe(self.topic)
-                self.thread.spawn(self._receive_pushes, subscription)
+                await self.topics.start(self.host, self.pubsub)
                 self.thread.spawn(self._write_to_dht)
                 self.thread.spawn(self._push_loop)
                 self.thread.spawn(self._drop_expired_values)
@@ -243,8 +245,7 @@ class Libp2pNode:
         return valid
 
     async def _receive_pushes(self, subscription: Any) -> None:
-        while True:
-            message = await subscription.get()
+        async for message in subscription:  # ends when the topic is left
             entry = libp2p_messages.decode_entry(message.data)
             if entry is None:  # checked by _push_is_valid before delivery
                 continue
@@ -267,14 +268,15 @@ class Libp2pNode:
                 values.local_keys.discard(key)
 
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
-        """Push the entry to every node on the topic (at once if its key is new, else when
-        entry_book.due_pushes says: _push_loop sends the newest version then); the DHT gets it
-        from _write_to_dht."""
+        """Push the entry to every node on its key's topic, joined first (at once if its key is
+        new, else when entry_book.due_pushes says: _push_loop sends the newest version then);
+        the DHT gets it from _write_to_dht."""
         entry = libp2p_messages.DhtEntry(key, subkey, value, expiration)
         data = libp2p_messages.encode_entry(entry)
         if libp2p_messages.decode_entry(data) != entry or self.validator.check_entry(entry) is None:
             return False  # out of the wire's bounds, or refused by this node's own policy
         self.heard.hear(entry, time.monotonic())
+        await self.topics.stored(key, time.time(), expiration - time.time())
         self._unpushed[(key, subkey)] = entry
         self._unwritten[(key, subkey)] = data
         await self._push_due()
@@ -283,14 +285,16 @@ class Libp2pNode:
     async def _push_due(self) -> None:
         assert self.pubsub is not None
         for _, entry in due_pushes(self._unpushed, self._pushed_at, time.time(), PUSH_EVERY_S):
-            await self.pubsub.publish(self.topic, libp2p_messages.encode_entry(entry))
+            await self.pubsub.publish(self.topics.topic_of(entry.key), libp2p_messages.encode_entry(entry))
 
     async def _push_loop(self) -> None:
-        """Push the versions store() held back once they are due; forget old push times."""
+        """Push the versions store() held back once they are due; leave the shard topics not
+        stored under lately; forget old push times."""
         while True:
             await trio.sleep(0.5)
             try:
                 await self._push_due()
+                await self.topics.sweep(time.time())
             except Exception as e:  # noqa: BLE001 - the next version is pushed in turn
                 log.debug("pushing failed: %r", e)
             forget_older(self._pushed_at, time.time() - STAMPS_KEPT_S, stamp=lambda pushed: pushed[0])
@@ -337,6 +341,7 @@ class Libp2pNode:
         assert self.dht is not None
         try:
             providers = await self.dht.find_providers(libp2p_messages.provider_key(key), count=MAX_HEARD_PER_KEY)
+            self.topics.meet_peers(key, providers)
             missing = self.heard.to_fetch(key, [p.peer_id.to_base58() for p in providers], time.time(), time.monotonic())
             limiter = trio.CapacityLimiter(MAX_CONCURRENT_READS)
 

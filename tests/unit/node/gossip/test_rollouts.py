@@ -88,7 +88,7 @@ def test_batches_of_a_protocol_version_this_node_does_not_speak_are_dropped_but_
     limit = gossip.standings.ledger.strike_limit = 2
     gossip.standings.ledger.advance(peer.peer_id, 0)
     # the peer upgraded after this node read its announcement
-    newer = [sealed(speaking(peer, 2, 3), i) for i in range(1, limit + 3)]
+    newer = [sealed(speaking(peer, 3, 4), i) for i in range(1, limit + 3)]
     gossip.transport.response = response(*newer)
     asyncio.run(gossip._fetch_from(announced))
     assert gossip.training.received == [] and not gossip.standings.ledger.ignored(peer.peer_id, NOW)
@@ -285,4 +285,86 @@ def test_a_full_pool_defers_fetches_and_then_asks_for_the_newest_batches(tmp_pat
     cfg.fetch_ahead_steps = 0  # fetch everything: the oldest batches after the cursor, as many as fit
     asyncio.run(run_for(0.2))
     assert asked and all(not r.newest and r.max_batches == MAX_BATCHES_PER_FETCH for r in asked)
+    gossip.close()
+
+
+# -- fetch rounds ask a sample of the known peers, more only while the pool stays short
+
+
+def test_a_fetch_round_asks_a_few_of_many_known_peers_and_more_while_all_are_busy(tmp_path, make_identity):
+    from swarmnode.protocol.codec import PROTOCOL_VERSION
+    from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement
+
+    gossip, _, _ = make_gossip(tmp_path, make_identity)  # max_concurrent_fetches 8
+    gossip.config.training.external_rollouts = 4
+    gossip.training.ready = True
+    many = {}
+    for i in range(20):
+        a = rollout_batch_pb2.RolloutAnnouncement(peer_id=f"peer-{i}", first_batch_id=1, last_batch_id=9,
+                                                  expires_at=NOW + 60)
+        many[a.peer_id] = CheckedRolloutAnnouncement(a, b"", PROTOCOL_VERSION)
+    asked = []
+
+    async def request(peer, protocol, payload, timeout):
+        asked.append(peer)
+        await asyncio.sleep(30)  # every fetch stays under way
+
+    async def announcements():
+        return list(many.values())
+
+    gossip.transport.request = request
+    gossip._read_announcements = announcements
+
+    async def scenario():
+        running = []
+        for round_no in range(1, 5):
+            await gossip._fetch_round(round_no)
+            running.append(gossip.fetcher.running())
+            await asyncio.sleep(0)  # the started fetches send their requests
+        seen = list(asked)
+        for task in list(gossip.fetcher._inflight.values()):
+            task.cancel()
+        await asyncio.sleep(0.01)
+        return running, seen
+
+    running, seen = asyncio.run(scenario())
+    assert len(gossip._known) == 20
+    # 2 at first; all busy: 4, then 8 (limits.max_concurrent_fetches), and no more.
+    assert running == [2, 4, 8, 8]
+    assert len(seen) == 8 and len(set(seen)) == 8 and set(seen) <= set(many)
+    assert gossip._round_peers == 8
+    gossip.close()
+
+
+def test_a_fetch_round_shrinks_back_when_the_pool_is_not_short(tmp_path, make_identity):
+    gossip, _, _ = make_gossip(tmp_path, make_identity)
+    gossip.config.training.external_rollouts = 4
+    gossip.training.ready = True
+    gossip._round_peers = 8
+    gossip.training.wanted = False
+    for expected in (4, 2, 2):
+        asyncio.run(gossip._fetch_round(1))
+        assert gossip._round_peers == expected
+    assert gossip.counters.fetches_deferred == 3 and gossip.fetcher.running() == 0
+    gossip.close()
+
+
+def test_a_fetch_that_waited_for_a_slot_while_the_pool_filled_sends_nothing(tmp_path, make_identity):
+    gossip, peer, announced = make_gossip(tmp_path, make_identity)
+    gossip.standings.ledger.advance(peer.peer_id, 4)
+    asked = []
+
+    async def request(peer_id, protocol, payload, timeout):
+        asked.append(peer_id)
+        return response(sealed(peer, 5))
+
+    gossip.transport.request = request
+    gossip.training.wanted = False
+    asyncio.run(gossip._fetch_from(announced))
+    assert asked == [] and gossip.training.received == []
+    assert gossip.counters.fetches_deferred == 1 and gossip.counters.fetch_requests == 0
+    gossip.training.wanted = True
+    asyncio.run(gossip._fetch_from(announced))
+    assert asked == [peer.peer_id] and gossip.training.received == [5]
+    assert gossip.counters.fetches_deferred == 1 and gossip.counters.fetch_requests == 1
     gossip.close()

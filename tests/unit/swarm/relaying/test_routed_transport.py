@@ -6,7 +6,7 @@ import pytest
 
 from swarmnode.protocol import relay_messages
 from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_PRIVATE, REACHABILITY_UNKNOWN
-from swarmnode.swarm.relaying.routed_transport import RoutedTransport
+from swarmnode.swarm.relaying.routed_transport import RESERVE_FULL, RoutedTransport
 from swarmnode.swarm.transports.base import RequestFailed, Transport
 
 
@@ -34,7 +34,7 @@ class MemoryTransport(Transport):
     def routing_table_size(self): return 0
     def dht_time(self): return 0.0
     async def store(self, key, subkey, value, expiration): return True
-    async def get(self, key): return []
+    async def get(self, key, *, first_fresh=False): return []
 
     async def remote_ip(self, peer_id):
         return "127.0.0.1"
@@ -116,7 +116,11 @@ def test_two_nodes_behind_nat_talk_through_a_relay(swarm):
         assert alice.snapshot()["failed_requests"]["bob"]["last_reason"] == "routing: not found"
         # the relay is full (capacity 1): carol's reservation is refused and counted
         refused = await reserve_on_relay(carol)
-        assert not refused.granted and relay.reservations.refused == 1
+        assert not refused.granted and refused.reason == RESERVE_FULL and relay.reservations.refused == 1
+        # its load, against its bounds, for status
+        assert relay.snapshot()["relay_load"] == {"reservations": 1, "capacity": 1, "refused_full": 1,
+                                                  "forwards_in_flight": 0, "max_forwards": 4,
+                                                  "forwards_last_minute": 1}
         # nothing is forwarded to a peer without a reservation
         carol.routes.relays["alice"] = ("relay",)
         with pytest.raises(RequestFailed, match="holds no reservation"):

@@ -1,0 +1,166 @@
+"""Where a node writes and reads each kind of DHT value (peer records, rollout announcements,
+summary announcements) in a window: one key per window, everyone's value in it (protocol
+version 1), or the window's key spread over shards (version 2 on; swarm/shards.py).
+
+A `KeySpread` is one kind's keys: `write_keys(window)` for this node's own value and
+`read_keys(window, reading_window)` for the keys it reads, each with the shard its values must
+hash into. `observe` feeds what a read found back, from which a sharded spread estimates the
+swarm's size and picks its shard bits (with hysteresis). Reads of a sharded key stop at the
+first fresh answer; reads of the one key per window walk the whole beam, as they always have.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from swarmnode.protocol.versions import ProtocolVersions
+from swarmnode.swarm.shards import (
+    SHARDS_READ_PER_WINDOW,
+    TRANSITION_GRACE_WINDOWS,
+    belongs,
+    estimate_swarm_size,
+    levels_to_write,
+    next_bits,
+    shard_of,
+    shards_to_read,
+    smoothed_estimate,
+)
+
+# The first protocol version whose nodes write and read shards; a node of an older version keeps
+# one key per window, and the two meet as nodes of versions that do not overlap.
+SHARDED_SINCE_VERSION = 2
+
+
+def uses_shards(versions: ProtocolVersions) -> bool:
+    """Whether a node writing in `versions.written` spreads its keys over shards."""
+    return versions.written >= SHARDED_SINCE_VERSION
+
+
+@dataclass(frozen=True)
+class ReadKey:
+    """A key to read and the shard every value under it must hash into (bits None: any peer)."""
+
+    name: str
+    bits: int | None = None
+    shard: int = 0
+
+    def holds(self, peer_id: object) -> bool:
+        """Whether a value of `peer_id` belongs under this key (a shard's: its id hashes into it)."""
+        return self.bits is None or (isinstance(peer_id, str) and belongs(peer_id, self.bits, self.shard))
+
+
+class KeySpread(abc.ABC):
+    """One kind of value's keys: where this node writes its own and which it reads."""
+
+    #: whether a read may stop at the first fresh answer instead of walking the whole beam
+    first_fresh: bool = False
+
+    @abc.abstractmethod
+    def write_keys(self, window: int) -> list[str]:
+        """The keys this node stores its own value of `window` under."""
+
+    @abc.abstractmethod
+    def read_keys(self, window: int, reading_window: int) -> list[ReadKey]:
+        """The keys of `window` this node reads while the swarm's clock is in `reading_window`."""
+
+    def observe(self, peers_per_key: Sequence[int], reading_window: int) -> None:
+        """What one read found: distinct peers per shard read (over the windows read)."""
+
+
+class OneKeyPerWindow(KeySpread):
+    """Protocol version 1: everyone's value under one key per window (`key_of(window)`)."""
+
+    def __init__(self, key_of: Callable[[int], str]):
+        self.key_of = key_of
+
+    def write_keys(self, window: int) -> list[str]:
+        return [self.key_of(window)]
+
+    def read_keys(self, window: int, reading_window: int) -> list[ReadKey]:
+        return [ReadKey(self.key_of(window))]
+
+
+class ShardedKeys(KeySpread):
+    """A window's key spread over 2^bits shards (`key_of(window, bits, shard)`). This node writes
+    under its own shard (and the neighbouring level while it or its readers may be crossing);
+    it reads its own shard and a few others, a different set each window."""
+
+    first_fresh = True
+
+    def __init__(self, key_of: Callable[[int, int, int], str], peer_id: str, *, shards_read: int):
+        self.key_of = key_of
+        self.peer_id = peer_id
+        self.shards_read = shards_read
+        self.bits = 0
+        self.estimate: float | None = None  # smoothed swarm (or base) size; None before any read
+        self._left: tuple[int, int] | None = None  # (bits left, reading window it was left in)
+        self._window = 0  # the newest reading window observed
+
+    def write_keys(self, window: int) -> list[str]:
+        previous = None
+        if self._left is not None and window - self._left[1] <= TRANSITION_GRACE_WINDOWS:
+            previous = self._left[0]
+        levels = levels_to_write(self.bits, self.estimate or 0.0, previous)
+        return [self.key_of(window, bits, shard_of(self.peer_id, bits)) for bits in levels]
+
+    def read_keys(self, window: int, reading_window: int) -> list[ReadKey]:
+        shards = shards_to_read(self.peer_id, reading_window, self.bits, self.shards_read)
+        return [ReadKey(self.key_of(window, self.bits, shard), self.bits, shard) for shard in shards]
+
+    def observe(self, peers_per_key: Sequence[int], reading_window: int) -> None:
+        """N ~ mean peers per shard x 2^bits, smoothed (EWMA); bits move with hysteresis."""
+        if not peers_per_key:
+            return
+        self._window = max(self._window, reading_window)
+        self.estimate = smoothed_estimate(self.estimate, estimate_swarm_size(peers_per_key, self.bits))
+        # One level per read: a writer keeps writing the level it left, which must be a neighbour.
+        bits = min(max(next_bits(self.bits, self.estimate), self.bits - 1), self.bits + 1)
+        if bits != self.bits:
+            self._left = (self.bits, self._window)
+            self.bits = bits
+
+
+@dataclass(frozen=True)
+class KeyLayout:
+    """The spreads of one node's keys, by the protocol version it writes."""
+
+    sharded: bool
+    peer_id: str
+    shards_read: int
+
+    @classmethod
+    def of(cls, peer_id: str, versions: ProtocolVersions) -> "KeyLayout":
+        """The layout a node of `versions` uses: shards from SHARDED_SINCE_VERSION on."""
+        return cls(uses_shards(versions), peer_id, SHARDS_READ_PER_WINDOW)
+
+    def spread(self, one_key: Callable[[int], str], shard_key: Callable[[int, int, int], str]) -> KeySpread:
+        """`shard_key`'s shards for a sharded node, else `one_key`'s one key per window."""
+        if self.sharded:
+            return ShardedKeys(shard_key, self.peer_id, shards_read=self.shards_read)
+        return OneKeyPerWindow(one_key)
+
+
+@dataclass(frozen=True)
+class SortedReads:
+    """Values found by one read of a spread's keys: those under the right shard, how many were
+    not (refused), and distinct peers per shard read (for `KeySpread.observe`)."""
+
+    values: list
+    misplaced: int
+    peers_per_shard: list[int]
+
+
+def sort_reads(reads: Sequence[tuple[ReadKey, Sequence]]) -> SortedReads:
+    """Keep each found value (with a `subkey`) whose peer hashes into its key's shard; peers per
+    shard are counted over every window read (a live peer's newest value is in one of them)."""
+    values, misplaced, peers = [], 0, {}
+    for key, found in reads:
+        seen = peers.setdefault((key.bits, key.shard), set())
+        for value in found:
+            if key.holds(value.subkey):
+                values.append(value)
+                seen.add(value.subkey)
+            else:
+                misplaced += 1
+    return SortedReads(values, misplaced, [len(s) for s in peers.values()])

@@ -1,0 +1,135 @@
+"""Which GossipSub topic carries a stored entry, and which topics a node keeps: no I/O, no libp2p
+(times are passed in).
+
+A sharded key (swarm/windows.py's `*_shard_key`) is pushed on its shard's topic, the key's name
+without its window: `swarmnode/<swarm>/sharded/<kind>/<bits>/<shard>` (summaries keep their
+base: `.../sharded/summaries/<base>/<bits>/<shard>`), the same topic window after window. A push
+then reaches the nodes that store under that shard (those whose ids hash into it), not the
+whole swarm, and no topic grows with the swarm (a shard holds ~12-24 nodes: swarm/shards.py).
+Any other key (one key per window: protocol version 1) goes to the swarm-wide topic
+`swarmnode/<swarm>/announcements` as before shards; every node stays subscribed to it, so a
+node of the older layout still hears and is heard (it carries nothing in a swarm of shards).
+
+- topic_of / swarm_topic: the topic of a key, the swarm-wide topic
+- ShardTopics: the shard topics a node is subscribed to. It joins a topic when it first stores
+  under it and leaves it once it has stored nothing there for LEAVE_AFTER_TTLS x the longest
+  TTL it stored with there (at least MIN_KEEP_S): its own shard moves only when the shard bits
+  do. At most MAX_TOPICS at once: one more pushes out the topic stored under longest ago.
+- peers_to_meet: which providers of a shard's key to connect to, so that the shard's topic has
+  peers (GossipSub finds a topic's peers only among the connected ones)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Hashable, Iterable, Sequence, TypeVar
+
+from swarmnode.swarm.windows import parse_shard_key, sharded_prefix
+
+MAX_TOPICS = 16  # shard topics at once: 3 kinds x 2 levels while crossing bits is 6
+LEAVE_AFTER_TTLS = 3.0  # a topic not stored under for this many TTLs is left ...
+MIN_KEEP_S = 180.0  # ... and never sooner than this
+MIN_TOPIC_PEERS = 4  # GossipSub's degree_low: with fewer topic peers known, meet some providers
+
+Peer = TypeVar("Peer", bound=Hashable)
+
+
+def swarm_topic(swarm: str) -> str:
+    """The swarm-wide topic: entries under keys that are no shard's (one key per window)."""
+    return f"swarmnode/{swarm}/announcements"
+
+
+def topic_of(swarm: str, key: str) -> str:
+    """The topic entries under `key` are pushed on: a shard key's name without its window, else
+    the swarm-wide topic."""
+    parsed = parse_shard_key(swarm, key)
+    if parsed is None:
+        return swarm_topic(swarm)
+    base = f"{parsed.base_fingerprint}/" if parsed.base_fingerprint else ""
+    return f"{sharded_prefix(swarm)}{parsed.kind}/{base}{parsed.bits}/{parsed.shard}"
+
+
+@dataclass(frozen=True)
+class TopicChanges:
+    """What the node does with its subscriptions: topics to join, topics to leave, and topics
+    left at an earlier sweep whose validator can go (not at once: a message already accepted for
+    a topic is validated after, and unvalidated it would be forwarded)."""
+
+    join: tuple[str, ...] = ()
+    leave: tuple[str, ...] = ()
+    unvalidate: tuple[str, ...] = ()
+
+
+class ShardTopics:
+    """The shard topics this node is subscribed to (the swarm-wide one is always, and not here)."""
+
+    def __init__(self, swarm: str, *, max_topics: int = MAX_TOPICS, leave_after_ttls: float = LEAVE_AFTER_TTLS,
+                 min_keep_s: float = MIN_KEEP_S):
+        self.swarm = swarm
+        self.swarm_topic = swarm_topic(swarm)
+        self.max_topics = max_topics
+        self.leave_after_ttls = leave_after_ttls
+        self.min_keep_s = min_keep_s
+        self._stored: dict[str, tuple[float, float]] = {}  # topic -> (last stored under, longest TTL)
+        self._left: set[str] = set()  # left, its validator still set
+
+    def topic_of(self, key: str) -> str:
+        return topic_of(self.swarm, key)
+
+    def topics(self) -> list[str]:
+        """The shard topics subscribed to, the one stored under longest ago first."""
+        return sorted(self._stored, key=lambda t: self._stored[t][0])
+
+    def holds(self, topic: str) -> bool:
+        return topic in self._stored
+
+    def stored(self, key: str, now: float, ttl: float) -> TopicChanges:
+        """Note a store under `key` at `now` of an entry living `ttl` s: its topic to join if it is
+        a shard's not joined yet, and the topic stored under longest ago to leave if that makes
+        more than max_topics."""
+        topic = self.topic_of(key)
+        if topic == self.swarm_topic:
+            return TopicChanges()
+        held = self._stored.get(topic)
+        self._stored[topic] = (now, max(ttl, held[1] if held is not None else 0.0))
+        if held is not None:
+            return TopicChanges()
+        self._left.discard(topic)
+        others = [t for t in self.topics() if t != topic]
+        leave = tuple(others[: max(len(self._stored) - self.max_topics, 0)])
+        return TopicChanges(join=(topic,), leave=self._forget(leave))
+
+    def sweep(self, now: float) -> TopicChanges:
+        """The topics not stored under for their keep time by `now`, to leave; and the validators
+        of the topics left before this sweep, to remove."""
+        unvalidate = tuple(sorted(self._left))
+        self._left.clear()
+        idle = tuple(t for t in self.topics() if now - self._stored[t][0] >= self.keep_s(t))
+        return TopicChanges(leave=self._forget(idle), unvalidate=unvalidate)
+
+    def drop(self, topic: str) -> None:
+        """Forget `topic` as if left (its subscription failed): the next store joins it again."""
+        if topic in self._stored:
+            self._forget((topic,))
+
+    def keep_s(self, topic: str) -> float:
+        """How long `topic` is kept after its last store."""
+        return max(self.leave_after_ttls * self._stored[topic][1], self.min_keep_s)
+
+    def _forget(self, topics: tuple[str, ...]) -> tuple[str, ...]:
+        for topic in topics:
+            del self._stored[topic]
+            self._left.add(topic)
+        return topics
+
+
+def peers_to_meet(providers: Sequence[Peer], topic_peers: Iterable[Peer], connected: Iterable[Peer], me: Peer,
+                  want: int = MIN_TOPIC_PEERS) -> list[Peer]:
+    """The providers of a shard's key to connect to while fewer than `want` peers are known on its
+    topic: up to the shortfall, not this node, not known on the topic, not connected already (a
+    connected peer announces its topics by itself), in the order given."""
+    known = set(topic_peers)
+    shortfall = want - len(known)
+    if shortfall <= 0:
+        return []
+    skip = known | set(connected) | {me}
+    return [p for p in dict.fromkeys(providers) if p not in skip][:shortfall]

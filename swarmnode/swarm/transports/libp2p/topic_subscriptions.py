@@ -1,0 +1,101 @@
+"""The trio side of the node's GossipSub topics: it subscribes to and leaves them as
+shard_topics.ShardTopics says, sets the node's push check as the validator of every topic it
+subscribes to, and meets a shard topic's peers among the providers of its keys.
+
+Every method runs on the node's trio thread. No libp2p import: the host and Pubsub come in.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Awaitable, Callable
+
+import trio
+
+from swarmnode.swarm.transports.libp2p.shard_topics import ShardTopics, TopicChanges, peers_to_meet
+from swarmnode.swarm.transports.libp2p.trio_thread import TrioThread
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 10.0  # connecting to a provider of a shard's key, to meet the shard's topic
+
+
+class TopicSubscriptions:
+    """The swarm-wide topic (subscribed for good at start) and the shard topics of the keys this
+    node stores under. Each subscription's messages pass `validator` (py-libp2p's topic
+    validator: a message it refuses is neither delivered nor forwarded) and then go to
+    `receive(subscription)`, spawned per topic, which returns when the topic is left."""
+
+    def __init__(self, swarm: str, thread: TrioThread, validator: Callable[[Any, Any], bool],
+                 receive: Callable[[Any], Awaitable[None]]):
+        self.shards = ShardTopics(swarm)
+        self.swarm_topic = self.shards.swarm_topic
+        self.thread = thread
+        self.validator = validator
+        self.receive = receive
+        self.host: Any = None
+        self.pubsub: Any = None
+        self._changing = trio.Lock()  # one subscribe or unsubscribe at a time
+
+    def topic_of(self, key: str) -> str:
+        return self.shards.topic_of(key)
+
+    async def start(self, host: Any, pubsub: Any) -> None:
+        """Subscribe to the swarm-wide topic (a node of one key per window pushes there)."""
+        self.host, self.pubsub = host, pubsub
+        async with self._changing:
+            await self._subscribe(self.swarm_topic)
+
+    async def stored(self, key: str, now: float, ttl: float) -> None:
+        """Join `key`'s shard topic if this is the first store under it (ShardTopics.stored)."""
+        await self._follow(self.shards.stored(key, now, ttl))
+
+    async def sweep(self, now: float) -> None:
+        """Leave the shard topics not stored under lately (ShardTopics.sweep)."""
+        await self._follow(self.shards.sweep(now))
+
+    async def _follow(self, changes: TopicChanges) -> None:
+        """Leave and join topics as `changes` says, each as self.shards still says when its turn
+        comes (a store may have joined again a topic that a sweep left meanwhile)."""
+        if not (changes.join or changes.leave or changes.unvalidate):
+            return
+        async with self._changing:
+            for topic in changes.leave:
+                if not self.shards.holds(topic):
+                    await self.pubsub.unsubscribe(topic)  # its receive() ends
+            for topic in changes.unvalidate:
+                if not self.shards.holds(topic) and topic not in self.pubsub.topic_ids:
+                    self.pubsub.remove_topic_validator(topic)
+            for topic in changes.join:
+                if self.shards.holds(topic):
+                    try:
+                        await self._subscribe(topic)
+                    except Exception as e:  # noqa: BLE001 - not joined: the next store under it tries again
+                        self.shards.drop(topic)
+                        log.debug("subscribing to %s failed: %r", topic, e)
+
+    async def _subscribe(self, topic: str) -> None:
+        self.pubsub.set_topic_validator(topic, self.validator, False)  # before any message of it
+        if topic not in self.pubsub.topic_ids:
+            self.thread.spawn(self.receive, await self.pubsub.subscribe(topic))
+
+    def meet_peers(self, key: str, providers: list[Any]) -> None:
+        """Connect to a few of `key`'s providers (libp2p PeerInfo) while the key's shard topic,
+        which this node pushes on, has fewer than MIN_TOPIC_PEERS peers known: GossipSub finds a
+        topic's peers only among connected ones, and a shard's nodes need not be connected."""
+        topic = self.topic_of(key)
+        if self.pubsub is None or not self.shards.holds(topic):
+            return
+        network = self.host.get_network()
+        connected = [p.peer_id for p in providers if network.get_connections(p.peer_id)]
+        meet = peers_to_meet([p.peer_id for p in providers], self.pubsub.peer_topics.get(topic, ()), connected,
+                             self.host.get_id())
+        infos = {p.peer_id: p for p in providers}
+        for peer in meet:
+            self.thread.spawn(self._connect_quietly, infos[peer])
+
+    async def _connect_quietly(self, info: Any) -> None:
+        with trio.move_on_after(CONNECT_TIMEOUT_S):
+            try:
+                await self.host.connect(info)
+            except Exception as e:  # noqa: BLE001 - a provider out of reach is read from the DHT only
+                log.debug("meeting %s failed: %r", info.peer_id, e)
