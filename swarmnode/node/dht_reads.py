@@ -18,7 +18,7 @@ async def read_spread(transport: Transport, spread: KeySpread, window_s: float) 
     reads = []
     for window in windows_to_read(current):
         for key in spread.read_keys(window, current):
-            reads.append((key, await transport.get(key.name, first_fresh=spread.first_fresh)))
+            reads.append((key, await transport.get(key.name, nearest_holders=spread.nearest_holders)))
     return current, sort_reads(reads)
 
 

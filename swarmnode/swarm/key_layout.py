@@ -5,8 +5,9 @@ version 1), or the window's key spread over shards (version 2 on; swarm/shards.p
 A `KeySpread` is one kind's keys: `write_keys(window)` for this node's own value and
 `read_keys(window, reading_window)` for the keys it reads, each with the shard its values must
 hash into. `observe` feeds what a read found back, from which a sharded spread estimates the
-swarm's size and picks its shard bits (with hysteresis). Reads of a sharded key stop at the
-first fresh answer; reads of the one key per window walk the whole beam, as they always have.
+swarm's size and picks its shard bits (with hysteresis). Reads of a sharded key ask only its
+nearest holders (a bounded search); reads of the one key per window walk the whole beam, as
+they always have.
 """
 from __future__ import annotations
 
@@ -53,8 +54,8 @@ class ReadKey:
 class KeySpread(abc.ABC):
     """One kind of value's keys: where this node writes its own and which it reads."""
 
-    #: whether a read may stop at the first fresh answer instead of walking the whole beam
-    first_fresh: bool = False
+    #: whether a read may ask only a key's nearest holders instead of walking the whole beam
+    nearest_holders: bool = False
 
     @abc.abstractmethod
     def write_keys(self, window: int) -> list[str]:
@@ -86,7 +87,7 @@ class ShardedKeys(KeySpread):
     under its own shard (and the neighbouring level while it or its readers may be crossing);
     it reads its own shard and a few others, a different set each window."""
 
-    first_fresh = True
+    nearest_holders = True
 
     def __init__(self, key_of: Callable[[int, int, int], str], peer_id: str, *, shards_read: int):
         self.key_of = key_of

@@ -399,7 +399,7 @@ class RecordIntake:
         current = window_index(now, self.window_s)
         return window is not None and current - 2 <= window <= current + 1
 
-    def reads_first_fresh(self) -> bool:
+    def reads_nearest_holders(self) -> bool:
         return self.sharded
 
     def candidate_keys(self, subkey: object, value: object, expiration: float, now: float) -> list[str]:

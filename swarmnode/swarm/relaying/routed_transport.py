@@ -195,8 +195,8 @@ class RoutedTransport(Transport):
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
         return await self.inner.store(key, subkey, value, expiration)
 
-    async def get(self, key: str, *, first_fresh: bool = False) -> list[StoredValue]:
-        return await self.inner.get(key, first_fresh=first_fresh)
+    async def get(self, key: str, *, nearest_holders: bool = False) -> list[StoredValue]:
+        return await self.inner.get(key, nearest_holders=nearest_holders)
 
     async def remote_ip(self, peer_id: str) -> str | None:
         return await self.inner.remote_ip(peer_id)

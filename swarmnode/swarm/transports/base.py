@@ -87,9 +87,10 @@ class RecordPolicy(Protocol):
         """Names of the keys other than known_keys' that `value` may be stored under (shards'),
         for a DHT that sees only a key's hash."""
 
-    def reads_first_fresh(self) -> bool:
-        """Whether this node's reads stop at the first fresh answer: a DHT must then not answer
-        them from a cache of earlier reads (it would keep a shard's first answer for good)."""
+    def reads_nearest_holders(self) -> bool:
+        """Whether this node's reads ask only a key's nearest holders: a DHT must then not cache
+        what it found or stored (a read would merge an old copy, and copy each answer to one
+        more node: a store per read)."""
 
     def admit(self, key: str, subkey: object, value: object, expiration: float, now: float) -> bool:
         """Whether `value` (stored under `key`/`subkey` until `expiration`) may be kept."""
@@ -163,9 +164,10 @@ class Transport(abc.ABC):
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool: ...
 
     @abc.abstractmethod
-    async def get(self, key: str, *, first_fresh: bool = False) -> list[StoredValue]:
-        """All unexpired values under `key` (one per subkey). `first_fresh`: the first fresh answer
-        found will do (a shard's key, which every holder keeps whole), not the newest of all."""
+    async def get(self, key: str, *, nearest_holders: bool = False) -> list[StoredValue]:
+        """All unexpired values under `key` (one per subkey). `nearest_holders`: the answers of the
+        key's few nearest holders will do (a shard's key, which each of them keeps whole): a
+        search bounded whatever the swarm's size, not a walk of the whole beam."""
 
     @abc.abstractmethod
     async def serve(self, protocol: str, handler: RequestHandler) -> None:

@@ -6,6 +6,8 @@ a module instead of from each other's files.
   metrics.sqlite, results written and resumed, a run appended as a JSON line
 - figures.py: pure figures: the mean of a curve's last evaluations, the spread over seeds, an
   arm's curve on a common grid, a swarm's rollout latency
+- population.py: scripts/bench/scale_population.py's synthetic population (`Population`,
+  `serve_population`) and the pure plan of its stores (keys per identity, ramp, slices)
 - process_samples.py: a process's RSS and CPU use over a while (`sample`, `phase_figures`)
 - heterogeneity_results.py: scripts/experiments/heterogeneity_experiment.py's results, pure
 - sapo_results.py: scripts/experiments/sapo_experiment.py's results and its table, pure (the

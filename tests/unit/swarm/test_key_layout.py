@@ -47,7 +47,7 @@ def test_one_key_per_window_writes_and_reads_the_windows_one_key():
     spread = OneKeyPerWindow(one_key)
     assert spread.write_keys(7) == ["one/7"]
     assert spread.read_keys(7, 8) == [ReadKey("one/7")]
-    assert spread.read_keys(7, 8)[0].bits is None and not spread.first_fresh
+    assert spread.read_keys(7, 8)[0].bits is None and not spread.nearest_holders
     spread.observe([500, 500], 8)  # nothing to size
     assert spread.write_keys(7) == ["one/7"]
 
@@ -64,7 +64,7 @@ def test_a_key_of_any_peer_holds_every_value_a_shards_key_only_its_peers():
 
 def test_a_small_swarm_is_one_shard_written_and_read_once():
     spread = sharded()
-    assert spread.first_fresh and spread.bits == 0 and spread.estimate is None
+    assert spread.nearest_holders and spread.bits == 0 and spread.estimate is None
     assert spread.write_keys(7) == ["shard/7/0/0"]
     assert spread.read_keys(7, 7) == [ReadKey("shard/7/0/0", 0, 0)]
     spread.observe([], 7)  # a read that found no key: nothing learnt

@@ -417,12 +417,12 @@ def test_knows_key_of_shard_keys_of_near_windows_only_when_sharded():
     assert not intake.knows_key(peer_records_shard_key("s", 100, 17, 0), now)  # bits out of range
     assert not intake.knows_key(peer_records_shard_key("other", 100, 0, 0), now)
     assert not intake.knows_key("swarmnode/s/sharded/peers/100", now) and not intake.knows_key("garbage", now)
-    assert intake.reads_first_fresh()
+    assert intake.reads_nearest_holders()
     legacy = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0, versions=ProtocolVersions(1, 1))
     assert not legacy.knows_key(peer_records_shard_key("s", 100, 0, 0), now)
     assert not legacy.knows_key(rollouts_shard_key("s", 100, 0, 0), now)
     assert legacy.knows_key(peer_records_key("s", 100), now) and legacy.knows_key(summaries_key("s", 101), now)
-    assert not legacy.reads_first_fresh()
+    assert not legacy.reads_nearest_holders()
 
 
 def test_admitting_a_record_of_a_version_this_node_does_not_speak_names_its_peer_once(make_identity):

@@ -109,6 +109,10 @@ def _explain_start_failure(error: BaseException, host_maddrs: list[str], timeout
             f"or check network.host_maddrs {host_maddrs}")
 
 
+# Holders a read of a shard's key asks: hivemind stores each value on its 5 nearest nodes.
+NEAREST_HOLDERS = 5
+
+
 @dataclass
 class DHTCounters:
     """What this node asked of the DHT, and what came of it (status `network.counters`)."""
@@ -174,9 +178,10 @@ class HivemindTransport(Transport):
 
             validator = self._validator = PolicyValidator(self._policy)
         try:
-            # A node whose reads stop at the first fresh answer must not find its own earlier
-            # answer (or only its own stored entry) in a local cache and stop there for good.
-            caching = self._policy is None or not self._policy.reads_first_fresh()
+            # A node whose reads ask only a key's nearest holders keeps no copies of what it
+            # found or stored (hivemind would merge an old one and push each answer to one
+            # more node: a store per read).
+            caching = self._policy is None or not self._policy.reads_nearest_holders()
             self._node = await DHTNode.create(
                 p2p=self._p2p, client_mode=self._client_mode, wait_timeout=self._wait_timeout_s,
                 record_validator=validator, cache_locally=caching, cache_on_store=caching,
@@ -272,10 +277,13 @@ class HivemindTransport(Transport):
         self._counts.dht_stores += 1
         return bool(await self._node.store(key, value, expiration, subkey=subkey))
 
-    async def get(self, key: str, *, first_fresh: bool = False) -> list[StoredValue]:
-        # latest=False: hivemind stops at the first holder with an unexpired value.
+    async def get(self, key: str, *, nearest_holders: bool = False) -> list[StoredValue]:
         self._counts.dht_gets += 1
-        found = await self._node.get(key, latest=not first_fresh)
+        # A search bounded by the replica count: it merges what the key's nearest holders keep.
+        # Not latest=False (the first fresh answer): that is this node's own storage whenever
+        # it holds the key, which behind NAT holds little more than its own entry.
+        beam = {"beam_size": NEAREST_HOLDERS} if nearest_holders else {}
+        found = await self._node.get(key, latest=True, **beam)
         if found is None:
             return []
         if not isinstance(found.value, dict):  # someone stored a plain value under our key

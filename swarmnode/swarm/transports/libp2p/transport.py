@@ -161,7 +161,7 @@ class LibP2PTransport(Transport):
     async def store(self, key: str, subkey: str, value: bytes, expiration: float) -> bool:
         return await self._thread.call(self._node.store, key, subkey, value, expiration)
 
-    async def get(self, key: str, *, first_fresh: bool = False) -> list[StoredValue]:
+    async def get(self, key: str, *, nearest_holders: bool = False) -> list[StoredValue]:
         return await self._thread.call(self._node.get, key)
 
     async def serve(self, protocol: str, handler: RequestHandler) -> None:

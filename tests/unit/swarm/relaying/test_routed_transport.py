@@ -34,7 +34,7 @@ class MemoryTransport(Transport):
     def routing_table_size(self): return 0
     def dht_time(self): return 0.0
     async def store(self, key, subkey, value, expiration): return True
-    async def get(self, key, *, first_fresh=False): return []
+    async def get(self, key, *, nearest_holders=False): return []
 
     async def remote_ip(self, peer_id):
         return "127.0.0.1"
