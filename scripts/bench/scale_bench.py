@@ -208,13 +208,15 @@ def short(x: float) -> str:
 
 
 def table_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
-    """One row per run: N, layout, join seconds, each FIGURES median, the busiest node's CPU over
+    """One row per run: N, layout, join seconds ("-": not every node listed all the others by
+    --join-timeout), each FIGURES median, the busiest node's CPU over
     the median's, the cores all nodes used / the machine's busy share."""
     rows = []
     for r in runs:
         cells = [short(r["per_node"][k]["median"]) for k in FIGURES]
         saturated = "*" if r["machine_cpu_share"] >= SATURATED_SHARE else ""
-        rows.append([str(r["nodes"]) + saturated, r.get("layout", "sharded"), f"{r['join_s']:.0f}", *cells,
+        join = "-" if r["join_s"] is None else f"{r['join_s']:.0f}"
+        rows.append([str(r["nodes"]) + saturated, r.get("layout", "sharded"), join, *cells,
                      f"{busiest_ratio(r):.1f}x", f"{r['nodes_cores']:.2f}/{100 * r['machine_cpu_share']:.0f}%"])
     return rows
 
@@ -301,8 +303,12 @@ def measure(n: int, layout: str, cfg: Path, root: Path, args: argparse.Namespace
         runtimes = [read_runtime(node.home) for node in swarm.nodes]
         urls = [r["status_url"] for r in runtimes]
         say(f"all {n} up in {start_s:.0f}s; waiting until each lists the others")
-        join_s = wait_all_listed(urls, args.join_timeout)
-        say(f"all listed in {join_s:.0f}s; measuring for {args.seconds:.0f}s")
+        try:
+            join_s: float | None = wait_all_listed(urls, args.join_timeout)
+            say(f"all listed in {join_s:.0f}s; measuring for {args.seconds:.0f}s")
+        except RuntimeError as e:  # measured all the same: what a swarm that never settles costs
+            join_s = None
+            say(f"{e}; measuring for {args.seconds:.0f}s anyway")
         procs = [daemon_processes(r) for r in runtimes]
         machine_before = psutil.cpu_times()._asdict()
         before = [take_sample(u, p) for u, p in zip(urls, procs)]
@@ -310,7 +316,8 @@ def measure(n: int, layout: str, cfg: Path, root: Path, args: argparse.Namespace
         after = [take_sample(u, p) for u, p in zip(urls, procs)]
         machine_after = psutil.cpu_times()._asdict()
     nodes = [{"name": f"node{i}", **node_figures(b, a)} for i, (b, a) in enumerate(zip(before, after))]
-    return {"nodes": n, "layout": layout, "start_s": round(start_s, 1), "join_s": round(join_s, 1),
+    return {"nodes": n, "layout": layout, "start_s": round(start_s, 1),
+            "join_s": None if join_s is None else round(join_s, 1),
             "machine_cpu_share": machine_share(machine_before, machine_after),
             "nodes_cores": nodes_cores(nodes), "per_node": spread_of(nodes), "node_figures": nodes}
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from swarmnode.protocol.versions import ProtocolVersions
 from swarmnode.swarm.shards import (
+    MAX_SHARD_BITS,
     SHARDS_READ_PER_WINDOW,
     TRANSITION_GRACE_WINDOWS,
     belongs,
@@ -27,6 +28,15 @@ from swarmnode.swarm.shards import (
     shards_to_read,
     smoothed_estimate,
 )
+
+# Levels above its own a node probes, one a read in turn: a node left at a level nobody writes
+# (a newcomer, or a swarm that grew while it was away) finds the swarm's within a few reads.
+PROBE_STEPS = (1, 2, 4, 8)
+# A probed shard is believed only with at least this many peers (the low end of the band a
+# shard keeps, SHRINK_FACTOR x TARGET_PER_SHARD): one stray entry does not move a node.
+ADOPT_PEERS = 6
+# An estimate this low means the node sees only itself: it scans every level above.
+LONELY_ESTIMATE = 1.5
 
 # The first protocol version whose nodes write and read shards; a node of an older version keeps
 # one key per window, and the two meet as nodes of versions that do not overlap.
@@ -65,8 +75,8 @@ class KeySpread(abc.ABC):
     def read_keys(self, window: int, reading_window: int) -> list[ReadKey]:
         """The keys of `window` this node reads while the swarm's clock is in `reading_window`."""
 
-    def observe(self, peers_per_key: Sequence[int], reading_window: int) -> None:
-        """What one read found: distinct peers per shard read (over the windows read)."""
+    def observe(self, peers_per_shard: Mapping[tuple[int | None, int], int], reading_window: int) -> None:
+        """What one read found: distinct peers per (bits, shard) read (over the windows read)."""
 
 
 class OneKeyPerWindow(KeySpread):
@@ -97,6 +107,7 @@ class ShardedKeys(KeySpread):
         self.estimate: float | None = None  # smoothed swarm (or base) size; None before any read
         self._left: tuple[int, int] | None = None  # (bits left, reading window it was left in)
         self._window = 0  # the newest reading window observed
+        self._reads = 0  # reads observed: which level the next probe looks at
 
     def write_keys(self, window: int) -> list[str]:
         previous = None
@@ -106,17 +117,44 @@ class ShardedKeys(KeySpread):
         return [self.key_of(window, bits, shard_of(self.peer_id, bits)) for bits in levels]
 
     def read_keys(self, window: int, reading_window: int) -> list[ReadKey]:
+        """The shards of this node's level, and in the reading window its own shard at each
+        probed level above (probe_levels): where a swarm that outgrew this node writes."""
         shards = shards_to_read(self.peer_id, reading_window, self.bits, self.shards_read)
-        return [ReadKey(self.key_of(window, self.bits, shard), self.bits, shard) for shard in shards]
+        keys = [ReadKey(self.key_of(window, self.bits, shard), self.bits, shard) for shard in shards]
+        if window == reading_window:
+            for bits in self.probe_levels():
+                own = shard_of(self.peer_id, bits)
+                keys.append(ReadKey(self.key_of(window, bits, own), bits, own))
+        return keys
 
-    def observe(self, peers_per_key: Sequence[int], reading_window: int) -> None:
-        """N ~ mean peers per shard x 2^bits, smoothed (EWMA); bits move with hysteresis."""
-        if not peers_per_key:
-            return
+    def probe_levels(self) -> list[int]:
+        """Levels above its own a read looks at: one a read, PROBE_STEPS above in turn; every
+        level above on every 4th read while the node sees next to nobody (a newcomer to a swarm
+        already split into shards finds it at once)."""
+        lonely = self.estimate is None or self.estimate <= LONELY_ESTIMATE
+        if lonely and self._reads % 4 == 0:
+            return list(range(self.bits + 1, MAX_SHARD_BITS + 1))
+        level = min(self.bits + PROBE_STEPS[self._reads % len(PROBE_STEPS)], MAX_SHARD_BITS)
+        return [level] if level > self.bits else []
+
+    def observe(self, peers_per_shard: Mapping[tuple[int | None, int], int], reading_window: int) -> None:
+        """N ~ mean peers per shard of its level x 2^bits, smoothed (EWMA); bits move one level
+        a read with hysteresis, or jump to a probed level whose shard holds at least
+        ADOPT_PEERS peers and says the swarm is larger than the estimate."""
+        self._reads += 1
         self._window = max(self._window, reading_window)
-        self.estimate = smoothed_estimate(self.estimate, estimate_swarm_size(peers_per_key, self.bits))
-        # One level per read: a writer keeps writing the level it left, which must be a neighbour.
-        bits = min(max(next_bits(self.bits, self.estimate), self.bits - 1), self.bits + 1)
+        level = [n for (bits, _), n in peers_per_shard.items() if bits == self.bits]
+        if level:
+            self.estimate = smoothed_estimate(self.estimate, estimate_swarm_size(level, self.bits))
+        found = [(n * 2**bits, bits) for (bits, _), n in peers_per_shard.items()
+                 if bits is not None and bits > self.bits and n >= ADOPT_PEERS]
+        if found and max(found)[0] > (self.estimate or 0.0):
+            self.estimate, bits = max(found)
+        elif level:
+            # One level per read: a writer keeps writing the level it left, a neighbour.
+            bits = min(max(next_bits(self.bits, self.estimate), self.bits - 1), self.bits + 1)
+        else:
+            return
         if bits != self.bits:
             self._left = (self.bits, self._window)
             self.bits = bits
@@ -145,11 +183,11 @@ class KeyLayout:
 @dataclass(frozen=True)
 class SortedReads:
     """Values found by one read of a spread's keys: those under the right shard, how many were
-    not (refused), and distinct peers per shard read (for `KeySpread.observe`)."""
+    not (refused), and distinct peers per (bits, shard) read (for `KeySpread.observe`)."""
 
     values: list
     misplaced: int
-    peers_per_shard: list[int]
+    peers_per_shard: dict[tuple[int | None, int], int]
 
 
 def sort_reads(reads: Sequence[tuple[ReadKey, Sequence]]) -> SortedReads:
@@ -164,4 +202,4 @@ def sort_reads(reads: Sequence[tuple[ReadKey, Sequence]]) -> SortedReads:
                 seen.add(value.subkey)
             else:
                 misplaced += 1
-    return SortedReads(values, misplaced, [len(s) for s in peers.values()])
+    return SortedReads(values, misplaced, {key: len(s) for key, s in peers.items()})

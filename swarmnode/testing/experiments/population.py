@@ -44,7 +44,8 @@ def level_spread(shards_read: int = SHARDS_READ_PER_WINDOW) -> ShardedKeys:
 
 def observe_total(spread: ShardedKeys, total: int, reading_window: int) -> None:
     """What an honest reader of `spread`'s level sees in a swarm of `total`: total / 2^bits per shard."""
-    spread.observe([total / 2**spread.bits] * spread.shards_read, reading_window)
+    spread.observe({(spread.bits, shard): total / 2**spread.bits for shard in range(spread.shards_read)},
+                   reading_window)
 
 
 def identity_keys(swarm: str, window: int, peer_id: str, levels: list[int]) -> list[str]:

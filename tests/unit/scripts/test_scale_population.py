@@ -62,7 +62,7 @@ def test_an_identity_writes_what_a_node_of_its_id_would_at_every_swarm_size(pop,
     levels, window = pop.level_spread(), 100
     for total in (8, 68, 264, 2056):  # the ramp's way up, each settled
         settle(levels, pop.observe_total, total, window)
-        window = settle(node, lambda spread, t, w: spread.observe([t / 2**spread.bits] * 4, w), total, window)
+        window = settle(node, lambda spread, t, w: spread.observe({(spread.bits, s): t / 2**spread.bits for s in range(4)}, w), total, window)
         bits = pop.steady_bits(total)
         assert levels.bits == node.bits == bits
         assert levels.write_keys(window) == [bits]

@@ -32,6 +32,16 @@ def sharded(peer_id=ALICE, shards_read=SHARDS_READ_PER_WINDOW):
     return ShardedKeys(shard_key, peer_id, shards_read=shards_read)
 
 
+def at(bits, *counts):
+    """What a read of `counts[i]` peers in shard i at `bits` hands observe()."""
+    return {(bits, shard): n for shard, n in enumerate(counts)}
+
+
+def own_only(keys):
+    """The keys of a read at the node's own level (no probes above it)."""
+    return [k for k in keys if k.bits == keys[0].bits]
+
+
 def found(*peer_ids):
     return [StoredValue(p, b"value of " + p.encode(), 0.0) for p in peer_ids]
 
@@ -48,7 +58,7 @@ def test_one_key_per_window_writes_and_reads_the_windows_one_key():
     assert spread.write_keys(7) == ["one/7"]
     assert spread.read_keys(7, 8) == [ReadKey("one/7")]
     assert spread.read_keys(7, 8)[0].bits is None and not spread.nearest_holders
-    spread.observe([500, 500], 8)  # nothing to size
+    spread.observe(at(None, 500), 8)  # nothing to size
     assert spread.write_keys(7) == ["one/7"]
 
 
@@ -66,46 +76,50 @@ def test_a_small_swarm_is_one_shard_written_and_read_once():
     spread = sharded()
     assert spread.nearest_holders and spread.bits == 0 and spread.estimate is None
     assert spread.write_keys(7) == ["shard/7/0/0"]
-    assert spread.read_keys(7, 7) == [ReadKey("shard/7/0/0", 0, 0)]
-    spread.observe([], 7)  # a read that found no key: nothing learnt
+    keys = spread.read_keys(7, 7)
+    assert keys[0] == ReadKey("shard/7/0/0", 0, 0)
+    # Seeing nobody yet, its first read also looks at its own shard at every level above.
+    assert keys[1:] == [ReadKey(f"shard/7/{b}/{shard_of(ALICE, b)}", b, shard_of(ALICE, b)) for b in range(1, 17)]
+    assert spread.read_keys(6, 7) == [ReadKey("shard/6/0/0", 0, 0)]  # the previous window: no probes
+    spread.observe({}, 7)  # a read that found no key: nothing learnt
     assert spread.estimate is None and spread.bits == 0
 
 
 def test_bits_grow_only_when_the_mean_shard_holds_over_twice_the_target():
     stays = sharded()
-    stays.observe([20, 28], 7)  # mean 24: not over 2 x 12
+    stays.observe(at(0, 20, 28), 7)  # mean 24: not over 2 x 12
     assert (stays.estimate, stays.bits) == (24.0, 0)
     # Within 1.25 of the grow point (24 / 1.25 = 19.2 < 24): it also writes the next level, for
     # readers whose estimate already crossed.
     assert stays.write_keys(7) == ["shard/7/0/0", "shard/7/1/0"]
     grows = sharded()
-    grows.observe([20, 30], 7)  # mean 25 > 24: one shard becomes two (25 / 2 = 12.5 stays)
+    grows.observe(at(0, 20, 30), 7)  # mean 25 > 24: one shard becomes two (25 / 2 = 12.5 stays)
     assert (grows.estimate, grows.bits) == (25.0, 1)
     quiet = sharded()
-    quiet.observe([19], 7)  # 19 <= 19.2: not near the grow point, one key only
+    quiet.observe(at(0, 19), 7)  # 19 <= 19.2: not near the grow point, one key only
     assert quiet.write_keys(7) == ["shard/7/0/0"]
 
 
 def climb_to_200(spread) -> None:
     """Reads that each say N = 200 (per-shard counts x 2^bits): one more bit per read."""
     for window, count in enumerate((200, 100, 50, 25), start=4):
-        spread.observe([count], window)
+        spread.observe(at(spread.bits, count), window)
 
 
 def test_a_large_count_grows_one_bit_per_read_up_to_the_band():
     spread = sharded()
-    spread.observe([200], 3)  # 200 wants bits 4 (200 / 16 = 12.5 is the first mean <= 24), one step at a time
+    spread.observe(at(0, 200), 3)  # 200 wants bits 4 (200 / 16 = 12.5 is the first mean <= 24), one step at a time
     assert (spread.estimate, spread.bits) == (200.0, 1)
     spread = sharded()
     climb_to_200(spread)
     assert (spread.estimate, spread.bits) == (200.0, 4)
-    spread.observe([12], 8)  # 12 x 16 = 192: the EWMA says 198.4, mean 12.4 stays in the band
+    spread.observe(at(4, 12), 8)  # 12 x 16 = 192: the EWMA says 198.4, mean 12.4 stays in the band
     assert (round(spread.estimate, 6), spread.bits) == (198.4, 4)
 
 
 def test_after_growing_the_level_left_is_written_for_the_grace_windows_and_not_after():
     spread = sharded(BOB)
-    spread.observe([30], 5)  # 30 > 24: bits 0 -> 1 in reading window 5; mean 15 is in the band
+    spread.observe(at(0, 30), 5)  # 30 > 24: bits 0 -> 1 in reading window 5; mean 15 is in the band
     assert spread.bits == 1
     for window in range(5, 5 + TRANSITION_GRACE_WINDOWS + 1):  # windows 5..10
         assert spread.write_keys(window) == [f"shard/{window}/0/0", f"shard/{window}/1/1"], window
@@ -121,28 +135,28 @@ def test_the_estimate_is_smoothed_so_one_empty_read_does_not_shrink_the_shards()
     # only the fourth empty read does it, and 81.92 / 8 = 10.24 stops at bits 3.
     expected = [(160.0, 4), (128.0, 4), (102.4, 4), (81.92, 3)]
     for i, (estimate, bits) in enumerate(expected):
-        spread.observe([0, 0, 0, 0], 8 + i)
+        spread.observe(at(4, 0, 0, 0, 0), 8 + i)
         assert round(spread.estimate, 6) == estimate and spread.bits == bits, i
 
 
 def test_reads_take_the_own_shard_first_and_distinct_others_each_holding_only_its_peers():
     spread = sharded()
     climb_to_200(spread)  # 16 shards
-    keys = spread.read_keys(7, 7)
+    keys = own_only(spread.read_keys(7, 7))
     assert len(keys) == SHARDS_READ_PER_WINDOW == 4
     assert keys[0] == ReadKey("shard/7/4/2", 4, 2)  # alice's own shard at bits 4
     assert len({k.shard for k in keys}) == 4 and all(0 <= k.shard < 16 and k.bits == 4 for k in keys)
     assert [k.name for k in keys] == [f"shard/7/4/{k.shard}" for k in keys]
     assert spread.read_keys(6, 7) == [ReadKey(f"shard/6/4/{k.shard}", 4, k.shard) for k in keys]  # same shards
-    assert spread.read_keys(7, 7) == keys  # the same for the same reading window
+    assert own_only(spread.read_keys(7, 7)) == keys  # the same for the same reading window
     peers = [f"peer-{i}" for i in range(200)]
     for key in keys:
         assert [p for p in peers if key.holds(p)] == [p for p in peers if shard_of(p, 4) == key.shard]
     # Fewer shards than reads: all of them, own first then ascending.
     few = sharded(BOB)
-    few.observe([30], 7)
-    assert few.read_keys(7, 7) == [ReadKey("shard/7/1/1", 1, 1), ReadKey("shard/7/1/0", 1, 0)]
-    assert len(sharded(shards_read=2).read_keys(7, 7)) == 1  # bits 0: the one shard
+    few.observe(at(0, 30), 7)
+    assert own_only(few.read_keys(7, 7)) == [ReadKey("shard/7/1/1", 1, 1), ReadKey("shard/7/1/0", 1, 0)]
+    assert len(sharded(shards_read=2).read_keys(7, 6)) == 1  # bits 0: the one shard
 
 
 def test_sort_reads_keeps_held_values_counts_misplaced_and_counts_peers_per_shard_over_windows():
@@ -155,15 +169,15 @@ def test_sort_reads_keeps_held_values_counts_misplaced_and_counts_peers_per_shar
     got = sort_reads(reads)
     assert [v.subkey for v in got.values] == [ALICE, ALICE, CAROL, BOB]
     assert got.misplaced == 3
-    assert got.peers_per_shard == [2, 1]  # {alice, carol} and {bob}
+    assert got.peers_per_shard == {(1, 0): 2, (1, 1): 1}  # {alice, carol} and {bob}
     empty = sort_reads([(ReadKey("shard/5/1/0", 1, 0), []), (ReadKey("shard/5/1/1", 1, 1), found(ALICE))])
-    assert (empty.values, empty.misplaced, empty.peers_per_shard) == ([], 1, [0, 0])
+    assert (empty.values, empty.misplaced, empty.peers_per_shard) == ([], 1, {(1, 0): 0, (1, 1): 0})
 
 
 def test_sort_reads_of_one_key_per_window_keeps_everything():
     got = sort_reads([(ReadKey("one/5"), found(ALICE, BOB)), (ReadKey("one/4"), found(ALICE, CAROL))])
     assert [v.subkey for v in got.values] == [ALICE, BOB, ALICE, CAROL]
-    assert (got.misplaced, got.peers_per_shard) == (0, [3])
+    assert (got.misplaced, got.peers_per_shard) == (0, {(None, 0): 3})
 
 
 def test_the_layout_follows_the_protocol_version_written():
@@ -177,3 +191,27 @@ def test_the_layout_follows_the_protocol_version_written():
     legacy = KeyLayout.of(ALICE, ProtocolVersions(1, 1)).spread(one_key, shard_key)
     assert isinstance(legacy, OneKeyPerWindow) and legacy.write_keys(3) == ["one/3"]
     assert isinstance(KeyLayout.of(ALICE, ProtocolVersions(1, 2)).spread(one_key, shard_key), OneKeyPerWindow)
+
+
+def test_a_node_left_below_the_swarms_level_finds_it_by_probing_the_levels_above():
+    spread = sharded()
+    spread.observe(at(0, 8), 3)  # 8 peers at bits 0: in the band, nobody lonely
+    assert (spread.estimate, spread.bits) == (8.0, 0)
+    # One probe a read, 1, 2, 4 and 8 levels above in turn (reads 1, 2, 3, 4 -> steps 2, 4, 8, 1).
+    probes = []
+    for window in range(4, 8):
+        probes.append([k.bits for k in spread.read_keys(window, window) if k.bits != 0])
+        spread.observe(at(0, 8), window)
+    assert probes == [[2], [4], [8], [1]]
+    # The swarm writes at bits 4: its own shard there holds 16 peers, 16 x 16 = 256 > 8: it jumps.
+    spread.observe({(0, 0): 8, (4, shard_of(ALICE, 4)): 16}, 8)
+    assert (spread.estimate, spread.bits) == (256.0, 4)
+    # Fewer than ADOPT_PEERS (6) in a probed shard: one stray entry moves nobody.
+    stray = sharded()
+    stray.observe({(0, 0): 8, (12, 3): 5}, 3)
+    assert (stray.estimate, stray.bits) == (8.0, 0)
+    # A probed level that says less than the estimate does not move it down either.
+    big = sharded()
+    climb_to_200(big)
+    big.observe({(4, 2): 12, (5, 1): 6}, 9)  # 6 x 32 = 192 < 198.4
+    assert big.bits == 4
