@@ -34,9 +34,10 @@ def node_shares(summary: list[dict[str, Any]]) -> list[dict[str, float]]:
     for node in summary:
         rollouts = node.get("rollouts") or {}
         uptime = rollouts.get("uptime_s") or 0.0
-        parts = rollouts.get("swarm_cpu_breakdown_s") or {}
+        parts = dict(rollouts.get("swarm_cpu_breakdown_s") or {})
+        parts.setdefault("transport", parts.get("p2pd", 0.0))  # its name before the libp2p transport came
         row = {"gossip": float(rollouts.get("gossip_time_share") or 0.0)}
-        row.update({p: (parts.get(p, 0.0) / uptime if uptime else 0.0) for p in PARTS})
+        row.update({p: (round(parts.get(p, 0.0) / uptime, 6) if uptime else 0.0) for p in PARTS})
         shares.append(row)
     return shares
 

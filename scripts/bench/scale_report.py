@@ -11,7 +11,9 @@ of the issue beside what was measured (met, missed, or not measured), then print
 """
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,9 @@ def goals(bench: dict[str, Any], population: dict[str, Any] | None, sim: dict[st
                     None if not pop_slopes else all(v is not None and v <= SLOPE_GOAL
                                                     for k, v in pop_slopes.items() if k in real),
                     "scale_population.json"))
+    if population is not None:
+        out.append(goal("reading side (requests, entries, peers kept) from the first split to the largest population",
+                        reading_slopes(population), None, "scale_population.json"))
     sim_slopes = sim.get("slopes") or {}
     flat = {k: v["1000-100000"] for k, v in sim_slopes.items() if k.startswith("sharded/")}
     # within +-30% over a factor of 100 in N: 100^|slope| <= 1.3
@@ -74,12 +79,29 @@ def goals(bench: dict[str, Any], population: dict[str, Any] | None, sim: dict[st
     return out
 
 
+READING = ("dht_requests_per_min", "entries_per_min", "peers")
+
+
+def reading_slopes(population: dict[str, Any]) -> dict[str, float] | None:
+    """Log-log slopes of what a daemon spends reading (READING medians) against all identities,
+    from the smallest population over 0 to the largest, whatever the runs' flags: the part of
+    the population bench that transfers to a real swarm, past the one-shard regime."""
+    runs = sorted((r for r in population.get("runs", []) if r.get("population", 0) > 0), key=lambda r: r["population"])
+    if len(runs) < 2:
+        return None
+    lo, hi = runs[0], runs[-1]
+    ids = (lo["nodes"] + lo["population"], hi["nodes"] + hi["population"])
+    return {k: round(math.log(hi["per_node"][k]["median"] / lo["per_node"][k]["median"]) / math.log(ids[1] / ids[0]), 3)
+            for k in READING if lo["per_node"][k]["median"] > 0 and hi["per_node"][k]["median"] > 0}
+
+
 def load(name: str) -> dict[str, Any] | None:
     path = RESULTS / name
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     bench, population, sim = load("scale_bench.json"), load("scale_population.json"), load("scale_sim.json")
     if bench is None or sim is None:
         print("error: run scripts/bench/scale_bench.py and scripts/bench/scale_sim.py first", file=sys.stderr)
@@ -94,7 +116,7 @@ def main() -> int:
     }
     (RESULTS / "scale.json").write_text(json.dumps(report, indent=2) + "\n")
     for g in report["goals"]:
-        verdict = {True: "met", False: "MISSED", None: "not measured"}[g["met"]]
+        verdict = {True: "met", False: "MISSED", None: "figure" if g["measured"] else "not measured"}[g["met"]]
         print(f"{verdict:>12}  {g['goal']}: {g['measured']}")
     print(f"wrote {RESULTS / 'scale.json'}")
     return 0

@@ -44,3 +44,14 @@ def test_goals_are_met_missed_or_not_measured(report):
     assert found["busiest node <= 3x the median at every N (simulated)"]["measured"] == 2.25
     population = {"slopes": {"8": {"cpu_percent": 0.1, "p2pd_mb_per_min": 0.3, "dht_requests_per_min": 0.0}}}
     assert report.goals(BENCH, population, SIM)[1]["met"] is False  # bytes 0.3 > 0.2
+
+
+def test_the_reading_side_slopes_run_from_the_smallest_population_to_the_largest(report):
+    def pop_run(population: int, requests: float, entries: float, peers: float) -> dict:
+        medians = {"dht_requests_per_min": requests, "entries_per_min": entries, "peers": peers}
+        return {"nodes": 8, "population": population, "per_node": {k: {"median": v} for k, v in medians.items()}}
+
+    population = {"runs": [pop_run(0, 90, 1600, 7), pop_run(248, 250, 14000, 140), pop_run(2040, 250, 14000, 70)]}
+    # 256 -> 2048 identities (x8): requests and entries flat, peers halved: slope log(0.5)/log(8) = -1/3
+    assert report.reading_slopes(population) == {"dht_requests_per_min": 0.0, "entries_per_min": 0.0, "peers": -0.333}
+    assert report.reading_slopes({"runs": [pop_run(0, 90, 1600, 7)]}) is None
