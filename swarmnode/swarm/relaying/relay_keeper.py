@@ -31,7 +31,10 @@ EXTRA_TRIES = 3  # candidates asked in a round beyond the reservations missing (
 # together do not come back together): full until reservations there may have expired (a minute
 # after their last renewal); not relaying (relay_service off, not public after all) for longer;
 # no answer briefly (the fault may be this node's own connection).
-SKIP_S = {"full": 60.0, "refused": 300.0, "failed": 20.0}
+# A relay that refused for another reason is most often one that just (re)started and does not
+# know yet that it can be dialled: asked again as soon as one that did not answer (a restarted
+# initial peer left alone for minutes kept a home without any relay).
+SKIP_S = {"full": 60.0, "refused": 20.0, "failed": 20.0}
 
 
 @dataclass(frozen=True)
