@@ -35,6 +35,10 @@ PROBE_STEPS = (1, 2, 4, 8)
 # A probed shard is believed only with at least this many peers (the low end of the band a
 # shard keeps, SHRINK_FACTOR x TARGET_PER_SHARD): one stray entry does not move a node.
 ADOPT_PEERS = 6
+# Peers of one shard counted in the estimate at most: enough to grow a level a read, while a
+# flood of identities into one shard (up to limits.max_values_per_key on each of 5 holders)
+# moves a node one level, not to a level where it no longer sees its peers.
+COUNTED_PER_SHARD = 48
 # An estimate this low means the node sees only itself: it scans every level above.
 LONELY_ESTIMATE = 1.5
 
@@ -99,10 +103,12 @@ class ShardedKeys(KeySpread):
 
     nearest_holders = True
 
-    def __init__(self, key_of: Callable[[int, int, int], str], peer_id: str, *, shards_read: int):
+    def __init__(self, key_of: Callable[[int, int, int], str], peer_id: str, *, shards_read: int,
+                 counted_per_shard: int = COUNTED_PER_SHARD):
         self.key_of = key_of
         self.peer_id = peer_id
         self.shards_read = shards_read
+        self.counted_per_shard = counted_per_shard
         self.bits = 0
         self.estimate: float | None = None  # smoothed swarm (or base) size; None before any read
         self._left: tuple[int, int] | None = None  # (bits left, reading window it was left in)
@@ -143,7 +149,7 @@ class ShardedKeys(KeySpread):
         ADOPT_PEERS peers and says the swarm is larger than the estimate."""
         self._reads += 1
         self._window = max(self._window, reading_window)
-        level = [n for (bits, _), n in peers_per_shard.items() if bits == self.bits]
+        level = [min(n, self.counted_per_shard) for (bits, _), n in peers_per_shard.items() if bits == self.bits]
         if level:
             self.estimate = smoothed_estimate(self.estimate, estimate_swarm_size(level, self.bits))
         found = [(n * 2**bits, bits) for (bits, _), n in peers_per_shard.items()

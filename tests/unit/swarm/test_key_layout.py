@@ -5,6 +5,7 @@ import hashlib
 
 from swarmnode.protocol.versions import ProtocolVersions
 from swarmnode.swarm.key_layout import (
+    COUNTED_PER_SHARD,
     KeyLayout,
     OneKeyPerWindow,
     ReadKey,
@@ -28,8 +29,9 @@ def shard_key(window, bits, shard):
     return f"shard/{window}/{bits}/{shard}"
 
 
-def sharded(peer_id=ALICE, shards_read=SHARDS_READ_PER_WINDOW):
-    return ShardedKeys(shard_key, peer_id, shards_read=shards_read)
+def sharded(peer_id=ALICE, shards_read=SHARDS_READ_PER_WINDOW, counted_per_shard=10**9):
+    """A spread that counts every peer of a shard (the cap has its own test)."""
+    return ShardedKeys(shard_key, peer_id, shards_read=shards_read, counted_per_shard=counted_per_shard)
 
 
 def at(bits, *counts):
@@ -215,3 +217,14 @@ def test_a_node_left_below_the_swarms_level_finds_it_by_probing_the_levels_above
     climb_to_200(big)
     big.observe({(4, 2): 12, (5, 1): 6}, 9)  # 6 x 32 = 192 < 198.4
     assert big.bits == 4
+
+
+def test_a_flood_into_one_shard_moves_a_node_one_level_not_out_of_sight_of_its_peers():
+    capped = sharded(counted_per_shard=COUNTED_PER_SHARD)
+    capped.observe(at(0, 320), 3)  # 5 holders x 64 flood identities, merged: counted as 48
+    assert (capped.estimate, capped.bits) == (48.0, 1)
+    capped.observe(at(1, 2, 1), 4)  # the flood wrote at bits 0 only: at bits 1, the 3 honest peers
+    # mean 1.5 x 2 = 3: the EWMA says 48 + 0.2 x (3 - 48) = 39; 39 / 2 = 19.5 stays in the band, and
+    # with 2 shards a node reads both: it still sees every honest peer
+    assert (round(capped.estimate, 6), capped.bits) == (39.0, 1)
+    assert len({k.shard for k in capped.read_keys(4, 4) if k.bits == 1}) == 2
