@@ -25,27 +25,19 @@ from swarmnode.swarm.key_layout import uses_shards
 from swarmnode.swarm.shards import belongs
 from swarmnode.swarm.transports.base import StoredValue
 from swarmnode.swarm.windows import (
+    key_kind,
     key_window,
     parse_shard_key,
     peer_records_key,
     rollouts_key,
-    rollouts_prefix,
     shard_keys_of,
     summaries_key,
-    summaries_prefix,
     window_index,
 )
 
 # Keys whose admitted peers the intake counts (each <= max_values_per_key): an honest holder
 # holds a handful of shard keys per window; more only means someone stores under made-up ones.
 KEYS_COUNTED = 4096
-
-
-def key_kind(swarm: str, key: str) -> str:
-    """"rollouts", "summaries" or "peers": what one of the swarm's one-per-window keys holds."""
-    if key.startswith(rollouts_prefix(swarm)):
-        return "rollouts"
-    return "summaries" if key.startswith(summaries_prefix(swarm)) else "peers"
 
 
 def short_id(peer_id: str) -> str:
@@ -437,7 +429,7 @@ class RecordIntake:
         if subkey not in held and len(held) >= self.max_values_per_key:
             self.values_over_key_cap += 1
             return False
-        kind = shard.kind if shard is not None else key_kind(self.swarm, key)
+        kind = key_kind(self.swarm, key)
         if kind == "rollouts":
             ok = self.judge_announcement(subkey, value, expiration, now) is not None
         elif kind == "summaries":

@@ -126,3 +126,14 @@ def shard_keys_of(swarm: str, kind: str, window: int, peer_id: str, base_fingerp
         return (peer_records_shard_key if kind == "peers" else rollouts_shard_key)(swarm, window, bits, shard)
 
     return [name(bits) for bits in range(MAX_SHARD_BITS + 1)]
+
+
+def key_kind(swarm: str, key: str) -> str:
+    """"rollouts", "summaries" or "peers": what one of the swarm's keys holds, one per window or a
+    shard's (anything else reads as "peers": the caller has checked that the key is known)."""
+    shard = parse_shard_key(swarm, key)
+    if shard is not None:
+        return shard.kind
+    if key.startswith(rollouts_prefix(swarm)):
+        return "rollouts"
+    return "summaries" if key.startswith(summaries_prefix(swarm)) else "peers"

@@ -40,7 +40,7 @@ from swarmnode.protocol.codec import RejectReason, VersionedSigner
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, build_rollout_announcement, seal_rollout_batch
 from swarmnode.swarm.key_layout import KeyLayout
 from swarmnode.swarm.shards import MAX_FETCH_PEERS, MIN_FETCH_PEERS, fetch_round_size, pick_fetch_peers
-from swarmnode.swarm.peers import RecordIntake, key_kind
+from swarmnode.swarm.peers import RecordIntake
 from swarmnode.swarm.gossip.rollout_bookkeeping import (
     ROLLOUT_LIMIT_KEYS,
     ROLLOUT_PROTOCOL,
@@ -53,7 +53,7 @@ from swarmnode.swarm.gossip.rollout_bookkeeping import (
     parse_rollout_fetch_response,
 )
 from swarmnode.swarm.transports.base import RequestFailed, Transport
-from swarmnode.swarm.windows import parse_shard_key, rollouts_key, rollouts_shard_key, window_index
+from swarmnode.swarm.windows import key_kind, rollouts_key, rollouts_shard_key, window_index
 from swarmnode.trainer.rollout_export import groups_to_batch
 
 log = logging.getLogger("swarmnode.gossip")
@@ -167,10 +167,7 @@ class RolloutGossip:
         """A peer's value arrived by push (libp2p's GossipSub): a peer not known yet announced
         batches, so the next fetch round reads the announcements instead of waiting for the
         discovery interval."""
-        swarm = self.config.swarm.name
-        shard = parse_shard_key(swarm, key)
-        kind = shard.kind if shard is not None else key_kind(swarm, key)
-        if kind == "rollouts" and subkey not in self._known:
+        if key_kind(self.config.swarm.name, key) == "rollouts" and subkey not in self._known:
             self.receiver.request_reread()
 
     def close(self) -> None:

@@ -44,14 +44,19 @@ def test_signing_bytes_layout_by_hand():
     assert got == b"swarmnode/v1/sig\x00" + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x02" + b"\x00\x00\x00\x02" + b"ab" + b"\x00\x00\x00\x03" + b"xyz"
 
 
+def message_of(kind, identity):
+    """A valid message of `kind` (records and announcements name `identity`)."""
+    return {MessageKind.PEER_RECORD: lambda: peer_record(identity),
+            MessageKind.ROLLOUT_BATCH: rollout_batch,
+            MessageKind.GRADIENT_SUMMARY: gradient_summary,
+            MessageKind.ROLLOUT_ANNOUNCEMENT: lambda: announcement(identity),
+            MessageKind.SUMMARY_ANNOUNCEMENT: lambda: summary_announcement(identity)}[kind]()
+
+
 @pytest.mark.parametrize("kind", list(MessageKind))
 def test_seal_open_roundtrip(make_identity, kind):
     identity = make_identity()
-    message = {MessageKind.PEER_RECORD: lambda: peer_record(identity),
-               MessageKind.ROLLOUT_BATCH: rollout_batch,
-               MessageKind.GRADIENT_SUMMARY: gradient_summary,
-               MessageKind.ROLLOUT_ANNOUNCEMENT: lambda: announcement(identity),
-               MessageKind.SUMMARY_ANNOUNCEMENT: lambda: summary_announcement(identity)}[kind]()
+    message = message_of(kind, identity)
     verified = open_envelope(seal(identity, kind, message), kind)
     assert verified.sender_id == identity.peer_id
     assert verified.sender_public_key == identity.public_key
@@ -129,11 +134,7 @@ def test_envelope_kind_reads_the_kind_of_a_sealed_message_unchecked(make_identit
     from swarmnode.protocol.codec import envelope_kind
 
     identity = make_identity()
-    message = {MessageKind.PEER_RECORD: lambda: peer_record(identity),
-               MessageKind.ROLLOUT_BATCH: rollout_batch,
-               MessageKind.GRADIENT_SUMMARY: gradient_summary,
-               MessageKind.ROLLOUT_ANNOUNCEMENT: lambda: announcement(identity),
-               MessageKind.SUMMARY_ANNOUNCEMENT: lambda: summary_announcement(identity)}[kind]()
+    message = message_of(kind, identity)
     sealed = seal(identity, kind, message)
     assert envelope_kind(sealed) is kind
     assert envelope_kind(bytearray(sealed)) is kind and envelope_kind(memoryview(sealed)) is kind
