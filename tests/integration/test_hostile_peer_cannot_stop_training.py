@@ -10,12 +10,12 @@ cheap floods, one fresh identity each, then a flood of 2000 fresh identities. Th
 
 - node0 stays alive, its training phase stays "training" and its steps grow during every attack;
 - node0 keeps serving node1 (node1 accepts node0's groups through the attacks, request flood included);
-- groups from node1 keep being accepted during every attack (node1's standing is never lost,
+- groups from node1 keep being accepted during every attack, per step node0 takes (node1's standing is never lost,
   never ignored, and no rejection is ever counted against it);
 - each attack's rejection reasons are counted (messages.rejected) and attributed to the hostile
   identities of that attack (or "unverified" for DHT values whose binding was never checked);
 - per-peer state stays under the configured bounds (limits: max_peers 64, max_tracked_senders 64)
-  and the daemon's RSS (with p2pd) grows by less than RSS_GROWTH_BOUND_MIB.
+  and the daemon's RSS (with p2pd) grows by less than RSS_GROWTH_BOUND_MIB more than node1's.
 
 RSS_GROWTH_BOUND_MIB: measured on this 2-core machine, node0 (daemon + p2pd) sits at ~550 MiB once
 it trains, and grows by itself: +19 MiB over 145 s of a clean run (allocator warm-up, SQLite
@@ -24,10 +24,16 @@ caches, the experience buffer filling). Under this test's attacks it grew by 28-
 (peak +40). Everything a hostile peer can make it hold is capped by config: 64 peers, 64 sender
 standings, 64 values per DHT key over the 8 keys in reach, 8192 cached verdicts (a digest and a
 checked record, < 2 KiB each: < 16 MiB), fetch responses of at most 2 MiB (8 at once: 16 MiB).
-So +64 MiB over the pre-attack RSS leaves room for the trend and the caps, and is below what
-unbounded tables would take by the end of a longer flood (a peer entry, a standing and two
-cached values per identity, an estimated 5-10 KiB: 100-200 MiB at the harness's 20000).
-On libp2p (no p2pd: the daemon alone) node0 sat at ~540 MiB and grew by 35-37 MiB over the run.
+So +64 MiB leaves room for the caps, and is below what unbounded tables would take by the end
+of a longer flood (a peer entry, a standing and two cached values per identity, an estimated
+5-10 KiB: 100-200 MiB at the harness's 20000). On libp2p (no p2pd: the daemon alone) node0 sat
+at ~540 MiB and grew by 35-37 MiB over the run.
+A node's growth is the median of its RSS samples over the last TAIL_S seconds less their median
+over the baseline, and the bound is on node0's growth less node1's: node1 runs the same code
+through the same warm-up, unattacked. The peak of a noisy series against the peak of an 8 s one
+(as this test measured first) counted transient allocations: node0's samples jump by 20-40 MiB
+and back within a second, and two clean-clone runs failed at +69 and +72 by peaks whose
+sustained growth was lower.
 
 On libp2p the hostile peer's personas run py-libp2p (swarmnode/testing/hostile/persona_transport.py):
 its direct stores are one Kademlia PUT_VALUE per value, and the floods also push each value on
@@ -38,6 +44,7 @@ attack list runs on both kinds: on libp2p it takes ~1.5 times as long (its ident
 from __future__ import annotations
 
 import json
+import statistics
 import time
 
 import pytest
@@ -50,6 +57,7 @@ from tests.integration.conftest import status_json, wait_until
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
 
 RSS_GROWTH_BOUND_MIB = 64.0
+TAIL_S = 6.0
 BASELINE_S = 8.0
 ATTACK_SECONDS = 4.0  # each attack's most time (floods take all of it)
 FLOOD_IDENTITIES = 2000
@@ -59,11 +67,18 @@ FLOOD_IDENTITIES = 2000
 PHASE1 = [a for a in ALL if a != "identity_flood"] + ["stall"]
 PHASE2 = ["identity_flood"]
 HOSTILE_TIMEOUT_S = 240
-# Honest throughput during any attack: at least this share of what it was before the attacks.
+# node0's steps per second during any attack: at least this share of what they were before.
 # The hostile process itself takes CPU on the test machine (the request flood alone costs node0
-# ~25% of its steps on 2 cores), so this asks for "still heard and still training", not for
-# "unaffected": that comparison is scripts/experiments/hostile_harness.py's (table and --reward-curve).
+# ~25% of its steps on 2 cores), so this asks for "still training", not for "unaffected": that
+# comparison is scripts/experiments/hostile_harness.py's (table and --reward-curve).
 MIN_THROUGHPUT_SHARE = 0.25
+# Groups node0 accepts from node1 per step it takes, during any attack: at least this share of
+# the figure before. node0 pulls groups as its steps need them (SAPO 4/4: ~3.9 of node1's per
+# step), so groups per second fall with whatever CPU the hostile process takes (a libp2p run on a
+# clean clone measured 0.22 of the baseline during the announce flood, and 0.49 when rerun),
+# while groups per step stayed at 0.88-1.03 of the baseline through every attack: it says
+# "still heard" without timing the machine. An attack that silenced node1 takes it toward 0.
+MIN_HEARD_SHARE = 0.5
 
 
 def run_attacks(tmp_path, name: str, maddr: str, attacks: list[str], transport: str) -> dict:
@@ -76,8 +91,9 @@ def run_attacks(tmp_path, name: str, maddr: str, attacks: list[str], transport: 
 
 
 def check_attack_windows(monitor: Monitor, result: dict, baseline: dict, problems: list[str]) -> None:
-    """During every attack: node0 alive and training, node1's standing kept, and node0's steps and
-    the groups it accepts from node1 at no less than MIN_THROUGHPUT_SHARE of the baseline rate."""
+    """During every attack: node0 alive and training, node1's standing kept, node0's steps at no less
+    than MIN_THROUGHPUT_SHARE of the baseline rate and the groups it accepts from node1 per step at
+    no less than MIN_HEARD_SHARE of the baseline's."""
     for name, attack in result["attacks"].items():
         window = monitor.between(attack["started_at"], attack["ended_at"] + 1.0)
         if len(window) < 2:
@@ -90,10 +106,24 @@ def check_attack_windows(monitor: Monitor, result: dict, baseline: dict, problem
         accepted = [s.honest_accepted for s in window]
         if accepted != sorted(accepted):
             problems.append(f"{name}: node1's standing on node0 was reset (groups accepted, by its standing: {accepted})")
-        hit = rates(window)
-        for key, what in (("honest_groups_per_s", "groups accepted from node1"), ("steps_per_s", "node0's steps")):
-            if not hit[key] or hit[key] < MIN_THROUGHPUT_SHARE * baseline[key]:
-                problems.append(f"{name}: {what} per second fell from {baseline[key]} before the attacks to {hit[key]}")
+        check_rates(name, rates(window), baseline, problems)
+
+
+def check_rates(when: str, hit: dict, baseline: dict, problems: list[str]) -> None:
+    """node0 still trains (steps per second) and still hears node1 (its groups per step)."""
+    for key, share, what in (("steps_per_s", MIN_THROUGHPUT_SHARE, "node0's steps per second"),
+                             ("honest_groups_per_step", MIN_HEARD_SHARE, "groups accepted from node1 per step")):
+        if not hit[key] or hit[key] < share * baseline[key]:
+            problems.append(f"{when}: {what} fell from {baseline[key]} before the attacks to {hit[key]} "
+                            f"(bound: {share} of before; all figures: {hit})")
+
+
+def rss_growth(samples: list, started: float) -> float:
+    """MiB: the median RSS over the last TAIL_S seconds less the median before `started`."""
+    rss = [(s.t, s.rss_mib) for s in samples if s.rss_mib is not None]
+    before = [r for t, r in rss if t < started]
+    tail = [r for t, r in rss if t >= rss[-1][0] - TAIL_S]
+    return statistics.median(tail) - statistics.median(before)
 
 
 def check_attribution(status: dict, results: list[dict], honest_id: str, problems: list[str]) -> None:
@@ -138,10 +168,10 @@ def test_hostile_peer_cannot_stop_training_or_silence_honest_peers(tmp_path, tra
         wait_until(lambda: (s := sample(victim.home, honest_id)).honest_accepted > 0 and s.steps > 0, timeout=120,
                    interval=1.0, what="node0 to train and to accept node1's groups")
 
-        with Monitor(victim.home, honest_id, victim.process, interval=0.5) as monitor:
+        with (Monitor(victim.home, honest_id, victim.process, interval=0.5) as monitor,
+              Monitor(honest.home, victim_id, honest.process, interval=1.0) as control):
             time.sleep(BASELINE_S)
             baseline = rates(monitor.samples)
-            rss_before = max(s.rss_mib for s in monitor.samples if s.rss_mib is not None)
             started = time.time()
             served_before = served_to_honest()
 
@@ -158,6 +188,7 @@ def test_hostile_peer_cannot_stop_training_or_silence_honest_peers(tmp_path, tra
             during = rates(monitor.between(started, time.time()))
         exit_code = victim.process.poll()
         (tmp_path / "samples.json").write_text(json.dumps([s.__dict__ for s in monitor.samples]))
+        (tmp_path / "control_samples.json").write_text(json.dumps([s.__dict__ for s in control.samples]))
 
     problems: list[str] = []
     # -- the node kept working -------------------------------------------------------------------
@@ -170,14 +201,8 @@ def test_hostile_peer_cannot_stop_training_or_silence_honest_peers(tmp_path, tra
         problems.append("node1 accepted no groups from node0 while node0 was attacked (request flood included)")
     check_attack_windows(monitor, phase2, baseline, problems)
     tail = monitor.between(after_flood, time.time())
-    after = rates(tail)
-    if not after["honest_groups_per_s"] or after["honest_groups_per_s"] < MIN_THROUGHPUT_SHARE * baseline["honest_groups_per_s"]:
-        problems.append(f"after the identity flood node0 hears node1 at {after['honest_groups_per_s']} groups/s "
-                        f"(before the attacks: {baseline['honest_groups_per_s']}; standing's count "
-                        f"{[s.honest_accepted for s in tail]})")
-    for key in ("honest_groups_per_s", "steps_per_s"):
-        if during[key] < MIN_THROUGHPUT_SHARE * baseline[key]:
-            problems.append(f"{key} fell from {baseline[key]} before the attacks to {during[key]} during them")
+    check_rates("after the identity flood", rates(tail), baseline, problems)
+    check_rates("over all the attacks", during, baseline, problems)
     standing = status2["rollouts"]["senders"].get(honest_id, {})
     if not (standing.get("accepted", 0) > 0 and not standing.get("ignored") and standing.get("rejected", 0) == 0):
         problems.append(f"node1's standing on node0 at the end: {standing}")
@@ -196,9 +221,10 @@ def test_hostile_peer_cannot_stop_training_or_silence_honest_peers(tmp_path, tra
             problems.append(f"per-peer state over its bounds after the identity flood: {limits2}")
         if not limits1.get("serve_refused"):
             problems.append(f"the request flood was not refused: {limits1}")
-    rss_after = max(s.rss_mib for s in monitor.samples if s.rss_mib is not None and s.t >= started)
-    if rss_after - rss_before >= RSS_GROWTH_BOUND_MIB:
-        problems.append(f"node0's RSS grew from {rss_before:.0f} to {rss_after:.0f} MiB (bound +{RSS_GROWTH_BOUND_MIB:.0f})")
+    grown, control_grown = rss_growth(monitor.samples, started), rss_growth(control.samples, started)
+    if grown - control_grown >= RSS_GROWTH_BOUND_MIB:
+        problems.append(f"node0's RSS grew by {grown:.0f} MiB, node1's by {control_grown:.0f} "
+                        f"(bound: node1's + {RSS_GROWTH_BOUND_MIB:.0f})")
     flood = phase2["attacks"]["identity_flood"]
     if flood["details"]["identities"] != FLOOD_IDENTITIES:
         problems.append(f"the identity flood stored {flood['details']['identities']} identities, not {FLOOD_IDENTITIES}")

@@ -157,13 +157,16 @@ class Monitor:
 
 
 def rates(samples: list[Sample]) -> dict[str, float | None]:
-    """Honest groups accepted per second (rollouts.sqlite) and training steps per second over `samples`."""
+    """Honest groups accepted per second (rollouts.sqlite), training steps per second, and honest
+    groups per training step over `samples`. A node pulls groups as its steps need them, so groups
+    per step says whether the honest peer is still heard whatever share of the CPU is left."""
     live = [s for s in samples if s.phase is not None and s.honest_stored is not None]
     if len(live) < 2 or live[-1].t - live[0].t < 1e-3:
-        return {"honest_groups_per_s": None, "steps_per_s": None}
+        return {"honest_groups_per_s": None, "steps_per_s": None, "honest_groups_per_step": None}
     dt = live[-1].t - live[0].t
-    return {"honest_groups_per_s": round((live[-1].honest_stored - live[0].honest_stored) / dt, 3),
-            "steps_per_s": round((live[-1].steps - live[0].steps) / dt, 3)}
+    groups, steps = live[-1].honest_stored - live[0].honest_stored, live[-1].steps - live[0].steps
+    return {"honest_groups_per_s": round(groups / dt, 3), "steps_per_s": round(steps / dt, 3),
+            "honest_groups_per_step": round(groups / steps, 3) if steps > 0 else None}
 
 
 def counter_delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
