@@ -99,7 +99,7 @@ class OneKeyPerWindow(KeySpread):
 class ShardedKeys(KeySpread):
     """A window's key spread over 2^bits shards (`key_of(window, bits, shard)`). This node writes
     under its own shard (and the neighbouring level while it or its readers may be crossing);
-    it reads its own shard and a few others, a different set each window."""
+    it reads its own shard and a few others, one a read, a different set each window."""
 
     nearest_holders = True
 
@@ -123,10 +123,14 @@ class ShardedKeys(KeySpread):
         return [self.key_of(window, bits, shard_of(self.peer_id, bits)) for bits in levels]
 
     def read_keys(self, window: int, reading_window: int) -> list[ReadKey]:
-        """The shards of this node's level, and in the reading window its own shard at each
-        probed level above (probe_levels): where a swarm that outgrew this node writes."""
+        """One shard of this node's level a read, in turn through the shards chosen for the
+        reading window (shards_to_read: its own first), and in the reading window its own shard at
+        each probed level above (probe_levels): where a swarm that outgrew this node writes.
+        One shard a read keeps a read's cost what it is on one shard, however many there are;
+        the peers seen per window are still those of all the chosen shards."""
         shards = shards_to_read(self.peer_id, reading_window, self.bits, self.shards_read)
-        keys = [ReadKey(self.key_of(window, self.bits, shard), self.bits, shard) for shard in shards]
+        shard = shards[self._reads % len(shards)]
+        keys = [ReadKey(self.key_of(window, self.bits, shard), self.bits, shard)]
         if window == reading_window:
             for bits in self.probe_levels():
                 own = shard_of(self.peer_id, bits)

@@ -29,16 +29,18 @@ SHRINK_FACTOR = 0.5
 # 2^16 shards hold ~800k peers at the target; more bits would only make keys longer.
 MAX_SHARD_BITS = 16
 # A writer also publishes under the next level when its estimate is within this factor of a
-# threshold: readers whose estimate is that much further already moved (a smoothed estimate from
-# ~4 shards x 12 entries has a spread of ~5-10%, 1.25 covers about three of those).
+# threshold: readers whose estimate is that much further already moved (the smoothed estimate
+# from reads of one shard of ~12 entries has a spread of ~10%: 1.25 covers more than two of those).
 TRANSITION_MARGIN = 1.25
 # Windows during which a writer keeps publishing under the level it just left, for readers that
 # have not moved yet (the EWMA below forgets an old estimate in ~1/alpha = 5 windows).
 TRANSITION_GRACE_WINDOWS = 5
-# Weight of a new per-window size estimate in the running one: ~5 windows of memory smooth a
-# single window's sampling noise (~1/sqrt(48) = 14% from 4 shards of 12) to ~5%.
+# Weight of a read's size estimate in the running one: a read sees one shard (~1/sqrt(12) = 29%
+# sampling noise at the target); ~5 reads of memory (alpha / (2 - alpha) of the variance) bring
+# that to ~10%, and the shards read change each window.
 ESTIMATE_ALPHA = 0.2
-# Shards a node reads per window and key kind: ~4 x TARGET_PER_SHARD = 48 peers seen per window.
+# Shards a node reads per window and key kind, one a read in turn: ~4 x TARGET_PER_SHARD = 48
+# peers seen per window, for the cost of reading one shard at a time.
 SHARDS_READ_PER_WINDOW = 4
 # A peer that has delivered nothing yet is weighted as if it had delivered this many usable
 # groups: newcomers get asked, and a peer that delivers 10x as much is asked ~5x as often.

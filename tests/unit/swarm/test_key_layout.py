@@ -141,23 +141,40 @@ def test_the_estimate_is_smoothed_so_one_empty_read_does_not_shrink_the_shards()
         assert round(spread.estimate, 6) == estimate and spread.bits == bits, i
 
 
-def test_reads_take_the_own_shard_first_and_distinct_others_each_holding_only_its_peers():
+def reads_in_turn(spread, window, count):
+    """The own-level key of each of `count` reads in `window`, each observed as 12 peers: the
+    level holds while the reads go round."""
+    keys = []
+    for _ in range(count):
+        read = own_only(spread.read_keys(window, window))
+        assert len(read) == 1  # one shard of its level a read
+        keys.append(read[0])
+        spread.observe({(read[0].bits, read[0].shard): 12}, window)
+    return keys
+
+
+def test_reads_go_round_the_own_shard_then_distinct_others_one_a_read_each_holding_only_its_peers():
     spread = sharded()
     climb_to_200(spread)  # 16 shards
-    keys = own_only(spread.read_keys(7, 7))
-    assert len(keys) == SHARDS_READ_PER_WINDOW == 4
+    keys = reads_in_turn(spread, 7, SHARDS_READ_PER_WINDOW + 1)
+    assert SHARDS_READ_PER_WINDOW == 4 and spread.bits == 4
     assert keys[0] == ReadKey("shard/7/4/2", 4, 2)  # alice's own shard at bits 4
-    assert len({k.shard for k in keys}) == 4 and all(0 <= k.shard < 16 and k.bits == 4 for k in keys)
+    assert len({k.shard for k in keys[:4]}) == 4 and all(0 <= k.shard < 16 and k.bits == 4 for k in keys)
+    assert keys[4] == keys[0]  # round again
     assert [k.name for k in keys] == [f"shard/7/4/{k.shard}" for k in keys]
-    assert spread.read_keys(6, 7) == [ReadKey(f"shard/6/4/{k.shard}", 4, k.shard) for k in keys]  # same shards
-    assert own_only(spread.read_keys(7, 7)) == keys  # the same for the same reading window
+    # The previous window's key of the same shard, in the same read (no probes there).
+    assert spread.read_keys(6, 7) == [ReadKey(f"shard/6/4/{keys[1].shard}", 4, keys[1].shard)]
+    again = sharded()
+    climb_to_200(again)
+    assert reads_in_turn(again, 7, 4) == keys[:4]  # the same for the same reading window
     peers = [f"peer-{i}" for i in range(200)]
     for key in keys:
         assert [p for p in peers if key.holds(p)] == [p for p in peers if shard_of(p, 4) == key.shard]
-    # Fewer shards than reads: all of them, own first then ascending.
+    # Fewer shards than SHARDS_READ_PER_WINDOW: all of them in turn, own first then ascending.
     few = sharded(BOB)
-    few.observe(at(0, 30), 7)
-    assert own_only(few.read_keys(7, 7)) == [ReadKey("shard/7/1/1", 1, 1), ReadKey("shard/7/1/0", 1, 0)]
+    few.observe(at(0, 30), 7)  # its first read: the turn is at the second shard, then round
+    assert reads_in_turn(few, 7, 3) == [ReadKey("shard/7/1/0", 1, 0), ReadKey("shard/7/1/1", 1, 1),
+                                        ReadKey("shard/7/1/0", 1, 0)]
     assert len(sharded(shards_read=2).read_keys(7, 6)) == 1  # bits 0: the one shard
 
 
@@ -225,6 +242,10 @@ def test_a_flood_into_one_shard_moves_a_node_one_level_not_out_of_sight_of_its_p
     assert (capped.estimate, capped.bits) == (48.0, 1)
     capped.observe(at(1, 2, 1), 4)  # the flood wrote at bits 0 only: at bits 1, the 3 honest peers
     # mean 1.5 x 2 = 3: the EWMA says 48 + 0.2 x (3 - 48) = 39; 39 / 2 = 19.5 stays in the band, and
-    # with 2 shards a node reads both: it still sees every honest peer
+    # with 2 shards a node reads both in turn: it still sees every honest peer
     assert (round(capped.estimate, 6), capped.bits) == (39.0, 1)
-    assert len({k.shard for k in capped.read_keys(4, 4) if k.bits == 1}) == 2
+    turn = []
+    for _ in range(2):
+        turn += [k.shard for k in capped.read_keys(4, 4) if k.bits == 1]
+        capped.observe(at(1, 2, 1), 4)
+    assert sorted(turn) == [0, 1]
