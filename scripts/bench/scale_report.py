@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from swarmnode.testing.experiments.figures import loglog_slope
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -89,10 +90,9 @@ def reading_slopes(population: dict[str, Any]) -> dict[str, float] | None:
     runs = sorted((r for r in population.get("runs", []) if r.get("population", 0) > 0), key=lambda r: r["population"])
     if len(runs) < 2:
         return None
-    lo, hi = runs[0], runs[-1]
-    ids = (lo["nodes"] + lo["population"], hi["nodes"] + hi["population"])
-    return {k: round(math.log(hi["per_node"][k]["median"] / lo["per_node"][k]["median"]) / math.log(ids[1] / ids[0]), 3)
-            for k in READING if lo["per_node"][k]["median"] > 0 and hi["per_node"][k]["median"] > 0}
+    ends = [(r["nodes"] + r["population"], r["per_node"]) for r in (runs[0], runs[-1])]
+    slopes = {k: loglog_slope([(ids, per_node[k]["median"]) for ids, per_node in ends]) for k in READING}
+    return {k: v for k, v in slopes.items() if v is not None}
 
 
 def load(name: str) -> dict[str, Any] | None:
