@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
 from swarmnode.protocol import relay_messages
+from swarmnode.utils.backoff import backoff_delay
 from swarmnode.utils.lru_map import LRUMap
 from swarmnode.swarm.peers import short_id
 from swarmnode.utils.ratelimit import PeerRateLimiter
@@ -43,7 +44,11 @@ log = logging.getLogger(__name__)
 RELAY_PROTOCOLS = (relay_messages.RELAY_RESERVE_PROTOCOL, relay_messages.RELAY_FORWARD_PROTOCOL,
                    relay_messages.RELAY_DELIVER_PROTOCOL)
 DIAL_TIMEOUT_S = 2.0  # one dial-back TCP connect
-DIRECT_RETRY_S = 300.0  # how often a relayed peer is tried directly
+# A relayed peer is tried directly again FIRST_DIRECT_RETRY_S after a failed try, twice as long
+# after each further one, at most every DIRECT_RETRY_S: a punch tried while the peer's relay
+# reservation was still being set up does not cost the pair a direct connection for minutes.
+FIRST_DIRECT_RETRY_S = 60.0
+DIRECT_RETRY_S = 300.0
 MAX_DIRECT_PROBES = 4  # direct tries at once
 PUNCH_TIMEOUT_S = 60.0  # a hole punch before a direct ping (the transport bounds it more tightly)
 REDIAL_S = 30.0  # a peer's record addresses are dialled at most this often
@@ -98,6 +103,22 @@ async def tcp_port_open(ip: str, port: int, timeout_s: float) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class DirectTry:
+    """The last direct try of a relayed peer (a punch and a ping): whether it answered, when
+    (monotonic s), and how many tries in a row failed."""
+
+    works: bool
+    at: float
+    failures: int = 0
+
+    def due(self, now: float) -> bool:
+        """Whether to try again: FIRST_DIRECT_RETRY_S after a failure, doubling, at most every
+        DIRECT_RETRY_S (and every DIRECT_RETRY_S after one that worked, then stopped)."""
+        wait = backoff_delay(self.failures, FIRST_DIRECT_RETRY_S, DIRECT_RETRY_S) if self.failures else DIRECT_RETRY_S
+        return now - self.at >= wait
+
+
 class RoutedTransport(Transport):
     def __init__(self, inner: Transport, *, routes: PeerRoutes, relay_capacity: int, reservation_ttl_s: float,
                  relay_timeout_cap_s: float, max_forwards: int, requests_per_s: float, burst: int,
@@ -117,8 +138,9 @@ class RoutedTransport(Transport):
         self._limiter = PeerRateLimiter(requests_per_s, burst, max_tracked_peers)
         self._dialback_limiter = PeerRateLimiter(0.2, 3, max_tracked_peers)
         self._handlers: dict[str, RequestHandler] = {}
-        self._direct: LRUMap[str, tuple[bool, float]] = LRUMap(max_tracked_peers)  # peer -> (works, when tried)
+        self._direct: LRUMap[str, DirectTry] = LRUMap(max_tracked_peers)  # peer -> its last direct try
         self._probes: set[asyncio.Task] = set()
+        self._probing: set[str] = set()  # peers a direct try is under way to
 
     # -- relaying, as node/network.py decides it ---------------------------------------------
 
@@ -212,16 +234,16 @@ class RoutedTransport(Transport):
         now = time.monotonic()
         relays = route(*self.routes.route_of(peer_id), self.peer_id, self.reservations.holds(peer_id, now))
         direct = self._direct.peek(peer_id)
-        if relays and direct is not None and direct[0]:
+        if relays and direct is not None and direct.works:
             relays = ()  # it answered a direct ping: try it directly (its relays if that fails)
         if not relays:
             try:
                 return await self._direct_request(peer_id, protocol, payload, timeout)
             except RequestFailed as e:
-                if direct is None or not direct[0]:
+                if direct is None or not direct.works:
                     self._note_failure(peer_id, protocol, e.reason)
                     raise
-                self._direct[peer_id] = (False, now)
+                self._direct[peer_id] = DirectTry(False, now, failures=1)
                 relays = route(*self.routes.route_of(peer_id), self.peer_id, False)
         self._maybe_probe_direct(peer_id, relays, now)
         return await self._through_relays(peer_id, relays, protocol, payload, timeout)
@@ -272,25 +294,29 @@ class RoutedTransport(Transport):
             log.warning("request to peer %s failed (%s): %s", short_id(peer_id), protocol, reason)
 
     def _maybe_probe_direct(self, peer_id: str, relays: tuple[str, ...], now: float) -> None:
-        """At the first request through its relays and then every DIRECT_RETRY_S, punch a hole
-        to a relayed peer and ping it directly (in the background): where that works (a punched
-        hole, a port forward, an open firewall) requests stop going through the relay."""
+        """At the first request through its relays, and again after each failed try (DirectTry.due),
+        punch a hole to a relayed peer and ping it directly (in the background): where that works
+        (a punched hole, a port forward, an open firewall) requests stop going through the relay."""
         last = self._direct.peek(peer_id)
-        if (last is not None and now - last[1] < DIRECT_RETRY_S) or len(self._probes) >= MAX_DIRECT_PROBES:
+        if (peer_id in self._probing or (last is not None and not last.due(now))
+                or len(self._probes) >= MAX_DIRECT_PROBES):
             return
-        self._direct[peer_id] = (False, now)
-        task = asyncio.create_task(self._probe_direct(peer_id, relays, now))
+        self._probing.add(peer_id)
+        task = asyncio.create_task(self._probe_direct(peer_id, relays, last.failures if last else 0))
         self._probes.add(task)
         task.add_done_callback(self._probes.discard)
 
-    async def _probe_direct(self, peer_id: str, relays: tuple[str, ...], now: float) -> None:
-        await self.inner.punch_hole(peer_id, relays, PUNCH_TIMEOUT_S)
+    async def _probe_direct(self, peer_id: str, relays: tuple[str, ...], failures: int) -> None:
         try:
+            await self.inner.punch_hole(peer_id, relays, PUNCH_TIMEOUT_S)
             await self.inner.request(peer_id, relay_messages.PING_PROTOCOL, b"", 5.0)
         except RequestFailed:
+            self._direct[peer_id] = DirectTry(False, time.monotonic(), failures + 1)
             return
+        finally:
+            self._probing.discard(peer_id)
         self.counters.direct_upgrades += 1
-        self._direct[peer_id] = (True, now)
+        self._direct[peer_id] = DirectTry(True, time.monotonic())
         log.info("peer %s answers directly: requests to it no longer go through its relay", short_id(peer_id))
 
     # -- answering ---------------------------------------------------------------------------
@@ -374,7 +400,7 @@ class RoutedTransport(Transport):
             "reservations_refused": self.reservations.refused,
             "relay_load": self.relay_load(now),
             "my_relays": sorted(self._my_relays),
-            "direct_peers": sorted(p for p, (works, _) in self._direct.items() if works),
+            "direct_peers": sorted(p for p, tried in self._direct.items() if tried.works),
             "counters": {**self.counters.counted(), **self.inner.counters()},
             "failed_requests": self.failures.snapshot(),
         }

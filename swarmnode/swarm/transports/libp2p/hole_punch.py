@@ -166,6 +166,12 @@ class HolePunching:
 
     # --- reservations --------------------------------------------------------------------------
 
+    def reserved_peers(self) -> list[ID]:
+        """The connected peers this relay holds a live circuit reservation for (py-libp2p keeps
+        them in its resource manager and lists them nowhere public)."""
+        manager = self.relay.resource_manager
+        return [peer for peer in list(manager._reservations) if manager.has_reservation(peer)]
+
     def _holds_reservation(self, relay: str) -> bool:
         ends = self._reserved.peek(relay)
         return ends is not None and ends > time.time()

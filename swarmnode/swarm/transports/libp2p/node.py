@@ -65,6 +65,7 @@ DHT_WRITE_EVERY_S = 10.0  # one (key, subkey) is written to the DHT at most this
 # every node re-announces every few seconds, and each push costs every node of the mesh a
 # receive, a check and up to D forwards, in Python.
 PUSH_EVERY_S = 5.0
+BRIDGE_EVERY_S = 2.0  # how often a relay matches the topics it bridges to its reserved nodes
 # GossipSub drops (and penalises) what one peer forwards beyond this rate on a topic. A mesh peer
 # forwards the topic's pushes: 3 kinds per node every PUSH_EVERY_S is 0.6/s per node, so
 # py-libp2p's default (10/s) dropped honest pushes on the one swarm-wide topic of an earlier
@@ -250,6 +251,8 @@ class Libp2pNode:
             if entry is None:  # checked by _push_is_valid before delivery
                 continue
             self.pushed_entries += 1
+            if not self.topics.keeps(self.topics.topic_of(entry.key)):
+                continue  # a topic this relay bridges for its reserved nodes: forwarded only
             if self.heard.hear(entry, time.monotonic()) and self.on_pushed is not None and entry.subkey != self.peer_id:
                 self.on_pushed(entry.key, entry.subkey)
 
@@ -289,12 +292,18 @@ class Libp2pNode:
 
     async def _push_loop(self) -> None:
         """Push the versions store() held back once they are due; leave the shard topics not
-        stored under lately; forget old push times."""
+        stored under lately; on a relay, follow the topics of the nodes it holds circuit
+        reservations for (TopicSubscriptions.bridge); forget old push times."""
+        bridged_at = -BRIDGE_EVERY_S
         while True:
             await trio.sleep(0.5)
             try:
                 await self._push_due()
                 await self.topics.sweep(time.time())
+                if self.relay_slots > 0 and time.monotonic() - bridged_at >= BRIDGE_EVERY_S:
+                    bridged_at = time.monotonic()
+                    assert self.hole_punching is not None
+                    await self.topics.bridge(self.hole_punching.reserved_peers())
             except Exception as e:  # noqa: BLE001 - the next version is pushed in turn
                 log.debug("pushing failed: %r", e)
             forget_older(self._pushed_at, time.time() - STAMPS_KEPT_S, stamp=lambda pushed: pushed[0])

@@ -17,11 +17,15 @@ node of the older layout still hears and is heard (it carries nothing in a swarm
   do. At most MAX_TOPICS at once: one more pushes out the topic stored under longest ago.
 - peers_to_meet: which providers of a shard's key to connect to, so that the shard's topic has
   peers (GossipSub finds a topic's peers only among the connected ones)
+- topics_to_bridge: the shard topics a relay joins for the nodes it holds circuit reservations
+  for. Two homes behind NAT cannot connect, so a shard topic whose nodes are all behind NAT has
+  no mesh; their relay, which both are connected to, joins the topics they follow and forwards
+  between them (it does not keep what it forwards)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Sequence, TypeVar
+from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from swarmnode.swarm.windows import parse_shard_key, sharded_prefix
 
@@ -29,6 +33,9 @@ MAX_TOPICS = 16  # shard topics at once: 3 kinds x 2 levels while crossing bits 
 LEAVE_AFTER_TTLS = 3.0  # a topic not stored under for this many TTLs is left ...
 MIN_KEEP_S = 180.0  # ... and never sooner than this
 MIN_TOPIC_PEERS = 4  # GossipSub's degree_low: with fewer topic peers known, meet some providers
+# Shard topics a relay joins for its reserved nodes at most: a few kinds and levels each, many
+# shared between nodes of one shard.
+MAX_BRIDGED_TOPICS = 32
 
 Peer = TypeVar("Peer", bound=Hashable)
 
@@ -133,3 +140,17 @@ def peers_to_meet(providers: Sequence[Peer], topic_peers: Iterable[Peer], connec
         return []
     skip = known | set(connected) | {me}
     return [p for p in dict.fromkeys(providers) if p not in skip][:shortfall]
+
+
+def topics_to_bridge(swarm: str, peer_topics: Mapping[str, Iterable[Peer]], clients: Iterable[Peer],
+                     max_topics: int = MAX_BRIDGED_TOPICS) -> list[str]:
+    """The shard topics of `swarm` that `clients` (the nodes a relay holds circuit reservations
+    for) are subscribed to, as `peer_topics` (topic -> subscribed peers) says: those with more
+    clients first (then by name), at most `max_topics`. Other swarms' topics and the swarm-wide
+    one are never bridged (every node is on that one already)."""
+    members = set(clients)
+    prefix = sharded_prefix(swarm)
+    counts = {topic: len(members.intersection(peers)) for topic, peers in peer_topics.items()
+              if topic.startswith(prefix)}
+    wanted = sorted((t for t, n in counts.items() if n > 0), key=lambda t: (-counts[t], t))
+    return wanted[:max_topics]

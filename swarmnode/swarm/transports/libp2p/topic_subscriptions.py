@@ -1,6 +1,8 @@
 """The trio side of the node's GossipSub topics: it subscribes to and leaves them as
 shard_topics.ShardTopics says, sets the node's push check as the validator of every topic it
-subscribes to, and meets a shard topic's peers among the providers of its keys.
+subscribes to, and meets a shard topic's peers among the providers of its keys. A relay also
+joins the shard topics of the nodes it holds circuit reservations for (shard_topics.
+topics_to_bridge), to forward between nodes that cannot connect to each other.
 
 Every method runs on the node's trio thread. No libp2p import: the host and Pubsub come in.
 """
@@ -11,7 +13,7 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
-from swarmnode.swarm.transports.libp2p.shard_topics import ShardTopics, TopicChanges, peers_to_meet
+from swarmnode.swarm.transports.libp2p.shard_topics import ShardTopics, TopicChanges, peers_to_meet, topics_to_bridge
 from swarmnode.swarm.transports.libp2p.trio_thread import TrioThread
 
 log = logging.getLogger(__name__)
@@ -20,10 +22,12 @@ CONNECT_TIMEOUT_S = 10.0  # connecting to a provider of a shard's key, to meet t
 
 
 class TopicSubscriptions:
-    """The swarm-wide topic (subscribed for good at start) and the shard topics of the keys this
-    node stores under. Each subscription's messages pass `validator` (py-libp2p's topic
-    validator: a message it refuses is neither delivered nor forwarded) and then go to
-    `receive(subscription)`, spawned per topic, which returns when the topic is left."""
+    """The swarm-wide topic (subscribed for good at start), the shard topics of the keys this
+    node stores under, and, on a relay, the shard topics it bridges. Each subscription's
+    messages pass `validator` (py-libp2p's topic validator: a message it refuses is neither
+    delivered nor forwarded) and then go to `receive(subscription)`, spawned per topic, which
+    returns when the topic is left; `keeps(topic)` says whether a message's entry is this
+    node's to keep (a bridged topic's are only forwarded)."""
 
     def __init__(self, swarm: str, thread: TrioThread, validator: Callable[[Any, Any], bool],
                  receive: Callable[[Any], Awaitable[None]]):
@@ -35,9 +39,18 @@ class TopicSubscriptions:
         self.host: Any = None
         self.pubsub: Any = None
         self._changing = trio.Lock()  # one subscribe or unsubscribe at a time
+        self.bridged: set[str] = set()  # shard topics joined for reserved nodes (a relay's)
+        self._bridges_left: set[str] = set()  # bridged topics left, their validators still set
 
     def topic_of(self, key: str) -> str:
         return self.shards.topic_of(key)
+
+    def keeps(self, topic: str) -> bool:
+        """Whether entries pushed on `topic` are this node's (not only forwarded as a bridge)."""
+        return topic == self.swarm_topic or self.shards.holds(topic)
+
+    def _wanted(self, topic: str) -> bool:
+        return self.shards.holds(topic) or topic in self.bridged
 
     async def start(self, host: Any, pubsub: Any) -> None:
         """Subscribe to the swarm-wide topic (a node of one key per window pushes there)."""
@@ -60,10 +73,10 @@ class TopicSubscriptions:
             return
         async with self._changing:
             for topic in changes.leave:
-                if not self.shards.holds(topic):
+                if not self._wanted(topic):
                     await self.pubsub.unsubscribe(topic)  # its receive() ends
             for topic in changes.unvalidate:
-                if not self.shards.holds(topic) and topic not in self.pubsub.topic_ids:
+                if not self._wanted(topic) and topic not in self.pubsub.topic_ids:
                     self.pubsub.remove_topic_validator(topic)
             for topic in changes.join:
                 if self.shards.holds(topic):
@@ -72,6 +85,29 @@ class TopicSubscriptions:
                     except Exception as e:  # noqa: BLE001 - not joined: the next store under it tries again
                         self.shards.drop(topic)
                         log.debug("subscribing to %s failed: %r", topic, e)
+
+    async def bridge(self, clients: list[Any]) -> None:
+        """Join the shard topics `clients` (libp2p IDs of the nodes this relay holds circuit
+        reservations for) follow and leave those none of them follows any more (topics_to_bridge);
+        drop the validators of the topics left at the call before."""
+        if self.pubsub is None:
+            return
+        wanted = set(topics_to_bridge(self.shards.swarm, self.pubsub.peer_topics, clients))
+        async with self._changing:
+            for topic in self._bridges_left:
+                if not self._wanted(topic) and topic not in self.pubsub.topic_ids:
+                    self.pubsub.remove_topic_validator(topic)
+            self._bridges_left = self.bridged - wanted
+            self.bridged = wanted
+            for topic in sorted(self._bridges_left):
+                if not self._wanted(topic):
+                    await self.pubsub.unsubscribe(topic)
+            for topic in sorted(wanted):
+                try:
+                    await self._subscribe(topic)
+                except Exception as e:  # noqa: BLE001 - tried again at the next call
+                    self.bridged.discard(topic)
+                    log.debug("bridging %s failed: %r", topic, e)
 
     async def _subscribe(self, topic: str) -> None:
         self.pubsub.set_topic_validator(topic, self.validator, False)  # before any message of it

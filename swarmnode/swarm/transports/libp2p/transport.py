@@ -210,8 +210,9 @@ class LibP2PTransport(Transport):
 
     def counters(self) -> dict[str, int]:
         """Entries received on the swarm's GossipSub topic (kept, and refused by the record policy),
-        request streams closed unanswered (over this node's per-peer or total bound), and hole
-        punches (DCUtR sessions this node started or answered, and those that ended direct)."""
+        request streams closed unanswered (over this node's per-peer or total bound), hole
+        punches (DCUtR sessions this node started or answered, and those that ended direct), and
+        on a relay the shard topics it bridges for the nodes it holds circuit reservations for."""
         node = self._node
         if node is None:
             return {}
@@ -219,7 +220,8 @@ class LibP2PTransport(Transport):
         return {"pushed_entries": node.pushed_entries, "pushed_entries_refused": node.refused_pushes,
                 "streams_refused": node.streams_refused, "requests_too_large": node.requests_too_large,
                 "hole_punches_tried": punching.tried if punching else 0,
-                "hole_punches_succeeded": punching.succeeded if punching else 0}
+                "hole_punches_succeeded": punching.succeeded if punching else 0,
+                "bridged_topics": len(node.topics.bridged)}
 
 
 async def _sync(fn: Callable[..., Any], *args: Any) -> Any:

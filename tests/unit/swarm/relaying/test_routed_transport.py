@@ -6,7 +6,7 @@ import pytest
 
 from swarmnode.protocol import relay_messages
 from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_PRIVATE, REACHABILITY_UNKNOWN
-from swarmnode.swarm.relaying.routed_transport import RESERVE_FULL, RoutedTransport
+from swarmnode.swarm.relaying.routed_transport import RESERVE_FULL, DirectTry, RoutedTransport
 from swarmnode.swarm.transports.base import RequestFailed, Transport
 
 
@@ -186,6 +186,14 @@ def test_a_public_peer_p2pd_cannot_find_is_dialled_at_its_record_addresses(swarm
     asyncio.run(scenario())
 
 
+def test_a_failed_direct_try_is_repeated_after_a_minute_then_doubling_up_to_five_minutes():
+    # tried at t = 1000; the next try is due 60, 120, 240, 300, 300 s later after 1..5 failures
+    for failures, wait in [(1, 60), (2, 120), (3, 240), (4, 300), (5, 300)]:
+        tried = DirectTry(False, 1000.0, failures)
+        assert not tried.due(1000.0 + wait - 0.1) and tried.due(1000.0 + wait)
+    assert not DirectTry(True, 1000.0).due(1299.9) and DirectTry(True, 1000.0).due(1300.0)
+
+
 @pytest.mark.parametrize("punchable", [True, False])
 def test_a_relayed_peer_is_punched_through_its_relays_and_then_reached_directly(swarm, punchable):
     alice, relay, bob, _ = swarm
@@ -201,7 +209,7 @@ def test_a_relayed_peer_is_punched_through_its_relays_and_then_reached_directly(
         assert alice.inner.punched == [("bob", ("relay",))]
         assert alice.snapshot()["direct_peers"] == (["bob"] if punchable else [])
         assert await alice.request("bob", "/test/1", b"again", 5) == b"bob got again from alice"
-        # direct once punched; through the relay otherwise (and no second punch within 5 minutes)
+        # direct once punched; through the relay otherwise (and no second punch within a minute)
         assert relay.counters.forwarded == (1 if punchable else 2)
         assert alice.inner.punched == [("bob", ("relay",))]
 

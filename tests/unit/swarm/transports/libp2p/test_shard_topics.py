@@ -1,11 +1,13 @@
 """swarm/transports/libp2p/shard_topics.py and topic_subscriptions.py: a key's GossipSub topic
 (against hand-written names), when a node joins and leaves shard topics, which providers it meets,
-and the subscriptions those rules drive (on a fake Pubsub: trio alone, no libp2p)."""
+which topics a relay bridges for its reserved nodes, and the subscriptions those rules drive (on a
+fake Pubsub: trio alone, no libp2p)."""
 from types import SimpleNamespace
 
 import trio
 
-from swarmnode.swarm.transports.libp2p.shard_topics import ShardTopics, TopicChanges, peers_to_meet, topic_of
+from swarmnode.swarm.transports.libp2p.shard_topics import (
+    ShardTopics, TopicChanges, peers_to_meet, topic_of, topics_to_bridge)
 from swarmnode.swarm.transports.libp2p.topic_subscriptions import TopicSubscriptions
 from swarmnode.swarm.windows import peer_records_shard_key, rollouts_shard_key, summaries_shard_key
 
@@ -92,6 +94,19 @@ def test_providers_are_met_while_the_topic_has_few_peers():
     assert peers_to_meet(providers, topic_peers=["x", "y", "z", "w"], connected=[], me="me", want=4) == []
 
 
+def test_a_relay_bridges_the_shard_topics_its_reserved_nodes_follow():
+    peer_topics = {
+        SWARM_TOPIC: {"a", "b", "x"},  # everyone is on it already: never bridged
+        PEERS_2_3: {"a", "x"},
+        "swarmnode/s/sharded/rollouts/2/3": {"a", "b"},
+        "swarmnode/s/sharded/rollouts/2/1": {"x"},  # no reserved node follows it
+        "swarmnode/other/sharded/peers/2/3": {"a"},  # another swarm's
+    }
+    assert topics_to_bridge("s", peer_topics, ["a", "b"]) == ["swarmnode/s/sharded/rollouts/2/3", PEERS_2_3]
+    assert topics_to_bridge("s", peer_topics, ["a", "b"], max_topics=1) == ["swarmnode/s/sharded/rollouts/2/3"]
+    assert topics_to_bridge("s", peer_topics, []) == []
+
+
 class FakePubsub:
     """What TopicSubscriptions uses of py-libp2p's Pubsub."""
 
@@ -175,6 +190,37 @@ def test_subscriptions_follow_the_stores_with_a_validator_on_every_topic():
             assert PEERS_2_3 in pubsub.validators
             await subs.sweep(now=150.5)
             assert pubsub.validators == {SWARM_TOPIC: validator} and list(pubsub.topic_ids) == [SWARM_TOPIC]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_bridged_topic_is_joined_forwarded_only_and_left_when_no_reserved_node_follows_it():
+    rollouts_2_3 = "swarmnode/s/sharded/rollouts/2/3"
+
+    async def receive(subscription):
+        async for _ in subscription:
+            pass
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            pubsub = FakePubsub()
+            subs = TopicSubscriptions("s", SimpleNamespace(spawn=nursery.start_soon), object(), receive)
+            await subs.start(FakeHost(connected=[]), pubsub)
+            await subs.stored("swarmnode/s/sharded/peers/7/2/3", now=0, ttl=20)  # a topic of its own
+            pubsub.peer_topics = {PEERS_2_3: {"a"}, rollouts_2_3: {"a", "b"}}
+            await subs.bridge(["a", "b"])
+            assert subs.bridged == {PEERS_2_3, rollouts_2_3}
+            assert set(pubsub.topic_ids) == {SWARM_TOPIC, PEERS_2_3, rollouts_2_3}
+            assert subs.keeps(PEERS_2_3) and subs.keeps(SWARM_TOPIC) and not subs.keeps(rollouts_2_3)
+
+            pubsub.peer_topics = {}  # the reserved nodes left (or moved shards)
+            await subs.bridge(["a", "b"])
+            assert subs.bridged == set()
+            assert set(pubsub.topic_ids) == {SWARM_TOPIC, PEERS_2_3}  # its own topic stays
+            assert rollouts_2_3 in pubsub.validators  # a message accepted before may still be validated
+            await subs.bridge(["a", "b"])
+            assert set(pubsub.validators) == {SWARM_TOPIC, PEERS_2_3}
             nursery.cancel_scope.cancel()
 
     trio.run(main)
