@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
 
-from swarmnode.swarm.windows import parse_shard_key, sharded_prefix
+from swarmnode.swarm.windows import key_window, parse_shard_key, sharded_prefix
 
 MAX_TOPICS = 16  # shard topics at once: 3 kinds x 2 levels while crossing bits is 6
 LEAVE_AFTER_TTLS = 3.0  # a topic not stored under for this many TTLs is left ...
@@ -36,6 +36,7 @@ MIN_TOPIC_PEERS = 4  # GossipSub's degree_low: with fewer topic peers known, mee
 # Shard topics a relay joins for its reserved nodes at most: a few kinds and levels each, many
 # shared between nodes of one shard.
 MAX_BRIDGED_TOPICS = 32
+MAX_BRIDGED_PER_CLIENT = 8  # of one reserved node's topics: a node follows 3 kinds, 2 levels at most
 
 Peer = TypeVar("Peer", bound=Hashable)
 
@@ -142,15 +143,33 @@ def peers_to_meet(providers: Sequence[Peer], topic_peers: Iterable[Peer], connec
     return [p for p in dict.fromkeys(providers) if p not in skip][:shortfall]
 
 
-def topics_to_bridge(swarm: str, peer_topics: Mapping[str, Iterable[Peer]], clients: Iterable[Peer],
-                     max_topics: int = MAX_BRIDGED_TOPICS) -> list[str]:
-    """The shard topics of `swarm` that `clients` (the nodes a relay holds circuit reservations
-    for) are subscribed to, as `peer_topics` (topic -> subscribed peers) says: those with more
-    clients first (then by name), at most `max_topics`. Other swarms' topics and the swarm-wide
-    one are never bridged (every node is on that one already)."""
-    members = set(clients)
+def is_shard_topic(swarm: str, topic: str) -> bool:
+    """Whether `topic` is a shard topic of `swarm` as topic_of names one: a kind, a base for
+    summaries, bits and a shard in range (a name a peer merely subscribed to is not enough)."""
     prefix = sharded_prefix(swarm)
-    counts = {topic: len(members.intersection(peers)) for topic, peers in peer_topics.items()
-              if topic.startswith(prefix)}
-    wanted = sorted((t for t, n in counts.items() if n > 0), key=lambda t: (-counts[t], t))
-    return wanted[:max_topics]
+    if not topic.startswith(prefix):
+        return False
+    head, _, tail = topic.rpartition("/")
+    head, _, bits = head.rpartition("/")
+    key = f"{head}/0/{bits}/{tail}"  # the topic's key in window 0
+    return key_window(swarm, key, sharded=True) is not None and topic_of(swarm, key) == topic
+
+
+def topics_to_bridge(swarm: str, peer_topics: Mapping[str, Iterable[Peer]], clients: Iterable[Peer],
+                     max_topics: int = MAX_BRIDGED_TOPICS, per_client: int = MAX_BRIDGED_PER_CLIENT) -> list[str]:
+    """The shard topics of `swarm` that `clients` (the nodes a relay holds circuit reservations
+    for) are subscribed to, as `peer_topics` (topic -> subscribed peers) says, counting at most
+    `per_client` topics of each client (the first by name): those with more clients first
+    (then by name), at most `max_topics`. The swarm-wide topic is never bridged (every node is
+    on it already), nor a name that is no shard topic of `swarm`."""
+    members = set(clients)
+    followed: dict[Peer, list[str]] = {}
+    for topic in sorted(peer_topics):
+        if is_shard_topic(swarm, topic):
+            for peer in members.intersection(peer_topics[topic]):
+                followed.setdefault(peer, []).append(topic)
+    counts: dict[str, int] = {}
+    for topics in followed.values():
+        for topic in topics[:per_client]:
+            counts[topic] = counts.get(topic, 0) + 1
+    return sorted(counts, key=lambda t: (-counts[t], t))[:max_topics]

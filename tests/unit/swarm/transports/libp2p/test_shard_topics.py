@@ -107,6 +107,19 @@ def test_a_relay_bridges_the_shard_topics_its_reserved_nodes_follow():
     assert topics_to_bridge("s", peer_topics, []) == []
 
 
+def test_a_reserved_node_cannot_make_its_relay_bridge_made_up_topics_or_many_of_its_own():
+    made_up = ["swarmnode/s/sharded/weights/2/3", "swarmnode/s/sharded/peers/2/4",  # no such kind; shard >= 2^bits
+               "swarmnode/s/sharded/peers/02/3", "swarmnode/s/sharded/summaries/2/3",  # not canonical; no base
+               "swarmnode/s/sharded/peers/17/0", "swarmnode/s/sharded/peers/x/0"]  # bits out of range
+    assert topics_to_bridge("s", {t: {"evil"} for t in made_up}, ["evil"]) == []
+    assert topics_to_bridge("s", {"swarmnode/s/sharded/summaries/ab12/2/3": {"a"}}, ["a"]) == [
+        "swarmnode/s/sharded/summaries/ab12/2/3"]
+    # one node on 16 real topics counts on 8 of them; two honest nodes' shared topic comes first
+    evil = {f"swarmnode/s/sharded/peers/4/{shard}": {"evil"} for shard in range(16)}
+    bridged = topics_to_bridge("s", {**evil, PEERS_2_3: {"a", "b"}}, ["a", "b", "evil"])
+    assert bridged[0] == PEERS_2_3 and len(bridged) == 9
+
+
 class FakePubsub:
     """What TopicSubscriptions uses of py-libp2p's Pubsub."""
 
