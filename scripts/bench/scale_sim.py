@@ -60,6 +60,7 @@ finds them iff the key's dictionary has at most 512 entries.
 
     .venv/bin/python scripts/bench/scale_sim.py
     .venv/bin/python scripts/bench/scale_sim.py --ns 10 100 1000 --trials 2000
+    .venv/bin/python scripts/bench/scale_sim.py --target 8 --out /tmp/scale_sim_t8.json
 """
 from __future__ import annotations
 
@@ -80,7 +81,8 @@ from rich.table import Table
 
 from swarmnode.testing.experiments.figures import loglog_slope
 from swarmnode.testing.experiments.local_runs import write_results
-from swarmnode.swarm.shards import SHARDS_READ_PER_WINDOW, levels_to_write, next_bits, shard_of, shards_to_read
+from swarmnode.swarm.shards import (
+    SHARDS_READ_PER_WINDOW, TARGET_PER_SHARD, levels_to_write, next_bits, shard_of, shards_to_read)
 from swarmnode.swarm.windows import (
     peer_records_key,
     peer_records_shard_key,
@@ -214,11 +216,12 @@ def today_classes(n: int, cfg: dict, generation: int) -> list[KeyClass]:
 
 def sharded_classes(n: int, cfg: dict, generation: int) -> list[KeyClass]:
     """The sharded layout for one window: current keys only, one shard read per interval."""
-    bits = next_bits(0, n)
-    levels = levels_to_write(bits, n)
+    target = cfg["target_per_shard"]
+    bits = next_bits(0, n, target=target)
+    levels = levels_to_write(bits, n, target=target)
     base_nodes = max(MIN_BASE_NODES, math.ceil(BASE_SHARE * n))
     bases = max(1, round(n / base_nodes))
-    base_bits = next_bits(0, base_nodes)
+    base_bits = next_bits(0, base_nodes, target=target)
     out = []
     for kind, size, store_s, read_s in (("peers", RECORD_BYTES, cfg["record_store_s"], cfg["record_read_s"]),
                                         ("rollouts", ANNOUNCEMENT_BYTES, cfg["rollout_store_s"], cfg["rollout_read_s"])):
@@ -231,7 +234,7 @@ def sharded_classes(n: int, cfg: dict, generation: int) -> list[KeyClass]:
     share = min(1.0, NUM_REPLICAS / BUCKET_SIZE + SHARDS_READ_PER_WINDOW / shards)
     names = [summaries_shard_key("s", generation, f"base{b}", base_bits, s) for b in range(bases) for s in range(shards)]
     out.append(KeyClass("summaries", ANNOUNCEMENT_BYTES, base_nodes / shards, names, 60 / cfg["summary_read_s"],
-                        60 / cfg["summary_store_s"] * len(levels_to_write(base_bits, base_nodes)),
+                        60 / cfg["summary_store_s"] * len(levels_to_write(base_bits, base_nodes, target=target)),
                         latest=False, holder_share=share))
     return out
 
@@ -336,7 +339,7 @@ def p_finds_rollouts(n: int, cfg: dict, trials: int, rng: random.Random) -> floa
     """P(announcements of >= ceil(J / usable per peer) distinct other peers within one step)."""
     need = math.ceil(cfg["external_rollouts"] / USABLE_GROUPS_PER_PEER_STEP)
     peers = [f"peer-{i}" for i in range(n)]
-    bits = next_bits(0, n)
+    bits = next_bits(0, n, target=cfg["target_per_shard"])
     members: dict[int, list[int]] = {}
     for i, peer in enumerate(peers):
         members.setdefault(shard_of(peer, bits), []).append(i)
@@ -355,11 +358,11 @@ def p_finds_rollouts(n: int, cfg: dict, trials: int, rng: random.Random) -> floa
     return hits / trials
 
 
-def p_finds_partners(n: int, trials: int, rng: random.Random, partners: int = 2) -> float:
+def p_finds_partners(n: int, trials: int, rng: random.Random, target: int, partners: int = 2) -> float:
     """P(>= 2 other same-base nodes in the shards of one window's read set of the base's key)."""
     base = max(MIN_BASE_NODES, math.ceil(BASE_SHARE * n))
     peers = [f"base-peer-{i}" for i in range(base)]
-    bits = next_bits(0, base)
+    bits = next_bits(0, base, target=target)
     shard = [shard_of(p, bits) for p in peers]
     hits = 0
     for _ in range(trials):
@@ -387,19 +390,19 @@ def slope(rows: list[dict], arm: str, metric: str, lo: int, hi: int) -> float | 
     return loglog_slope([(lo, by_n[lo]), (hi, by_n[hi])])
 
 
-def simulate(ns: list[int], trials: int, seed: int, console: Console) -> list[dict]:
-    cfg = config_intervals()
+def simulate(ns: list[int], trials: int, seed: int, console: Console, target: int = TARGET_PER_SHARD) -> list[dict]:
+    cfg = {**config_intervals(), "target_per_shard": target}
     rows = []
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("simulating", total=len(ns))
         for n in ns:
             progress.update(task, description=f"N = {n:,}")
-            row = {"n": n, "shard_bits": next_bits(0, n)}
+            row = {"n": n, "shard_bits": next_bits(0, n, target=target)}
             for arm in ("today", "sharded"):
                 row[arm] = arm_costs(arm, n, cfg, np.random.default_rng(seed))
             row["today"]["p_rollouts"], row["today"]["p_partners"] = today_probabilities(n, cfg)
             row["sharded"]["p_rollouts"] = p_finds_rollouts(n, cfg, trials, random.Random(seed))
-            row["sharded"]["p_partners"] = p_finds_partners(n, trials, random.Random(seed + 1))
+            row["sharded"]["p_partners"] = p_finds_partners(n, trials, random.Random(seed + 1), target)
             rows.append(row)
             progress.advance(task)
     return rows
@@ -470,13 +473,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ns", type=int, nargs="+", default=list(DEFAULT_NS))
     parser.add_argument("--trials", type=int, default=20_000, help="Monte Carlo trials per N")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--target", type=int, default=TARGET_PER_SHARD,
+                        help=f"entries a shard should hold (the node's shards.TARGET_PER_SHARD: {TARGET_PER_SHARD})")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "scale_sim.json")
     args = parser.parse_args(argv)
     console = Console(width=80)
     started = time.monotonic()
-    rows = simulate(args.ns, args.trials, args.seed, console)
+    rows = simulate(args.ns, args.trials, args.seed, console, args.target)
     result = {"simulated": True, "command": "python " + " ".join(["scripts/bench/scale_sim.py", *(argv or sys.argv[1:])]),
-              "trials": args.trials, "seed": args.seed, "step_s": STEP_S, "rows": rows, "slopes": slopes(rows),
+              "trials": args.trials, "seed": args.seed, "target_per_shard": args.target, "step_s": STEP_S, "rows": rows, "slopes": slopes(rows),
               "seconds": round(time.monotonic() - started, 1)}
     write_results(result, args.out, args.out.with_suffix(".png"), plot, view, console)
     return 0

@@ -12,6 +12,7 @@ they always have.
 from __future__ import annotations
 
 import abc
+import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -19,6 +20,8 @@ from swarmnode.protocol.versions import ProtocolVersions
 from swarmnode.swarm.shards import (
     MAX_SHARD_BITS,
     SHARDS_READ_PER_WINDOW,
+    SHRINK_FACTOR,
+    TARGET_PER_SHARD,
     TRANSITION_GRACE_WINDOWS,
     belongs,
     estimate_swarm_size,
@@ -33,12 +36,13 @@ from swarmnode.swarm.shards import (
 # (a newcomer, or a swarm that grew while it was away) finds the swarm's within a few reads.
 PROBE_STEPS = (1, 2, 4, 8)
 # A probed shard is believed only with at least this many peers (the low end of the band a
-# shard keeps, SHRINK_FACTOR x TARGET_PER_SHARD): one stray entry does not move a node.
-ADOPT_PEERS = 6
-# Peers of one shard counted in the estimate at most: enough to grow a level a read, while a
-# flood of identities into one shard (up to limits.max_values_per_key on each of 5 holders)
-# moves a node one level, not to a level where it no longer sees its peers.
-COUNTED_PER_SHARD = 48
+# shard keeps, SHRINK_FACTOR x TARGET_PER_SHARD): a few stray entries do not move a node.
+ADOPT_PEERS = math.ceil(SHRINK_FACTOR * TARGET_PER_SHARD)
+# Peers of one shard counted in the estimate at most (4 x the target: 2 x the grow point):
+# enough to grow a level a read, while a flood of identities into one shard (up to
+# limits.max_values_per_key on each of 5 holders) moves a node one level, not to a level where
+# it no longer sees its peers.
+COUNTED_PER_SHARD = 4 * TARGET_PER_SHARD
 # An estimate this low means the node sees only itself: it scans every level above.
 LONELY_ESTIMATE = 1.5
 

@@ -17,29 +17,32 @@ from typing import Hashable, Mapping, Sequence, TypeVar
 
 Peer = TypeVar("Peer", bound=Hashable)
 
-# Entries a shard's dictionary should hold. A get returns a key's whole dictionary; peer records
+# Entries a shard's dictionary should hold. A get returns a key's whole dictionary, from up to 5
+# holders, and a node's DHT bytes and entries parsed are about proportional to it; peer records
 # are <= 8 KiB (codec.MAX_BODY_BYTES) and ~1 KiB typically, and hivemind hangs near 60 KiB
-# values: at the grow point (GROW_FACTOR x 12 = 24 entries) a typical dictionary is ~26 KiB,
-# under half of that, and a reader still sees a dozen peers per shard.
-TARGET_PER_SHARD = 12
+# values: at the grow point (GROW_FACTOR x 8 = 16 entries) a typical dictionary is ~17 KiB, and
+# a reader still sees 4-16 peers per shard, 16-64 per window (a step needs ~4 announcing peers).
+# 8 rather than 12: a third less per read once the swarm splits, for the same read rate
+# (docs/experiments/scale.md: the simulator with --target 6, 8 and 12).
+TARGET_PER_SHARD = 8
 # Hysteresis: grow when the mean shard holds over 2x the target, shrink under 0.5x. The band
 # spans a factor of 4 (2 bits), so one step either way lands inside it: no flapping.
 GROW_FACTOR = 2.0
 SHRINK_FACTOR = 0.5
-# 2^16 shards hold ~800k peers at the target; more bits would only make keys longer.
+# 2^16 shards hold ~500k peers at the target; more bits would only make keys longer.
 MAX_SHARD_BITS = 16
 # A writer also publishes under the next level when its estimate is within this factor of a
 # threshold: readers whose estimate is that much further already moved (the smoothed estimate
-# from reads of one shard of ~12 entries has a spread of ~10%: 1.25 covers more than two of those).
+# from reads of one shard of ~8 entries has a spread of ~12%: 1.25 covers two of those).
 TRANSITION_MARGIN = 1.25
 # Windows during which a writer keeps publishing under the level it just left, for readers that
 # have not moved yet (the EWMA below forgets an old estimate in ~1/alpha = 5 windows).
 TRANSITION_GRACE_WINDOWS = 5
-# Weight of a read's size estimate in the running one: a read sees one shard (~1/sqrt(12) = 29%
+# Weight of a read's size estimate in the running one: a read sees one shard (~1/sqrt(8) = 35%
 # sampling noise at the target); ~5 reads of memory (alpha / (2 - alpha) of the variance) bring
-# that to ~10%, and the shards read change each window.
+# that to ~12%, and the shards read change each window.
 ESTIMATE_ALPHA = 0.2
-# Shards a node reads per window and key kind, one a read in turn: ~4 x TARGET_PER_SHARD = 48
+# Shards a node reads per window and key kind, one a read in turn: ~4 x TARGET_PER_SHARD = 32
 # peers seen per window, for the cost of reading one shard at a time.
 SHARDS_READ_PER_WINDOW = 4
 # A peer that has delivered nothing yet is weighted as if it had delivered this many usable

@@ -43,9 +43,11 @@ def test_slices_spread_every_identity_once_over_the_interval(pop):
 
 
 def test_steady_bits_and_the_peers_a_settled_daemon_keeps(pop):
-    assert [pop.steady_bits(t) for t in (8, 24, 25, 68, 264, 1032, 2056)] == [0, 0, 1, 2, 4, 6, 7]
-    # up to four shards are all read; beyond, four shards' share (~4 x 16), itself excepted
-    assert [pop.expected_peers(t) for t in (1, 8, 68, 264, 2056)] == [0, 7, 67, 65, 64]
+    # one shard up to 2 x 8 = 16 nodes; then a level each time the mean shard passes 16
+    assert [pop.steady_bits(t) for t in (8, 16, 17, 68, 264, 1032, 2056)] == [0, 0, 1, 3, 5, 7, 8]
+    # up to four shards are all read; beyond, four shards' share, itself excepted:
+    # ceil(68 x 4/8) - 1 = 33, ceil(264 x 4/32) - 1 = 32, ceil(2056 x 4/256) - 1 = 32
+    assert [pop.expected_peers(t) for t in (1, 8, 16, 68, 264, 2056)] == [0, 7, 15, 33, 32, 32]
 
 
 def settle(spread, observe, total: int, first_window: int, reads: int = 40) -> int:
@@ -72,23 +74,24 @@ def test_an_identity_writes_what_a_node_of_its_id_would_at_every_swarm_size(pop,
 
 def test_levels_move_one_step_per_read_and_keep_the_level_left_for_its_readers(pop):
     levels = pop.level_spread()
-    pop.observe_total(levels, 64, 100)  # from one shard: 64 > 2 x 12 per shard
+    pop.observe_total(levels, 48, 100)  # from one shard: 48 > 2 x 8 per shard
     assert levels.bits == 1
-    assert levels.write_keys(100) == [0, 1, 2]  # the level left, its own, the next (64/2 = 32 > 24 / 1.25)
-    pop.observe_total(levels, 64, 100)
-    assert levels.bits == 2 and levels.write_keys(100) == [1, 2]
+    assert levels.write_keys(100) == [0, 1, 2]  # the level left, its own, the next (48/2 = 24 > 16 / 1.25)
+    pop.observe_total(levels, 48, 100)
+    assert levels.bits == 2 and levels.write_keys(100) == [1, 2]  # 48/4 = 12 <= 12.8
     assert levels.write_keys(106) == [2]  # past the transition grace
 
 
 def test_the_population_stores_valid_records_each_under_its_own_shard(pop):
     cfg = load_config(bundled_config_path("local.yaml"))
-    args = argparse.Namespace(population=5, nodes=995, ramp_step=0.0, max_in_flight=8, store_mode="each")
+    args = argparse.Namespace(population=5, nodes=763, ramp_step=0.0, max_in_flight=8, store_mode="each")
     population = pop.Population(None, cfg, args)
     now = 1_000_000.0
     for _ in range(40):  # 40 intervals of 2 reads each, a window apart
         population.observe(0.0, now)
         now += cfg.swarm.window_s
-    assert population.active == 5 and population.spread.bits == pop.steady_bits(1000) == 6
+    # 768 / 32 = 24 > 16, 768 / 64 = 12: 6 bits, one level (12 <= 16 / 1.25)
+    assert population.active == 5 and population.spread.bits == pop.steady_bits(768) == 6
     items = population.items(0, 5, now)
     assert population.levels == [6] and len(items) == 5
     intake = RecordIntake(PeerTable("observer"), MessageStats(), cfg.swarm.name, cfg.swarm.window_s)

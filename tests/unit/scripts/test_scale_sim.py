@@ -32,7 +32,7 @@ def test_a_tiny_run_writes_its_figures(tmp_path):
     result = json.loads(out.read_text())
     assert result["simulated"] is True
     rows = {r["n"]: r for r in result["rows"]}
-    assert rows[10]["shard_bits"] == 0 and rows[40]["shard_bits"] == 1
+    assert rows[10]["shard_bits"] == 0 and rows[40]["shard_bits"] == 2  # 40 / 4 = 10 <= 16 < 40 / 2
     for row in rows.values():
         for arm in ("today", "sharded"):
             assert row[arm]["busiest_bytes"] >= row[arm]["median_bytes"] > 0

@@ -89,16 +89,16 @@ def test_a_small_swarm_is_one_shard_written_and_read_once():
 
 def test_bits_grow_only_when_the_mean_shard_holds_over_twice_the_target():
     stays = sharded()
-    stays.observe(at(0, 20, 28), 7)  # mean 24: not over 2 x 12
-    assert (stays.estimate, stays.bits) == (24.0, 0)
-    # Within 1.25 of the grow point (24 / 1.25 = 19.2 < 24): it also writes the next level, for
+    stays.observe(at(0, 12, 20), 7)  # mean 16: not over 2 x 8
+    assert (stays.estimate, stays.bits) == (16.0, 0)
+    # Within 1.25 of the grow point (16 / 1.25 = 12.8 < 16): it also writes the next level, for
     # readers whose estimate already crossed.
     assert stays.write_keys(7) == ["shard/7/0/0", "shard/7/1/0"]
     grows = sharded()
-    grows.observe(at(0, 20, 30), 7)  # mean 25 > 24: one shard becomes two (25 / 2 = 12.5 stays)
-    assert (grows.estimate, grows.bits) == (25.0, 1)
+    grows.observe(at(0, 12, 22), 7)  # mean 17 > 16: one shard becomes two (17 / 2 = 8.5 stays)
+    assert (grows.estimate, grows.bits) == (17.0, 1)
     quiet = sharded()
-    quiet.observe(at(0, 19), 7)  # 19 <= 19.2: not near the grow point, one key only
+    quiet.observe(at(0, 12), 7)  # 12 <= 12.8: not near the grow point, one key only
     assert quiet.write_keys(7) == ["shard/7/0/0"]
 
 
@@ -110,7 +110,7 @@ def climb_to_200(spread) -> None:
 
 def test_a_large_count_grows_one_bit_per_read_up_to_the_band():
     spread = sharded()
-    spread.observe(at(0, 200), 3)  # 200 wants bits 4 (200 / 16 = 12.5 is the first mean <= 24), one step at a time
+    spread.observe(at(0, 200), 3)  # 200 wants bits 4 (200 / 16 = 12.5 is the first mean <= 16), one step at a time
     assert (spread.estimate, spread.bits) == (200.0, 1)
     spread = sharded()
     climb_to_200(spread)
@@ -121,7 +121,7 @@ def test_a_large_count_grows_one_bit_per_read_up_to_the_band():
 
 def test_after_growing_the_level_left_is_written_for_the_grace_windows_and_not_after():
     spread = sharded(BOB)
-    spread.observe(at(0, 30), 5)  # 30 > 24: bits 0 -> 1 in reading window 5; mean 15 is in the band
+    spread.observe(at(0, 20), 5)  # 20 > 16: bits 0 -> 1 in reading window 5; mean 10 is in the band, not near its ends
     assert spread.bits == 1
     for window in range(5, 5 + TRANSITION_GRACE_WINDOWS + 1):  # windows 5..10
         assert spread.write_keys(window) == [f"shard/{window}/0/0", f"shard/{window}/1/1"], window
@@ -133,9 +133,9 @@ def test_the_estimate_is_smoothed_so_one_empty_read_does_not_shrink_the_shards()
     spread = sharded()
     climb_to_200(spread)
     assert spread.bits == 4
-    # EWMA with alpha 0.2: 200 -> 160 -> 128 -> 102.4 -> 81.92. Shrink when N / 16 < 6 (96):
-    # only the fourth empty read does it, and 81.92 / 8 = 10.24 stops at bits 3.
-    expected = [(160.0, 4), (128.0, 4), (102.4, 4), (81.92, 3)]
+    # EWMA with alpha 0.2: 200 -> 160 -> 128 -> 102.4 -> 81.92 -> 65.536 -> 52.4288. Shrink when
+    # N / 16 < 4 (64): only the sixth empty read does it, and 52.4288 / 8 = 6.55 stops at bits 3.
+    expected = [(160.0, 4), (128.0, 4), (102.4, 4), (81.92, 4), (65.536, 4), (52.4288, 3)]
     for i, (estimate, bits) in enumerate(expected):
         spread.observe(at(4, 0, 0, 0, 0), 8 + i)
         assert round(spread.estimate, 6) == estimate and spread.bits == bits, i
@@ -225,9 +225,9 @@ def test_a_node_left_below_the_swarms_level_finds_it_by_probing_the_levels_above
     # The swarm writes at bits 4: its own shard there holds 16 peers, 16 x 16 = 256 > 8: it jumps.
     spread.observe({(0, 0): 8, (4, shard_of(ALICE, 4)): 16}, 8)
     assert (spread.estimate, spread.bits) == (256.0, 4)
-    # Fewer than ADOPT_PEERS (6) in a probed shard: one stray entry moves nobody.
+    # Fewer than ADOPT_PEERS (4) in a probed shard: a few stray entries move nobody.
     stray = sharded()
-    stray.observe({(0, 0): 8, (12, 3): 5}, 3)
+    stray.observe({(0, 0): 8, (12, 3): 3}, 3)
     assert (stray.estimate, stray.bits) == (8.0, 0)
     # A probed level that says less than the estimate does not move it down either.
     big = sharded()
@@ -238,12 +238,12 @@ def test_a_node_left_below_the_swarms_level_finds_it_by_probing_the_levels_above
 
 def test_a_flood_into_one_shard_moves_a_node_one_level_not_out_of_sight_of_its_peers():
     capped = sharded(counted_per_shard=COUNTED_PER_SHARD)
-    capped.observe(at(0, 320), 3)  # 5 holders x 64 flood identities, merged: counted as 48
-    assert (capped.estimate, capped.bits) == (48.0, 1)
+    capped.observe(at(0, 320), 3)  # 5 holders x 64 flood identities, merged: counted as 32
+    assert (capped.estimate, capped.bits) == (32.0, 1)  # 32 / 2 = 16: one level, and no more
     capped.observe(at(1, 2, 1), 4)  # the flood wrote at bits 0 only: at bits 1, the 3 honest peers
-    # mean 1.5 x 2 = 3: the EWMA says 48 + 0.2 x (3 - 48) = 39; 39 / 2 = 19.5 stays in the band, and
-    # with 2 shards a node reads both in turn: it still sees every honest peer
-    assert (round(capped.estimate, 6), capped.bits) == (39.0, 1)
+    # mean 1.5 x 2 = 3: the EWMA says 32 + 0.2 x (3 - 32) = 26.2; 26.2 / 2 = 13.1 stays in the band,
+    # and with 2 shards a node reads both in turn: it still sees every honest peer
+    assert (round(capped.estimate, 6), capped.bits) == (26.2, 1)
     turn = []
     for _ in range(2):
         turn += [k.shard for k in capped.read_keys(4, 4) if k.bits == 1]

@@ -56,13 +56,14 @@ def test_one_more_bit_splits_a_shard_in_two(peer_id, bits):
 
 
 def test_one_shard_while_small_then_grows_and_shrinks_at_the_thresholds():
-    grow = GROW_FACTOR * TARGET_PER_SHARD  # 24 with the defaults
+    grow = GROW_FACTOR * TARGET_PER_SHARD  # 16 with the defaults
     assert next_bits(0, 10) == 0
     assert next_bits(0, grow) == 0  # at the threshold: not over it
     assert next_bits(0, grow + 1) == 1
-    assert next_bits(0, 100) == 3  # 100 / 8 = 12.5 <= 24, 100 / 4 = 25 > 24
+    assert next_bits(0, 100) == 3  # 100 / 8 = 12.5 <= 16, 100 / 4 = 25 > 16
     assert next_bits(3, 100) == 3
-    assert next_bits(3, 47) == 2  # 47 / 8 = 5.9 < 6 = 0.5 x 12
+    assert next_bits(3, 33) == 3  # 33 / 8 = 4.1 >= 4 = 0.5 x 8
+    assert next_bits(3, 31) == 2  # 31 / 8 = 3.9 < 4
     assert next_bits(0, 10**9) == MAX_SHARD_BITS
     assert next_bits(5, 0) == 0
 
@@ -70,10 +71,10 @@ def test_one_shard_while_small_then_grows_and_shrinks_at_the_thresholds():
 def test_no_flapping_around_a_threshold():
     grow = GROW_FACTOR * TARGET_PER_SHARD
     bits, seen = 0, []
-    for n in [grow - 1, grow + 1, grow - 1, grow + 1, grow - 2, grow]:  # wobbling around 24
+    for n in [grow - 1, grow + 1, grow - 1, grow + 1, grow - 2, grow]:  # wobbling around 16
         bits = next_bits(bits, n)
         seen.append(bits)
-    assert seen == [0, 1, 1, 1, 1, 1]  # one change, then it stays: 23 / 2 = 11.5 is not < 6
+    assert seen == [0, 1, 1, 1, 1, 1]  # one change, then it stays: 15 / 2 = 7.5 is not < 4
 
 
 @given(st.integers(0, MAX_SHARD_BITS), st.floats(0, 10**7))
@@ -86,11 +87,12 @@ def test_next_bits_lands_in_the_band_and_is_a_fixed_point(bits, n):
 
 
 def test_levels_to_write_near_thresholds_and_after_a_change():
-    assert levels_to_write(3, 8 * 12) == (3,)  # mean 12: the middle of the band
-    assert levels_to_write(3, 8 * 22) == (3, 4)  # mean 22 > 24 / 1.25 = 19.2: readers ahead grew
-    assert levels_to_write(3, 8 * 7) == (2, 3)  # mean 7 < 6 x 1.25 = 7.5: readers ahead shrank
-    assert levels_to_write(3, 8 * 12, previous_bits=2) == (2, 3)  # readers behind have not moved
-    assert levels_to_write(3, 8 * 12, previous_bits=7) == (3,)  # not a neighbour: ignored
+    assert levels_to_write(3, 8 * 8) == (3,)  # mean 8: the middle of the band
+    assert levels_to_write(3, 8 * 12.5) == (3,)  # mean 12.5 <= 16 / 1.25 = 12.8
+    assert levels_to_write(3, 8 * 13) == (3, 4)  # mean 13 > 12.8: readers ahead grew
+    assert levels_to_write(3, 8 * 4.5) == (2, 3)  # mean 4.5 < 4 x 1.25 = 5: readers ahead shrank
+    assert levels_to_write(3, 8 * 8, previous_bits=2) == (2, 3)  # readers behind have not moved
+    assert levels_to_write(3, 8 * 8, previous_bits=7) == (3,)  # not a neighbour: ignored
     assert levels_to_write(0, 5) == (0,)
 
 

@@ -70,7 +70,7 @@ BRIDGE_EVERY_S = 2.0  # how often a relay matches the topics it bridges to its r
 # forwards the topic's pushes: 3 kinds per node every PUSH_EVERY_S is 0.6/s per node, so
 # py-libp2p's default (10/s) dropped honest pushes on the one swarm-wide topic of an earlier
 # version in swarms of 17 nodes and more; 100/s holds ~160 nodes on a topic (a shard's topic
-# carries one kind of ~12-24 nodes: swarm/shards.py).
+# carries one kind of ~8-16 nodes: swarm/shards.py).
 MAX_MESSAGES_PER_S_FROM_A_PEER = 100.0
 SERVE_READ_TIMEOUT_S = 30.0  # for a request's bytes to arrive (the handler may then hold it longer)
 MAX_INBOUND_STREAMS = 256  # requests this node answers at once (long-polls included)

@@ -5,7 +5,7 @@ A sharded key (swarm/windows.py's `*_shard_key`) is pushed on its shard's topic,
 without its window: `swarmnode/<swarm>/sharded/<kind>/<bits>/<shard>` (summaries keep their
 base: `.../sharded/summaries/<base>/<bits>/<shard>`), the same topic window after window. A push
 then reaches the nodes that store under that shard (those whose ids hash into it), not the
-whole swarm, and no topic grows with the swarm (a shard holds ~12-24 nodes: swarm/shards.py).
+whole swarm, and no topic grows with the swarm (a shard holds ~8-16 nodes: swarm/shards.py).
 Any other key (one key per window: protocol version 1) goes to the swarm-wide topic
 `swarmnode/<swarm>/announcements` as before shards; every node stays subscribed to it, so a
 node of the older layout still hears and is heard (it carries nothing in a swarm of shards).
