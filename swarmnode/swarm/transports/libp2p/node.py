@@ -250,9 +250,9 @@ class Libp2pNode:
             entry = libp2p_messages.decode_entry(message.data)
             if entry is None:  # checked by _push_is_valid before delivery
                 continue
-            self.pushed_entries += 1
             if not self.topics.keeps(self.topics.topic_of(entry.key)):
                 continue  # a topic this relay bridges for its reserved nodes: forwarded only
+            self.pushed_entries += 1
             if self.heard.hear(entry, time.monotonic()) and self.on_pushed is not None and entry.subkey != self.peer_id:
                 self.on_pushed(entry.key, entry.subkey)
 
