@@ -56,7 +56,10 @@ def goals(bench: dict[str, Any], population: dict[str, Any] | None, sim: dict[st
     out = [goal("per-node CPU, bytes, requests: slope <= 0.2 over real daemons (8 to 16 unsaturated)", real,
                 all(v is not None and v <= SLOPE_GOAL for v in real.values()), "scale_bench.json")]
     pop_slopes = None if population is None else next(iter((population.get("slopes") or {}).values()), None)
-    out.append(goal("per-node figures: slope <= 0.2 from 8 to 2,048 identities (synthetic population)", pop_slopes,
+    # The population's slopes leave out runs on a saturated machine or where it fell behind: the
+    # range is up to the largest run that kept pace, which may be short of the goal's 2,048.
+    out.append(goal("per-node CPU, bytes, requests: slope <= 0.2 from 8 identities to the largest run that kept "
+                    "pace (synthetic population; the goal asks 2,048)", pop_slopes,
                     None if not pop_slopes else all(v is not None and v <= SLOPE_GOAL
                                                     for k, v in pop_slopes.items() if k in real),
                     "scale_population.json"))
