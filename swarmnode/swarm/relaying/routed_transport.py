@@ -49,6 +49,7 @@ DIAL_TIMEOUT_S = 2.0  # one dial-back TCP connect
 # reservation was still being set up does not cost the pair a direct connection for minutes.
 FIRST_DIRECT_RETRY_S = 60.0
 DIRECT_RETRY_S = 300.0
+MAX_COUNTED_FAILURES = 8  # past DIRECT_RETRY_S already: more would only grow the exponent
 MAX_DIRECT_PROBES = 4  # direct tries at once
 PUNCH_TIMEOUT_S = 60.0  # a hole punch before a direct ping (the transport bounds it more tightly)
 REDIAL_S = 30.0  # a peer's record addresses are dialled at most this often
@@ -311,7 +312,7 @@ class RoutedTransport(Transport):
             await self.inner.punch_hole(peer_id, relays, PUNCH_TIMEOUT_S)
             await self.inner.request(peer_id, relay_messages.PING_PROTOCOL, b"", 5.0)
         except RequestFailed:
-            self._direct[peer_id] = DirectTry(False, time.monotonic(), failures + 1)
+            self._direct[peer_id] = DirectTry(False, time.monotonic(), min(failures + 1, MAX_COUNTED_FAILURES))
             return
         finally:
             self._probing.discard(peer_id)

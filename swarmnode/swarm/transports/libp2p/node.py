@@ -303,7 +303,7 @@ class Libp2pNode:
                 if self.relay_slots > 0 and time.monotonic() - bridged_at >= BRIDGE_EVERY_S:
                     bridged_at = time.monotonic()
                     assert self.hole_punching is not None
-                    await self.topics.bridge(self.hole_punching.reserved_peers())
+                    await self.topics.bridge(self.hole_punching.reserved_peers(), bridged_at)
             except Exception as e:  # noqa: BLE001 - the next version is pushed in turn
                 log.debug("pushing failed: %r", e)
             forget_older(self._pushed_at, time.time() - STAMPS_KEPT_S, stamp=lambda pushed: pushed[0])

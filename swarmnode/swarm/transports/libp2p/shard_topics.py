@@ -17,8 +17,8 @@ node of the older layout still hears and is heard (it carries nothing in a swarm
   do. At most MAX_TOPICS at once: one more pushes out the topic stored under longest ago.
 - peers_to_meet: which providers of a shard's key to connect to, so that the shard's topic has
   peers (GossipSub finds a topic's peers only among the connected ones)
-- topics_to_bridge: the shard topics a relay joins for the nodes it holds circuit reservations
-  for. Two homes behind NAT cannot connect, so a shard topic whose nodes are all behind NAT has
+- topics_to_bridge, bridged_next: the shard topics a relay joins for the nodes it holds circuit
+  reservations for (and keeps a minute after the last of them left). Two homes behind NAT cannot connect, so a shard topic whose nodes are all behind NAT has
   no mesh; their relay, which both are connected to, joins the topics they follow and forwards
   between them (it does not keep what it forwards)
 """
@@ -37,6 +37,9 @@ MIN_TOPIC_PEERS = 4  # GossipSub's degree_low: with fewer topic peers known, mee
 # shared between nodes of one shard.
 MAX_BRIDGED_TOPICS = 32
 MAX_BRIDGED_PER_CLIENT = 8  # of one reserved node's topics: a node follows 3 kinds, 2 levels at most
+BRIDGE_HOLD_S = 60.0  # a bridged topic no reserved node follows any more is left only after this
+MAX_BRIDGE_JOINS = 4  # topics a relay joins per bridging round: a node flipping its topics costs little
+MAX_TOPIC_CHARS = 256  # a topic name longer than any this release makes is none of its shard topics
 
 Peer = TypeVar("Peer", bound=Hashable)
 
@@ -147,7 +150,7 @@ def is_shard_topic(swarm: str, topic: str) -> bool:
     """Whether `topic` is a shard topic of `swarm` as topic_of names one: a kind, a base for
     summaries, bits and a shard in range (a name a peer merely subscribed to is not enough)."""
     prefix = sharded_prefix(swarm)
-    if not topic.startswith(prefix):
+    if len(topic) > MAX_TOPIC_CHARS or not topic.startswith(prefix):
         return False
     head, _, tail = topic.rpartition("/")
     head, _, bits = head.rpartition("/")
@@ -165,11 +168,27 @@ def topics_to_bridge(swarm: str, peer_topics: Mapping[str, Iterable[Peer]], clie
     members = set(clients)
     followed: dict[Peer, list[str]] = {}
     for topic in sorted(peer_topics):
-        if is_shard_topic(swarm, topic):
-            for peer in members.intersection(peer_topics[topic]):
+        following = members.intersection(peer_topics[topic])
+        if following and is_shard_topic(swarm, topic):
+            for peer in following:
                 followed.setdefault(peer, []).append(topic)
     counts: dict[str, int] = {}
     for topics in followed.values():
         for topic in topics[:per_client]:
             counts[topic] = counts.get(topic, 0) + 1
     return sorted(counts, key=lambda t: (-counts[t], t))[:max_topics]
+
+
+def bridged_next(held: Mapping[str, float], ranked: Sequence[str], now: float, *, hold_s: float = BRIDGE_HOLD_S,
+                 max_topics: int = MAX_BRIDGED_TOPICS, max_joins: int = MAX_BRIDGE_JOINS) -> dict[str, float]:
+    """The topics a relay bridges after this round (topic -> when last wanted), from those it
+    bridges (`held`) and those its reserved nodes follow now (`ranked`, topics_to_bridge's
+    order): the wanted ones it holds, up to `max_joins` wanted ones it does not, then those
+    wanted within `hold_s`, the most recently wanted first; at most `max_topics` in all."""
+    wanted = [t for t in ranked if t in held]
+    wanted += [t for t in ranked if t not in held][:max_joins]
+    out = {t: now for t in wanted[:max_topics]}
+    recent = sorted((t for t, at in held.items() if t not in out and now - at < hold_s), key=lambda t: -held[t])
+    for topic in recent[:max(0, max_topics - len(out))]:
+        out[topic] = held[topic]
+    return out

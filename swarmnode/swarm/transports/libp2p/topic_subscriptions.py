@@ -13,7 +13,8 @@ from typing import Any, Awaitable, Callable
 
 import trio
 
-from swarmnode.swarm.transports.libp2p.shard_topics import ShardTopics, TopicChanges, peers_to_meet, topics_to_bridge
+from swarmnode.swarm.transports.libp2p.shard_topics import (
+    ShardTopics, TopicChanges, bridged_next, peers_to_meet, topics_to_bridge)
 from swarmnode.swarm.transports.libp2p.trio_thread import TrioThread
 
 log = logging.getLogger(__name__)
@@ -39,18 +40,23 @@ class TopicSubscriptions:
         self.host: Any = None
         self.pubsub: Any = None
         self._changing = trio.Lock()  # one subscribe or unsubscribe at a time
-        self.bridged: set[str] = set()  # shard topics joined for reserved nodes (a relay's)
+        self._bridged_at: dict[str, float] = {}  # shard topics joined for reserved nodes -> last wanted
         self._bridges_left: set[str] = set()  # bridged topics left, their validators still set
 
     def topic_of(self, key: str) -> str:
         return self.shards.topic_of(key)
+
+    @property
+    def bridged(self) -> frozenset[str]:
+        """The shard topics this relay bridges for the nodes it holds circuit reservations for."""
+        return frozenset(self._bridged_at)
 
     def keeps(self, topic: str) -> bool:
         """Whether entries pushed on `topic` are this node's (not only forwarded as a bridge)."""
         return topic == self.swarm_topic or self.shards.holds(topic)
 
     def _wanted(self, topic: str) -> bool:
-        return self.shards.holds(topic) or topic in self.bridged
+        return self.shards.holds(topic) or topic in self._bridged_at
 
     async def start(self, host: Any, pubsub: Any) -> None:
         """Subscribe to the swarm-wide topic (a node of one key per window pushes there)."""
@@ -86,27 +92,32 @@ class TopicSubscriptions:
                         self.shards.drop(topic)
                         log.debug("subscribing to %s failed: %r", topic, e)
 
-    async def bridge(self, clients: list[Any]) -> None:
+    async def bridge(self, clients: list[Any], now: float) -> None:
         """Join the shard topics `clients` (libp2p IDs of the nodes this relay holds circuit
-        reservations for) follow and leave those none of them follows any more (topics_to_bridge);
-        drop the validators of the topics left at the call before."""
+        reservations for) follow and leave those none of them followed for a while
+        (topics_to_bridge, bridged_next; `now` in monotonic s); drop the validators of the
+        topics left at the call before."""
         if self.pubsub is None:
             return
-        wanted = set(topics_to_bridge(self.shards.swarm, self.pubsub.peer_topics, clients))
+        ranked = topics_to_bridge(self.shards.swarm, self.pubsub.peer_topics, clients)
         async with self._changing:
             for topic in self._bridges_left:
                 if not self._wanted(topic) and topic not in self.pubsub.topic_ids:
                     self.pubsub.remove_topic_validator(topic)
-            self._bridges_left = self.bridged - wanted
-            self.bridged = wanted
+            before, self._bridged_at = self._bridged_at, bridged_next(self._bridged_at, ranked, now)
+            self._bridges_left = set(before) - set(self._bridged_at)
             for topic in sorted(self._bridges_left):
                 if not self._wanted(topic):
-                    await self.pubsub.unsubscribe(topic)
-            for topic in sorted(wanted):
+                    try:
+                        await self.pubsub.unsubscribe(topic)
+                    except Exception as e:  # noqa: BLE001 - left as far as the node is concerned
+                        log.debug("leaving bridged %s failed: %r", topic, e)
+            for topic in sorted(set(self._bridged_at) - set(before)):
                 try:
                     await self._subscribe(topic)
                 except Exception as e:  # noqa: BLE001 - tried again at the next call
-                    self.bridged.discard(topic)
+                    del self._bridged_at[topic]
+                    self._bridges_left.add(topic)  # its validator goes at the next call
                     log.debug("bridging %s failed: %r", topic, e)
 
     async def _subscribe(self, topic: str) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from swarmnode.protocol import relay_messages
 from swarmnode.protocol.generated.peer_record_pb2 import REACHABILITY_PRIVATE, REACHABILITY_UNKNOWN
-from swarmnode.swarm.relaying.routed_transport import RESERVE_FULL, DirectTry, RoutedTransport
+from swarmnode.swarm.relaying.routed_transport import MAX_COUNTED_FAILURES, RESERVE_FULL, DirectTry, RoutedTransport
 from swarmnode.swarm.transports.base import RequestFailed, Transport
 
 
@@ -192,6 +192,7 @@ def test_a_failed_direct_try_is_repeated_after_a_minute_then_doubling_up_to_five
         tried = DirectTry(False, 1000.0, failures)
         assert not tried.due(1000.0 + wait - 0.1) and tried.due(1000.0 + wait)
     assert not DirectTry(True, 1000.0).due(1299.9) and DirectTry(True, 1000.0).due(1300.0)
+    assert DirectTry(False, 1000.0, MAX_COUNTED_FAILURES).due(1300.0)  # the count stops growing there
 
 
 @pytest.mark.parametrize("punchable", [True, False])

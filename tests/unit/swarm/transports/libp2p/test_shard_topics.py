@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import trio
 
 from swarmnode.swarm.transports.libp2p.shard_topics import (
-    ShardTopics, TopicChanges, peers_to_meet, topic_of, topics_to_bridge)
+    ShardTopics, TopicChanges, bridged_next, peers_to_meet, topic_of, topics_to_bridge)
 from swarmnode.swarm.transports.libp2p.topic_subscriptions import TopicSubscriptions
 from swarmnode.swarm.windows import peer_records_shard_key, rollouts_shard_key, summaries_shard_key
 
@@ -118,6 +118,20 @@ def test_a_reserved_node_cannot_make_its_relay_bridge_made_up_topics_or_many_of_
     evil = {f"swarmnode/s/sharded/peers/4/{shard}": {"evil"} for shard in range(16)}
     bridged = topics_to_bridge("s", {**evil, PEERS_2_3: {"a", "b"}}, ["a", "b", "evil"])
     assert bridged[0] == PEERS_2_3 and len(bridged) == 9
+    # a name too long to be one (its digits would not even parse as an int) is refused, not raised on
+    assert topics_to_bridge("s", {"swarmnode/s/sharded/peers/2/" + "1" * 5000: {"evil"}}, ["evil"]) == []
+
+
+def test_a_bridged_topic_is_held_a_minute_after_it_is_last_wanted_and_joins_are_paced():
+    t1, t2, t3 = (f"swarmnode/s/sharded/peers/2/{i}" for i in range(3))
+    held = bridged_next({}, [t1, t2, t3], 100.0, max_joins=2)
+    assert held == {t1: 100.0, t2: 100.0}  # two joins a round
+    held = bridged_next(held, [t3], 110.0, max_joins=2)
+    assert held == {t3: 110.0, t1: 100.0, t2: 100.0}  # t1 and t2 held: wanted 10 s ago
+    held = bridged_next(held, [t3], 160.0, max_joins=2)
+    assert held == {t3: 160.0}  # 60 s since t1 and t2 were wanted: left
+    # at most max_topics: the wanted first, then the most recently wanted
+    assert bridged_next({t1: 100.0, t2: 150.0}, [t3], 155.0, max_topics=2) == {t3: 155.0, t2: 150.0}
 
 
 class FakePubsub:
@@ -222,17 +236,19 @@ def test_a_bridged_topic_is_joined_forwarded_only_and_left_when_no_reserved_node
             await subs.start(FakeHost(connected=[]), pubsub)
             await subs.stored("swarmnode/s/sharded/peers/7/2/3", now=0, ttl=20)  # a topic of its own
             pubsub.peer_topics = {PEERS_2_3: {"a"}, rollouts_2_3: {"a", "b"}}
-            await subs.bridge(["a", "b"])
+            await subs.bridge(["a", "b"], now=0.0)
             assert subs.bridged == {PEERS_2_3, rollouts_2_3}
             assert set(pubsub.topic_ids) == {SWARM_TOPIC, PEERS_2_3, rollouts_2_3}
             assert subs.keeps(PEERS_2_3) and subs.keeps(SWARM_TOPIC) and not subs.keeps(rollouts_2_3)
 
             pubsub.peer_topics = {}  # the reserved nodes left (or moved shards)
-            await subs.bridge(["a", "b"])
+            await subs.bridge(["a", "b"], now=30.0)
+            assert subs.bridged == {PEERS_2_3, rollouts_2_3}  # held a minute: they may come back
+            await subs.bridge(["a", "b"], now=60.0)
             assert subs.bridged == set()
             assert set(pubsub.topic_ids) == {SWARM_TOPIC, PEERS_2_3}  # its own topic stays
             assert rollouts_2_3 in pubsub.validators  # a message accepted before may still be validated
-            await subs.bridge(["a", "b"])
+            await subs.bridge(["a", "b"], now=62.0)
             assert set(pubsub.validators) == {SWARM_TOPIC, PEERS_2_3}
             nursery.cancel_scope.cancel()
 
