@@ -18,9 +18,10 @@ node of the older layout still hears and is heard (it carries nothing in a swarm
 - peers_to_meet: which providers of a shard's key to connect to, so that the shard's topic has
   peers (GossipSub finds a topic's peers only among the connected ones)
 - topics_to_bridge, bridged_next: the shard topics a relay joins for the nodes it holds circuit
-  reservations for (and keeps a minute after the last of them left). Two homes behind NAT cannot connect, so a shard topic whose nodes are all behind NAT has
-  no mesh; their relay, which both are connected to, joins the topics they follow and forwards
-  between them (it does not keep what it forwards)
+  reservations for, kept a minute after the last of them left. Two homes behind NAT cannot
+  connect, so a shard topic whose nodes are all behind NAT has no mesh; their relay, which both
+  are connected to, joins the topics they follow and forwards between them (it does not keep
+  what it forwards)
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ Every method runs on the node's trio thread. No libp2p import: the host and Pubs
 from __future__ import annotations
 
 import logging
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterable
 
 import trio
 
@@ -81,9 +81,7 @@ class TopicSubscriptions:
             for topic in changes.leave:
                 if not self._wanted(topic):
                     await self.pubsub.unsubscribe(topic)  # its receive() ends
-            for topic in changes.unvalidate:
-                if not self._wanted(topic) and topic not in self.pubsub.topic_ids:
-                    self.pubsub.remove_topic_validator(topic)
+            self._drop_validators(changes.unvalidate)
             for topic in changes.join:
                 if self.shards.holds(topic):
                     try:
@@ -101,9 +99,7 @@ class TopicSubscriptions:
             return
         ranked = topics_to_bridge(self.shards.swarm, self.pubsub.peer_topics, clients)
         async with self._changing:
-            for topic in self._bridges_left:
-                if not self._wanted(topic) and topic not in self.pubsub.topic_ids:
-                    self.pubsub.remove_topic_validator(topic)
+            self._drop_validators(self._bridges_left)
             before, self._bridged_at = self._bridged_at, bridged_next(self._bridged_at, ranked, now)
             self._bridges_left = set(before) - set(self._bridged_at)
             for topic in sorted(self._bridges_left):
@@ -119,6 +115,13 @@ class TopicSubscriptions:
                     del self._bridged_at[topic]
                     self._bridges_left.add(topic)  # its validator goes at the next call
                     log.debug("bridging %s failed: %r", topic, e)
+
+    def _drop_validators(self, topics: Iterable[str]) -> None:
+        """Remove the validators of `topics` that are neither wanted nor subscribed any more
+        (left at an earlier call: a message accepted before may still have been validated)."""
+        for topic in topics:
+            if not self._wanted(topic) and topic not in self.pubsub.topic_ids:
+                self.pubsub.remove_topic_validator(topic)
 
     async def _subscribe(self, topic: str) -> None:
         self.pubsub.set_topic_validator(topic, self.validator, False)  # before any message of it
