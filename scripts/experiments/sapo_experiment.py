@@ -117,7 +117,9 @@ def run_config(base: dict, args, local: int, external: int, selection: str) -> d
     t.update(variant_settings)
     t.update(tasks=[x.strip() for x in args.tasks.split(",")], local_rollouts=local, external_rollouts=external,
              external_selection=selection if external else PAPER_SELECTION,
-             external_wait_s=2.0 if external else 0.0, eval_every=max(1, args.rounds // args.evals),
+             # No wait: a step takes what the pool holds. Before the wait counted only groups a
+             # step can draw, flat ones ended it at once, so the published runs never waited.
+             external_wait_s=0.0, eval_every=max(1, args.rounds // args.evals),
              eval_size=args.eval_size, checkpoint_every=100_000)
     cfg.setdefault("rollouts", {})["share"] = bool(external)
     # Rollout sharing alone, as in the paper: 8/0 is a node on its own, and no split merges

@@ -109,7 +109,7 @@ class TrainingConfig(_Section):
     )
     foreign_shaping_gamma: float = Field(0.1, gt=0, description="gamma of the shaped objective for another model's text")
     external_positive_only: bool = Field(False, description="train only on peers' samples with positive advantage")
-    external_wait_s: float = Field(0.0, ge=0, description="how long a step waits for its J external groups (0: take what is there)")
+    external_wait_s: float = Field(0.0, ge=0, description="how long a step waits until the pool holds J external groups it can draw (0: take what is there)")
     samples_per_prompt: int = Field(8, ge=2, description="GRPO group size")
     max_staleness: int = Field(1, ge=0, description="eta: a rollout of version v trains version n only if n - v <= eta")
     temperature: float = Field(1.0, gt=0)

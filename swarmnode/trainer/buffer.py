@@ -98,8 +98,9 @@ class ExperienceBuffer:
         """Wait for `n_local` fresh local groups; add up to `n_external` external ones.
 
         With `external_wait` > 0 it then waits up to that long for n_external external groups
-        (so nodes of a swarm step roughly together, as SAPO's rounds do); otherwise it takes
-        what the pool holds.
+        its selection can draw (so nodes of a swarm step roughly together, as SAPO's rounds do);
+        otherwise it takes what the pool holds. Groups it can never draw (flat ones, under any
+        policy but uniform) do not end the wait: a pool full of them would end every wait at once.
         """
         with self._cond:
             dropped = 0
@@ -113,7 +114,8 @@ class ExperienceBuffer:
             def external_ready() -> bool:
                 nonlocal external_dropped
                 external_dropped += self._drop_stale(self._external, version, self.external_max_staleness)
-                return len(self._external) >= n_external or self._closed
+                drawable_count = sum(1 for g in self._external if drawable(g, self.selection))
+                return drawable_count >= n_external or self._closed
 
             self._cond.wait_for(ready, timeout=timeout)
             groups = [self._local.popleft() for _ in range(min(n_local, len(self._local)))]

@@ -34,7 +34,7 @@ class RolloutConfig:
     external_rollouts: int = 0  # J: groups from peers per step
     external_selection: str = "uniform"
     external_max_staleness: int = 8
-    external_wait_s: float = 0.0  # how long a step waits for its J external groups
+    external_wait_s: float = 0.0  # how long a step waits for J external groups it can draw
     tasks: tuple[str, ...] = DEFAULT_TASKS
     data_seed: int = 1000  # training items come from this seed; held-out evaluation uses seed 0
     sampling: SamplingParams = field(default_factory=lambda: SamplingParams(temperature=1.0, max_new_tokens=8))

@@ -94,10 +94,16 @@ def weighted_sample(weights: Sequence[float], k: int, rng: random.Random) -> lis
     return order[:k]
 
 
+def draws_only_informative(policy: str) -> bool:
+    """Whether `policy` draws only groups whose rewards differ: every policy but uniform (its
+    weight carries 1[spread > 0])."""
+    return policy != "uniform"
+
+
 def drawable(group: ScoredGroup, policy: str) -> bool:
     """Whether `policy` can ever draw `group`: uniform any group; every other policy only a
-    group whose rewards differ (its weight carries 1[spread > 0])."""
-    return policy == "uniform" or group.reward_spread > 0
+    group whose rewards differ."""
+    return not draws_only_informative(policy) or group.reward_spread > 0
 
 
 def select_external(groups: Sequence[ScoredGroup], k: int, policy: str, version: int,

@@ -51,10 +51,12 @@ from swarmnode.swarm.gossip.rollout_bookkeeping import (
     idle_exponent_cap,
     parse_rollout_fetch_request,
     parse_rollout_fetch_response,
+    split_informative,
 )
 from swarmnode.swarm.transports.base import RequestFailed, Transport
 from swarmnode.swarm.windows import key_kind, rollouts_key, rollouts_shard_key, window_index
 from swarmnode.trainer.rollout_export import groups_to_batch
+from swarmnode.trainer.selection import draws_only_informative
 
 log = logging.getLogger("swarmnode.gossip")
 
@@ -181,11 +183,13 @@ class RolloutGossip:
         """A peer's fetch, within its rate (self.server)."""
         self.counters.requests_served += 1
         parsed = parse_rollout_fetch_request(request)
-        if parsed is not None and parsed.wait_ms and not self.outbox.has_after(parsed.after_batch_id):
-            await self._hold(remote, parsed.after_batch_id, min(parsed.wait_ms / 1000, self.config.rollouts.long_poll_s))
+        if parsed is not None and parsed.wait_ms and not self.outbox.has_after(parsed.after_batch_id,
+                                                                               parsed.informative_only):
+            await self._hold(remote, parsed.after_batch_id, min(parsed.wait_ms / 1000, self.config.rollouts.long_poll_s),
+                             parsed.informative_only)
         return self.outbox.answer_parsed(parsed)
 
-    async def _hold(self, remote: str, after: int, wait_s: float) -> None:
+    async def _hold(self, remote: str, after: int, wait_s: float, informative_only: bool = False) -> None:
         """Keep a peer's long-poll until a batch newer than `after` is added, `wait_s` passes or
         the node stops; over the per-peer or total bound it is answered at once. A caller that
         gives up cancels this handler (hivemind relays the cancel), which frees the slot."""
@@ -194,7 +198,7 @@ class RolloutGossip:
         self.counters.requests_held += 1
         deadline = time.monotonic() + wait_s
         try:
-            while not self._closing and not self.outbox.has_after(after):
+            while not self._closing and not self.outbox.has_after(after, informative_only):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
@@ -226,10 +230,10 @@ class RolloutGossip:
     async def share_loop(self) -> None:
         while True:
             drained = self.training.outputs.take_groups()
-            for groups in drained:
+            for groups, informative in (part for step in drained for part in split_informative(step)):
                 start = time.perf_counter()
                 batch_id, envelope = await asyncio.to_thread(self._seal, groups)
-                self.outbox.add(batch_id, envelope)
+                self.outbox.add(batch_id, envelope, informative)
                 self.busy_s += time.perf_counter() - start
                 self.counters.batches_published += 1
                 self.counters.groups_published += len(groups)
@@ -339,9 +343,11 @@ class RolloutGossip:
         train on (rollouts.fetch_ahead_steps), the peer's newest backlog_batches: after a pause
         the cursor lags, and the batches in between would only age out of the pool."""
         cfg = self.config.rollouts
+        informative = draws_only_informative(self.config.training.external_selection)
         if fetch_ahead_steps(self.config) > 0:
-            return rollout_fetch_request(after, max_batches=cfg.backlog_batches, wait_ms=int(wait_s * 1000), newest=True)
-        return rollout_fetch_request(after, wait_ms=int(wait_s * 1000))
+            return rollout_fetch_request(after, max_batches=cfg.backlog_batches, wait_ms=int(wait_s * 1000), newest=True,
+                                         informative_only=informative)
+        return rollout_fetch_request(after, wait_ms=int(wait_s * 1000), informative_only=informative)
 
     async def _fetch_from(self, a: CheckedRolloutAnnouncement) -> None:
         peer = a.peer_id

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import Protocol, Sequence, TypeVar
 
 from swarmnode.protocol.generated import rollout_batch_pb2
 from swarmnode.utils.lru_map import LRUMap
@@ -36,6 +37,7 @@ class RolloutOutbox:
     def __init__(self, first_batch_id: int, capacity: int):
         self._next_id = first_batch_id
         self._batches: OrderedDict[int, bytes] = OrderedDict()
+        self._flat: set[int] = set()  # ids of held batches of flat groups (split_informative)
         self._capacity = capacity
         self._lock = threading.Lock()
         self.batches_served = 0
@@ -46,11 +48,18 @@ class RolloutOutbox:
             batch_id, self._next_id = self._next_id, self._next_id + 1
             return batch_id
 
-    def add(self, batch_id: int, envelope: bytes) -> None:
+    def add(self, batch_id: int, envelope: bytes, informative: bool = True) -> None:
+        """Hold a sealed batch; `informative`: its groups' rewards differ (split_informative)."""
         with self._lock:
             self._batches[batch_id] = envelope
+            if not informative:
+                self._flat.add(batch_id)
             while len(self._batches) > self._capacity:
-                self._batches.popitem(last=False)
+                self._flat.discard(self._batches.popitem(last=False)[0])
+
+    def _ids_after(self, after_batch_id: int, informative_only: bool) -> list[int]:
+        return [batch_id for batch_id in self._batches
+                if batch_id > after_batch_id and not (informative_only and batch_id in self._flat)]
 
     def id_range(self) -> tuple[int, int] | None:
         with self._lock:
@@ -58,17 +67,22 @@ class RolloutOutbox:
                 return None
             return next(iter(self._batches)), next(reversed(self._batches))
 
-    def has_after(self, after_batch_id: int) -> bool:
-        """Whether a batch newer than `after_batch_id` is held (ids only grow: the newest decides)."""
+    def has_after(self, after_batch_id: int, informative_only: bool = False) -> bool:
+        """Whether a batch newer than `after_batch_id` is held (of informative groups only, with
+        `informative_only`)."""
         with self._lock:
-            return bool(self._batches) and next(reversed(self._batches)) > after_batch_id
+            if not informative_only:  # ids only grow: the newest decides
+                return bool(self._batches) and next(reversed(self._batches)) > after_batch_id
+            return bool(self._ids_after(after_batch_id, True))
 
-    def after(self, after_batch_id: int, max_batches: int, newest: bool = False) -> list[bytes]:
+    def after(self, after_batch_id: int, max_batches: int, newest: bool = False,
+              informative_only: bool = False) -> list[bytes]:
         """Envelopes of batches newer than `after_batch_id`, oldest first, within the size caps:
-        the oldest such batches, or with `newest` the newest ones (the older are skipped)."""
+        the oldest such batches, or with `newest` the newest ones (the older are skipped); with
+        `informative_only`, batches of flat groups are left out."""
         cap = min(max_batches, MAX_BATCHES_PER_FETCH)
         with self._lock:
-            ids = [batch_id for batch_id in self._batches if batch_id > after_batch_id]
+            ids = self._ids_after(after_batch_id, informative_only)
             if newest:
                 ids = ids[-cap:] if cap else []
             out, size = [], 0
@@ -89,16 +103,36 @@ class RolloutOutbox:
     def answer_parsed(self, parsed: rollout_batch_pb2.RolloutFetchRequest | None) -> bytes:
         response = rollout_batch_pb2.RolloutFetchResponse()
         if parsed is not None:
-            response.envelopes.extend(self.after(parsed.after_batch_id, parsed.max_batches, parsed.newest))
+            response.envelopes.extend(self.after(parsed.after_batch_id, parsed.max_batches, parsed.newest,
+                                                 parsed.informative_only))
         return response.SerializeToString()
 
 
 def rollout_fetch_request(after_batch_id: int, max_batches: int = MAX_BATCHES_PER_FETCH, wait_ms: int = 0,
-                          newest: bool = False) -> bytes:
+                          newest: bool = False, informative_only: bool = False) -> bytes:
     """The request bytes asking a peer for its batches after `after_batch_id` (held up to `wait_ms`
-    when it has none; with `newest` its newest `max_batches` rather than the oldest)."""
+    when it has none; with `newest` its newest `max_batches` rather than the oldest; with
+    `informative_only` only its batches of groups whose rewards differ)."""
     return rollout_batch_pb2.RolloutFetchRequest(after_batch_id=after_batch_id, max_batches=max_batches,
-                                                 wait_ms=wait_ms, newest=newest).SerializeToString()
+                                                 wait_ms=wait_ms, newest=newest,
+                                                 informative_only=informative_only).SerializeToString()
+
+
+class _HasSpread(Protocol):
+    @property
+    def reward_spread(self) -> float: ...
+
+
+Grouped = TypeVar("Grouped", bound=_HasSpread)
+
+
+def split_informative(groups: Sequence[Grouped]) -> list[tuple[list[Grouped], bool]]:
+    """A step's groups as the batches to seal: (groups whose rewards differ, True) and (flat
+    groups, whose samples all scored the same, False), each left out when empty. A flat group
+    has zero advantage: a peer that draws only informative groups asks for the first kind."""
+    informative = [g for g in groups if g.reward_spread > 0]
+    flat = [g for g in groups if not g.reward_spread > 0]
+    return [(part, kind) for part, kind in ((informative, True), (flat, False)) if part]
 
 
 def fetch_wanted(usable: int, per_step: int, ahead_steps: float) -> bool:

@@ -106,6 +106,23 @@ def test_take_waits_for_external_groups_when_asked():
     assert [g.source for g in buffer.take(n_local=1, n_external=1, version=5).groups] == ["local"]
 
 
+def test_flat_groups_do_not_end_the_wait_of_a_policy_that_never_draws_them():
+    buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=4, selection="nonzero_advantage")
+    # A pool of flat groups (all samples scored the same): nonzero_advantage never draws them.
+    buffer.put([group(version=5)] + [group(version=5, source="flat", rewards=(1.0, 1.0)) for _ in range(8)])
+    timer = threading.Timer(0.2, lambda: buffer.put([group(version=5, source="peer")]))
+    timer.start()
+    take = buffer.take(n_local=1, n_external=1, version=5, external_wait=30.0)
+    timer.join()
+    # Counting the flat ones, the wait ended at once and the step took no peer's group.
+    assert [g.source for g in take.groups] == ["local", "peer"]
+    # Under uniform every group is drawable: the same pool ends the wait at once.
+    uniform = ExperienceBuffer(max_staleness=1, external_max_staleness=4, selection="uniform", seed=1)
+    uniform.put([group(version=5)] + [group(version=5, source="flat", rewards=(1.0, 1.0))])
+    assert [g.source for g in uniform.take(n_local=1, n_external=1, version=5, external_wait=30.0).groups] == [
+        "local", "flat"]
+
+
 def test_buffer_counts_groups_trained_per_sender_bounded_and_staleness_apart():
     from swarmnode.trainer.buffer import BufferStats
 

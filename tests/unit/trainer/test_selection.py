@@ -9,6 +9,8 @@ from swarmnode.trainer.buffer import ExperienceBuffer
 from swarmnode.trainer.selection import (
     POLICIES,
     balanced_weights,
+    draws_only_informative,
+    drawable,
     fresh_quality_weights,
     need,
     own_need_weights,
@@ -179,3 +181,10 @@ def test_unknown_policy_raises():
     assert "bogus" not in POLICIES
     with pytest.raises(ValueError, match="bogus"):
         select_external([group()], 1, "bogus", 0, {}, random.Random(0))
+
+
+def test_every_policy_but_uniform_draws_only_groups_whose_rewards_differ():
+    flat, informative = group(rewards=[1.0, 1.0]), group(rewards=[0.0, 1.0])
+    for policy in POLICIES:
+        assert draws_only_informative(policy) == (policy != "uniform")
+        assert drawable(informative, policy) and drawable(flat, policy) == (policy == "uniform")

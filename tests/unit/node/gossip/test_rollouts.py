@@ -285,6 +285,13 @@ def test_a_full_pool_defers_fetches_and_then_asks_for_the_newest_batches(tmp_pat
     cfg.fetch_ahead_steps = 0  # fetch everything: the oldest batches after the cursor, as many as fit
     asyncio.run(run_for(0.2))
     assert asked and all(not r.newest and r.max_batches == MAX_BATCHES_PER_FETCH for r in asked)
+    # Uniform selection (this config's) asks for every batch; one that draws only informative
+    # groups asks for those alone.
+    assert gossip.config.training.external_selection == "uniform" and not any(r.informative_only for r in asked)
+    asked.clear()
+    gossip.config.training.external_selection = "nonzero_advantage"
+    asyncio.run(run_for(0.2))
+    assert asked and all(r.informative_only for r in asked)
     gossip.close()
 
 

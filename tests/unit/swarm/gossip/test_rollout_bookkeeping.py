@@ -17,6 +17,7 @@ from swarmnode.swarm.gossip.rollout_bookkeeping import (
     parse_rollout_fetch_response,
     rollout_fetch_request,
     skip_fetch,
+    split_informative,
 )
 from tests.unit.node.gossip.helpers import envelopes
 
@@ -79,6 +80,40 @@ def test_outbox_has_after_and_fetch_request_round_trip():
 
 
 # -- outbox ------------------------------------------------------------------------------------
+
+class Spread:
+    def __init__(self, name, spread):
+        self.name, self.reward_spread = name, spread
+
+
+def test_a_steps_groups_split_into_an_informative_and_a_flat_batch():
+    a, b, c = Spread("a", 1.0), Spread("b", 0.0), Spread("c", 0.25)
+    assert [([g.name for g in part], kind) for part, kind in split_informative([a, b, c])] == [
+        (["a", "c"], True), (["b"], False)]
+    assert [kind for _, kind in split_informative([b])] == [False]  # no empty batch
+    assert [kind for _, kind in split_informative([a])] == [True]
+    assert split_informative([]) == []
+
+
+def test_the_outbox_serves_only_informative_batches_to_who_asks_and_forgets_flat_ids_it_evicts():
+    box = RolloutOutbox(first_batch_id=1, capacity=3)
+    for envelope, informative in ((b"i1", True), (b"f2", False), (b"i3", True), (b"f4", False)):
+        box.add(box.next_batch_id(), envelope, informative)
+    assert box.after(0, 16) == [b"f2", b"i3", b"f4"]  # capacity 3: batch 1 went
+    assert box.after(0, 16, informative_only=True) == [b"i3"]
+    assert box.after(0, 1, newest=True, informative_only=True) == [b"i3"]
+    assert box.has_after(3) and not box.has_after(3, informative_only=True)  # only a flat batch is newer
+    for envelope in (b"i5", b"i6", b"i7"):
+        box.add(box.next_batch_id(), envelope)
+    assert box.after(0, 16, informative_only=True) == [b"i5", b"i6", b"i7"] == box.after(0, 16)
+    assert box._flat == set()  # evicted flat ids are not kept
+    request = rollout_fetch_request(4, informative_only=True)
+    assert parse_rollout_fetch_request(request).informative_only
+    assert envelopes(box.answer(request)) == [b"i5", b"i6", b"i7"]
+    flat_box = RolloutOutbox(first_batch_id=1, capacity=4)
+    flat_box.add(flat_box.next_batch_id(), b"f1", False)
+    assert envelopes(flat_box.answer(rollout_fetch_request(0, informative_only=True))) == []
+    assert envelopes(flat_box.answer(rollout_fetch_request(0))) == [b"f1"]  # an older node's request: everything
 
 
 def test_outbox_ids_capacity_and_after():
