@@ -2,8 +2,8 @@
 """What a node's DHT traffic costs as the swarm grows: today's one-key-per-window layout against
 the sharded layout of swarmnode/swarm/shards.py, simulated from N = 10 to 100,000 (issue 38).
 
-SIMULATED, not measured: the node does not use sharded keys yet. Figures are per node per
-minute: bytes in and out, requests (sent + served), entries parsed, the busiest node against
+SIMULATED, from the real shard code and a cost model of the DHT (the real daemons' costs are
+measured by scale_bench.py and scale_population.py). Figures are per node per minute: bytes in and out, requests (sent + served), entries parsed, the busiest node against
 the median, and by Monte Carlo the chance that a node finds its peers.
 
 Cost model of hivemind's DHT (.venv/.../hivemind/dht/, the version this project pins):

@@ -32,9 +32,12 @@ from swarmnode.swarm.shards import (
     smoothed_estimate,
 )
 
-# Levels above its own a node probes, one a read in turn: a node left at a level nobody writes
-# (a newcomer, or a swarm that grew while it was away) finds the swarm's within a few reads.
+# Levels above its own a node probes, one every PROBE_EVERY reads in turn: a node left at a
+# level nobody writes (a swarm that grew while it was away) finds the swarm's within 16 reads; a
+# node that sees nobody (a newcomer) probes on every read (probe_levels). A probe is a whole DHT
+# get: one on every read was a third of a small swarm's gets.
 PROBE_STEPS = (1, 2, 4, 8)
+PROBE_EVERY = 4
 # A probed shard is believed only with at least this many peers (the low end of the band a
 # shard keeps, SHRINK_FACTOR x TARGET_PER_SHARD): a few stray entries do not move a node.
 ADOPT_PEERS = math.ceil(SHRINK_FACTOR * TARGET_PER_SHARD)
@@ -118,6 +121,7 @@ class ShardedKeys(KeySpread):
         self._left: tuple[int, int] | None = None  # (bits left, reading window it was left in)
         self._window = 0  # the newest reading window observed
         self._reads = 0  # reads observed: which level the next probe looks at
+        self._reads_in_window = 0  # reads observed in self._window: the previous window's turn
 
     def write_keys(self, window: int) -> list[str]:
         previous = None
@@ -131,8 +135,14 @@ class ShardedKeys(KeySpread):
         reading window (shards_to_read: its own first), and in the reading window its own shard at
         each probed level above (probe_levels): where a swarm that outgrew this node writes.
         One shard a read keeps a read's cost what it is on one shard, however many there are;
-        the peers seen per window are still those of all the chosen shards."""
+        the peers seen per window are still those of all the chosen shards.
+
+        The previous window's key of each chosen shard is read once, in the reading window's
+        first round of reads: nothing is written there after the boundary, what was written
+        before it was read while it was current, and a read's values are kept until they expire."""
         shards = shards_to_read(self.peer_id, reading_window, self.bits, self.shards_read)
+        if window < reading_window and self._reads_in(reading_window) >= len(shards):
+            return []
         shard = shards[self._reads % len(shards)]
         keys = [ReadKey(self.key_of(window, self.bits, shard), self.bits, shard)]
         if window == reading_window:
@@ -141,14 +151,24 @@ class ShardedKeys(KeySpread):
                 keys.append(ReadKey(self.key_of(window, bits, own), bits, own))
         return keys
 
+    def _reads_in(self, reading_window: int) -> int:
+        """Reads observed in `reading_window` so far."""
+        return self._reads_in_window if reading_window == self._window else 0
+
     def probe_levels(self) -> list[int]:
-        """Levels above its own a read looks at: one a read, PROBE_STEPS above in turn; every
-        level above on every 4th read while the node sees next to nobody (a newcomer to a swarm
-        already split into shards finds it at once)."""
+        """Levels above its own a read looks at. While the node sees next to nobody: one a read,
+        PROBE_STEPS above in turn, and every level above on every 4th read (a newcomer to a swarm
+        already split into shards finds it at once). Otherwise one every PROBE_EVERY reads."""
         lonely = self.estimate is None or self.estimate <= LONELY_ESTIMATE
         if lonely and self._reads % 4 == 0:
             return list(range(self.bits + 1, MAX_SHARD_BITS + 1))
-        level = min(self.bits + PROBE_STEPS[self._reads % len(PROBE_STEPS)], MAX_SHARD_BITS)
+        if lonely:
+            turn = self._reads
+        elif self._reads % PROBE_EVERY == 0:
+            turn = self._reads // PROBE_EVERY
+        else:
+            return []
+        level = min(self.bits + PROBE_STEPS[turn % len(PROBE_STEPS)], MAX_SHARD_BITS)
         return [level] if level > self.bits else []
 
     def observe(self, peers_per_shard: Mapping[tuple[int | None, int], int], reading_window: int) -> None:
@@ -156,7 +176,9 @@ class ShardedKeys(KeySpread):
         a read with hysteresis, or jump to a probed level whose shard holds at least
         ADOPT_PEERS peers and says the swarm is larger than the estimate."""
         self._reads += 1
-        self._window = max(self._window, reading_window)
+        if reading_window >= self._window:  # a read of an older window, answered late, counts for none
+            self._reads_in_window = self._reads_in(reading_window) + 1
+            self._window = reading_window
         level = [min(n, self.counted_per_shard) for (bits, _), n in peers_per_shard.items() if bits == self.bits]
         if level:
             self.estimate = smoothed_estimate(self.estimate, estimate_swarm_size(level, self.bits))

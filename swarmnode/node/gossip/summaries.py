@@ -214,15 +214,17 @@ class SummaryGossip:
     async def _fetch_round(self, round_no: int) -> None:
         if self.outer.max_norm(self.config.limits.summary_max_norm_ratio) is None:
             return  # nothing to merge into yet, or too few own summaries to judge a peer's norm by
+        if self.outer.clock() != self._budget_clock:
+            self._budget_clock, self._started = self.outer.clock(), 0
+        allowance = fetch_allowance(self.config.summaries.partners_per_step, self._started, self.outer.waiting())
+        if allowance == 0:
+            return  # this outer step has its partners already: no DHT read
         try:
             announcements = await self._read_announcements()
         except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
             log.warning("reading summary announcements failed (%s)", e)
             return
-        if self.outer.clock() != self._budget_clock:
-            self._budget_clock, self._started = self.outer.clock(), 0
         candidates = fetch_order(self._fetchable(announcements), self.outer.merges, self._rng)
-        allowance = fetch_allowance(self.config.summaries.partners_per_step, self._started, self.outer.waiting())
         for a in candidates[:allowance]:
             self._started += 1
             self.fetcher.start(a.peer_id, functools.partial(self._fetch_from, a))

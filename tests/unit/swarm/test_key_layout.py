@@ -162,8 +162,18 @@ def test_reads_go_round_the_own_shard_then_distinct_others_one_a_read_each_holdi
     assert len({k.shard for k in keys[:4]}) == 4 and all(0 <= k.shard < 16 and k.bits == 4 for k in keys)
     assert keys[4] == keys[0]  # round again
     assert [k.name for k in keys] == [f"shard/7/4/{k.shard}" for k in keys]
-    # The previous window's key of the same shard, in the same read (no probes there).
-    assert spread.read_keys(6, 7) == [ReadKey(f"shard/6/4/{keys[1].shard}", 4, keys[1].shard)]
+    # The previous window's key of the shard a read takes, no probes there, in the first round of
+    # a window's reads only (one per chosen shard): window 7 has had 6 reads, window 8 none yet.
+    assert spread.read_keys(6, 7) == []
+    previous = []
+    for _ in range(SHARDS_READ_PER_WINDOW + 1):
+        current = own_only(spread.read_keys(8, 8))[0]
+        previous.append((current.shard, spread.read_keys(7, 8)))
+        spread.observe({(current.bits, current.shard): 12}, 8)
+    assert [keys for _, keys in previous[:4]] == [[ReadKey(f"shard/7/4/{shard}", 4, shard)] for shard, _ in previous[:4]]
+    assert len({shard for shard, _ in previous[:4]}) == 4 and previous[4][1] == []
+    spread.observe({(4, 0): 12}, 7)  # a read of window 7 answered late: window 8's count holds
+    assert spread.read_keys(7, 8) == []
     again = sharded()
     climb_to_200(again)
     assert reads_in_turn(again, 7, 4) == keys[:4]  # the same for the same reading window
@@ -216,12 +226,13 @@ def test_a_node_left_below_the_swarms_level_finds_it_by_probing_the_levels_above
     spread = sharded()
     spread.observe(at(0, 8), 3)  # 8 peers at bits 0: in the band, nobody lonely
     assert (spread.estimate, spread.bits) == (8.0, 0)
-    # One probe a read, 1, 2, 4 and 8 levels above in turn (reads 1, 2, 3, 4 -> steps 2, 4, 8, 1).
+    # One probe every 4 reads, 1, 2, 4 and 8 levels above in turn: reads 4, 8, 12 and 16 are
+    # turns 1, 2, 3 and 4 -> steps 2, 4, 8 and 1 (read 1 was the observe above).
     probes = []
-    for window in range(4, 8):
+    for window in range(4, 20):
         probes.append([k.bits for k in spread.read_keys(window, window) if k.bits != 0])
         spread.observe(at(0, 8), window)
-    assert probes == [[2], [4], [8], [1]]
+    assert probes == [[], [], [], [2], [], [], [], [4], [], [], [], [8], [], [], [], [1]]
     # The swarm writes at bits 4: its own shard there holds 16 peers, 16 x 16 = 256 > 8: it jumps.
     spread.observe({(0, 0): 8, (4, shard_of(ALICE, 4)): 16}, 8)
     assert (spread.estimate, spread.bits) == (256.0, 4)

@@ -197,8 +197,10 @@ def test_each_outer_step_fetches_only_what_it_will_merge(make_identity):
     gossip.config.summaries.fetch_interval_s = 0.02
     by_id = {ident.peer_id: ident for ident in peers}
     asked: list[str] = []
+    reads = []
 
     async def read_announcements():
+        reads.append(loop.clock())
         return [CheckedSummaryAnnouncement(pb.SummaryAnnouncement(peer_id=i.peer_id, window=0, base_fingerprint=BASE,
                                                                   summary_id=loop.clock(), size_bytes=1000), i.public_key,
                                            PROTOCOL_VERSION)
@@ -219,6 +221,10 @@ def test_each_outer_step_fetches_only_what_it_will_merge(make_identity):
         for _ in range(5):
             await asyncio.sleep(0.5)  # ~25 fetch intervals within one outer step
             counts.append(len(asked))
+            # The step's 2 partners are in: the rounds until the next outer step read nothing.
+            held = len(reads)
+            await asyncio.sleep(0.1)
+            assert len(reads) == held
             judged = loop.step(publish=True).verdicts
             assert len(judged) == 2 and len(loop.inbox) == 0  # what was fetched is what is judged
         task.cancel()
