@@ -60,3 +60,45 @@ def test_a_node_of_one_key_per_window_knows_no_shard_keys(make_identity):
     assert not validator.validate(dht_record(peer_records_shard_key("s", window, 0, 0), peer.peer_id, record, now + TTL))
     assert stats.rejected == {"unknown_key": 1}
     assert validator.validate(dht_record(peer_records_key("s", window), peer.peer_id, record, now + TTL))
+
+
+class CountingPolicy:
+    """A policy that admits every value under its one known key, counts what it is asked, and
+    whose known key moves when told (a new window)."""
+
+    def __init__(self):
+        self.key, self.admitted, self.refused = "k/1", 0, 0
+
+    def known_keys(self, now):
+        return [self.key]
+
+    def candidate_keys(self, subkey, value, expiration, now):
+        return []
+
+    def admit(self, key, subkey, value, expiration, now):
+        self.admitted += 1
+        return value != "bad"
+
+    def refuse_unknown_key(self, key_id, value):
+        self.refused += 1
+
+
+def test_a_verdict_is_kept_for_the_same_entry_until_the_known_keys_change():
+    policy = CountingPolicy()
+    validator = PolicyValidator(policy)
+    good = dht_record("k/1", "peer", b"good", 100.0)
+    bad = DHTRecord(key=good.key, subkey=good.subkey, value=MSGPackSerializer.dumps("bad"), expiration_time=100.0)
+    # The same entry from each of a key's 5 holders: judged once, its verdict kept, good or bad.
+    assert [validator.validate(good) for _ in range(5)] == [True] * 5
+    assert [validator.validate(bad) for _ in range(5)] == [False] * 5
+    assert (policy.admitted, validator.judged, validator.decided) == (2, 10, 2)
+    # Anything else about the entry is another entry: a later expiration, another subkey or key.
+    later = DHTRecord(key=good.key, subkey=good.subkey, value=good.value, expiration_time=101.0)
+    other_peer = dht_record("k/1", "other", b"good", 100.0)
+    assert validator.validate(later) and validator.validate(other_peer)
+    assert not validator.validate(dht_record("k/2", "peer", b"good", 100.0))  # an unknown key
+    assert (policy.admitted, policy.refused, validator.decided) == (4, 1, 5)
+    # A new window: the known keys change and every entry is judged afresh.
+    policy.key = "k/2"
+    assert not validator.validate(good) and validator.validate(dht_record("k/2", "peer", b"good", 100.0))
+    assert (policy.refused, validator.decided) == (2, 7)
