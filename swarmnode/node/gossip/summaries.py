@@ -214,20 +214,24 @@ class SummaryGossip:
     async def _fetch_round(self, round_no: int) -> None:
         if self.outer.max_norm(self.config.limits.summary_max_norm_ratio) is None:
             return  # nothing to merge into yet, or too few own summaries to judge a peer's norm by
-        if self.outer.clock() != self._budget_clock:
-            self._budget_clock, self._started = self.outer.clock(), 0
-        allowance = fetch_allowance(self.config.summaries.partners_per_step, self._started, self.outer.waiting())
-        if allowance == 0:
+        if self._allowance() == 0:
             return  # this outer step has its partners already: no DHT read
         try:
             announcements = await self._read_announcements()
         except Exception as e:  # noqa: BLE001 - one bad read must not stop gossip
             log.warning("reading summary announcements failed (%s)", e)
             return
+        allowance = self._allowance()  # again: the outer step may have moved during the read
         candidates = fetch_order(self._fetchable(announcements), self.outer.merges, self._rng)
         for a in candidates[:allowance]:
             self._started += 1
             self.fetcher.start(a.peer_id, functools.partial(self._fetch_from, a))
+
+    def _allowance(self) -> int:
+        """Fetches this outer step may still start (fetch_allowance; the count restarts with each outer step)."""
+        if self.outer.clock() != self._budget_clock:
+            self._budget_clock, self._started = self.outer.clock(), 0
+        return fetch_allowance(self.config.summaries.partners_per_step, self._started, self.outer.waiting())
 
     def _fetchable(self, announcements: list[CheckedSummaryAnnouncement]) -> list[CheckedSummaryAnnouncement]:
         """Announcements of a same-base peer's summary newer than the last one taken from it,

@@ -337,4 +337,4 @@ class SenderLedger:
 
 __all__ = ["ROLLOUT_PROTOCOL", "HeldRequests", "PeerStanding", "RolloutOutbox", "SenderLedger", "announcements_due",
            "fetch_wanted", "idle_exponent_cap", "parse_rollout_fetch_request", "parse_rollout_fetch_response",
-           "rollout_fetch_request", "skip_fetch"]
+           "rollout_fetch_request", "skip_fetch", "split_informative"]

@@ -27,6 +27,7 @@ class Transport:
 
 class Training:
     fingerprint = tokenizer_fingerprint = "fp"
+    base_fingerprint = ""
     eos_ids = {0}
 
     def __init__(self):
@@ -34,6 +35,12 @@ class Training:
         self.wanted = True  # the pool wants peers' groups (SwarmInputs.external_wanted)
         self.ready = False
         self.inputs = self  # SwarmInputs' part: ready, external_wanted, receive
+        self.outputs = self  # TrainerOutputs' part: take_groups
+        self.steps_to_share: list[list] = []  # each step's groups, handed to share_loop once
+
+    def take_groups(self):
+        steps, self.steps_to_share = self.steps_to_share, []
+        return steps
 
     def external_wanted(self):
         return self.wanted

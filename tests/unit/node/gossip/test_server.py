@@ -4,8 +4,10 @@ is a stand-in (the integration tests drive the same code between real daemons)."
 import asyncio
 import time
 
+from swarmnode.protocol.generated import envelope_pb2, rollout_batch_pb2
 from swarmnode.swarm.gossip.rollout_bookkeeping import rollout_fetch_request
 from tests.unit.node.gossip.helpers import envelopes, make_gossip
+from tests.unit.trainer.helpers import group
 
 
 def add_batch(gossip, envelope=b"envelope"):
@@ -32,6 +34,52 @@ def test_a_long_poll_is_answered_when_a_batch_is_added(tmp_path, make_identity):
     # Something newer than `after` already there: answered at once, nothing held.
     assert envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0, wait_ms=5000), "peer"))) == [b"envelope"]
     assert gossip.counters.requests_held == 1
+    gossip.close()
+
+
+def test_a_step_is_sealed_as_an_informative_and_a_flat_batch_and_served_apart(tmp_path, make_identity):
+    gossip, _, _ = make_gossip(tmp_path, make_identity)
+    gossip.training.steps_to_share.append([group(rewards=(1.0, 0.0)), group(rewards=(1.0, 1.0)), group(rewards=(0.0, 1.0))])
+
+    async def share_once():
+        task = asyncio.create_task(gossip.share_loop())
+        while gossip.counters.groups_published < 3:
+            await asyncio.sleep(0.02)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(share_once())
+    assert gossip.counters.batches_published == 2
+
+    def rewards(envelope):
+        batch = rollout_batch_pb2.RolloutBatch.FromString(envelope_pb2.SignedEnvelope.FromString(envelope).body)
+        return [[c.reported_reward for c in g.completions] for g in batch.groups]
+
+    everything = envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0), "peer")))
+    assert [rewards(e) for e in everything] == [[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]]
+    informative = envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0, informative_only=True), "peer")))
+    assert informative == everything[:1]
+    gossip.close()
+
+
+def test_an_informative_only_long_poll_is_held_past_flat_batches(tmp_path, make_identity):
+    gossip, _, _ = make_gossip(tmp_path, make_identity)
+
+    async def scenario():
+        ask = rollout_fetch_request(0, wait_ms=5000, informative_only=True)
+        held = asyncio.create_task(gossip.server.answer(ask, "peer"))
+        await asyncio.sleep(0.05)
+        gossip.outbox.add(gossip.outbox.next_batch_id(), b"flat", informative=False)
+        gossip._held_wake.wake()
+        await asyncio.sleep(0.05)
+        held_past_flat = not held.done()
+        add_batch(gossip, b"informative")
+        return held_past_flat, await held
+
+    held_past_flat, answer = asyncio.run(scenario())
+    assert held_past_flat and envelopes(answer) == [b"informative"]
+    # A peer that asks for every batch gets both.
+    assert envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0), "peer"))) == [b"flat", b"informative"]
     gossip.close()
 
 
