@@ -131,8 +131,13 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
     for i, attack in DISHONEST.items():
         t, struck = trust.get(ids[i]), by_sender.get(ids[i], {})
         name = f"node{i} ({attack})"
+        if (not t or t["judged"] < 2) and struck.get("norm_too_large", 0) >= 2 and (not t or t["trust"] < 0.5):
+            # Refused at the norm bound, counted against its id, before any judging: an 8x flip
+            # can be over node0's bound on every summary (18 of 18 in one CI run), which is
+            # the bound doing its job, not a peer that went unjudged.
+            continue
         if not t or t["judged"] < 2:
-            problems.append(f"{name}: judged {t}")
+            problems.append(f"{name}: judged {t}, refused {struck}")
             continue
         kind = attack.split(":")[0]
         if kind in ("sign_flip", "random", "turncoat", "collude", "replay") and not t["skipped"]:  # low_trust / repeated
