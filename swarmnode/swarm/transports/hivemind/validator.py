@@ -1,33 +1,20 @@
 """A hivemind RecordValidator that applies a swarmnode RecordPolicy (imports hivemind: load lazily)."""
 from __future__ import annotations
 
-import hashlib
-import struct
-
 from hivemind.dht.protocol import DHTProtocol
 from hivemind.dht.routing import DHTID
 from hivemind.dht.validation import DHTRecord, RecordValidatorBase
 from hivemind.utils import get_dht_time
 from hivemind.utils.serializer import MSGPackSerializer
 
+from swarmnode.swarm.peers import Verdicts
 from swarmnode.swarm.transports.base import RecordPolicy
-from swarmnode.utils.lru_map import LRUMap
 
 _UNDECODABLE = object()
 # Verdicts kept while the policy's keys stay the same (a window): a read merges the same entries
 # from each of a key's holders, and the next read finds most of them again, so most entries
 # this node validates it has validated before.
 VERDICTS_KEPT = 16384
-
-
-def record_digest(record: DHTRecord) -> bytes:
-    """A digest of everything a verdict depends on besides the clock: key, subkey, value, expiration."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (record.key, record.subkey, record.value):
-        digest.update(len(part).to_bytes(4, "big"))
-        digest.update(part)
-    digest.update(struct.pack("!d", record.expiration_time))
-    return digest.digest()
 
 
 def _loads(data: bytes) -> object:
@@ -45,7 +32,7 @@ class PolicyValidator(RecordValidatorBase):
         self._policy = policy
         self._names: dict[bytes, str] = {}
         self._names_for: tuple[str, ...] = ()
-        self._verdicts = LRUMap[bytes, bool](VERDICTS_KEPT)
+        self._verdicts = Verdicts(VERDICTS_KEPT)
         self.judged = 0  # values validated: stored onto this node by peers, or brought back by reads
         self.decided = 0  # of those, the ones judged afresh (the rest had a verdict kept)
 
@@ -56,19 +43,21 @@ class PolicyValidator(RecordValidatorBase):
         if keys != self._names_for:
             self._names = {DHTID.generate(source=key).to_bytes(): key for key in keys}
             self._names_for = keys
-            self._verdicts = LRUMap[bytes, bool](VERDICTS_KEPT)
+            self._verdicts = Verdicts(VERDICTS_KEPT)
         return self._names
 
     def validate(self, record: DHTRecord) -> bool:
         self.judged += 1
         now = get_dht_time()
         names = self._key_names(now)
-        digest = record_digest(record)
-        verdict = self._verdicts.get(digest)
-        if verdict is None:
+        # Everything a verdict depends on besides the clock.
+        digest = Verdicts.digest(record.key, record.subkey, record.value, record.expiration_time)
+        seen, verdict = self._verdicts.get(digest)
+        if not seen:
             self.decided += 1
-            verdict = self._verdicts[digest] = self._judge(record, names, now)
-        return verdict
+            verdict = self._judge(record, names, now)
+            self._verdicts.put(digest, verdict)
+        return bool(verdict)
 
     def _judge(self, record: DHTRecord, names: dict[bytes, str], now: float) -> bool:
         value = _loads(record.value)
