@@ -78,6 +78,11 @@ class NodeHome:
     def base_fingerprint_file(self) -> Path:
         return self.root / BASE_FINGERPRINT_FILE
 
+    @property
+    def bootstrap_file(self) -> Path:
+        """The flags `swarmnode bootstrap` last started it with: there only in a bootstrap node's home."""
+        return self.root / BOOTSTRAP_FILE
+
 
 @dataclass(frozen=True)
 class InitResult:
@@ -138,11 +143,18 @@ class DaemonLock:
 
 
 def _write_json(path: Path, info: dict[str, Any]) -> None:
-    """Atomically replace `path` (a reader never sees half a file)."""
+    """Atomically replace `path` (a reader never sees half a file; writers never share a temporary file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(info, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(info, f, indent=2)
+            f.flush()
+            os.fsync(f.fileno())  # else a power cut can leave the renamed file empty
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -182,6 +194,47 @@ def remove_runtime(home: NodeHome) -> None:
 
 
 BASE_FINGERPRINT_FILE = "base_fingerprint.json"
+BOOTSTRAP_FILE = "bootstrap.json"  # {"role": "bootstrap", "flags": {"--swarm": ..., ...}}
+
+
+class BootstrapFileError(Exception):
+    """A bootstrap.json that cannot be read; `str(e)` is the one line to show."""
+
+
+def is_bootstrap_home(home: NodeHome) -> bool:
+    """The home is a bootstrap node's (`swarmnode bootstrap` saved its flags there)."""
+    return home.bootstrap_file.is_file()
+
+
+def start_command(home: NodeHome) -> str:
+    """The command that starts this home's daemon, for hints."""
+    command = "bootstrap" if is_bootstrap_home(home) else "run"
+    return f"swarmnode {command} --home {home.root}"
+
+
+def read_bootstrap_flags(home: NodeHome) -> dict[str, Any] | None:
+    """The flags saved in the home's bootstrap.json (flag name -> value), None when it has none;
+    BootstrapFileError for one that is not such a file."""
+    path = home.bootstrap_file
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise BootstrapFileError(f"cannot read {path}: {e.strerror or e}; make it readable") from None
+    except ValueError:
+        data = None
+    data = data if isinstance(data, dict) else None
+    flags = data.get("flags") if data is not None and data.get("role") == "bootstrap" else None
+    if not isinstance(flags, dict):
+        raise BootstrapFileError(f"{path} is not a bootstrap node's saved flags (expected "
+                                 '{"role": "bootstrap", "flags": {...}}); fix it, or delete it and pass the flags again')
+    return flags
+
+
+def write_bootstrap_flags(home: NodeHome, flags: dict[str, Any]) -> None:
+    """Save the flags a bootstrap node runs with, atomically: its role and its next starts' defaults."""
+    _write_json(home.bootstrap_file, {"role": "bootstrap", "flags": flags})
 BASE_FINGERPRINT_KEEP = 16  # keys kept in the cache file (the newest)
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 
@@ -194,6 +247,11 @@ def _read_fingerprints(path: Path) -> dict[str, str]:
     if not isinstance(data, dict):
         return {}
     return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str) and _FINGERPRINT.fullmatch(v)}
+
+
+def read_cached_base_fingerprint(home_root: Path, key: str) -> str | None:
+    """The fingerprint cached in the home for `key`, or None when it was never computed here."""
+    return _read_fingerprints(Path(home_root) / BASE_FINGERPRINT_FILE).get(key)
 
 
 def cached_base_fingerprint(home_root: Path, key: str, compute: Callable[[], str]) -> str:
@@ -212,17 +270,7 @@ def cached_base_fingerprint(home_root: Path, key: str, compute: Callable[[], str
     cached[key] = fingerprint
     kept = dict(list(cached.items())[-BASE_FINGERPRINT_KEEP:])
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".base_fingerprint-", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(kept, f, indent=2)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _write_json(path, kept)
     except OSError:
         pass
     return fingerprint

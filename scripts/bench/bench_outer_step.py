@@ -7,7 +7,8 @@ summaries in the inbox (made by the real compressor from other random deltas, de
 node decodes them) and takes one OuterLoop.step (compress this node's summary, judge, merge,
 move the anchor). Prints the median thread CPU ms per step of each arm and their ratio, and
 what judging alone costs (both arms judge: the plain one scores peers for status): the own
-direction's update and one cosine per partner, timed on their own.
+direction's update, remembering the published summary (summaries/echo.py) and each partner's
+echo-free agreement, timed on their own.
 
     .venv/bin/python scripts/bench/bench_outer_step.py
     .venv/bin/python scripts/bench/bench_outer_step.py --partners 4 --steps 40
@@ -22,9 +23,8 @@ import time
 import torch
 
 from swarmnode.policy import load_policy
-from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, compress, cosine, decode_tensor
+from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, compress, decode_tensor
 from swarmnode.summaries.outer import global_norm
-from swarmnode.summaries.state import DIRECTION_DECAY
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -74,16 +74,19 @@ def main(argv: list[str]) -> int:
             loop, model = arms[robust]
             seconds[robust].append(one_step(loop, model, peers, generator))
     plain, robust = (1000 * statistics.median(seconds[k]) for k in (False, True))
-    direction = arms[True][0].direction
+    loop = arms[True][0]
+    direction, own_sent = loop.direction, loop.own_sent  # holds the last published summaries by now
     peer_norms = [global_norm(t) for t in peers]  # computed by the checks, before the outer step
     judging = []
     for _ in range(args.steps):
         start = time.thread_time()
         for name, d in direction.items():
-            d.mul_(DIRECTION_DECAY).add_(peers[0][name])
+            d.mul_(loop.direction_decay).add_(peers[0][name])
+        own_sent.add(peers[-1])  # stands in for this node's own published summary
         direction_norm = global_norm(direction)
+        own_on_direction = own_sent.on(own_sent.flat(direction))
         for tensors, n in zip(peers, peer_norms):
-            cosine(tensors, direction, n, direction_norm)
+            own_sent.agreement(tensors, n, direction, direction_norm, own_on_direction)
         judging.append(time.thread_time() - start)
     judge = 1000 * statistics.median(judging)
     params = sum(torch.Size(s).numel() for s in shapes.values())

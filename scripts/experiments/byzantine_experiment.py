@@ -5,15 +5,18 @@ For every seed and arm it starts real `swarmnode run` daemons on 127.0.0.1 (conf
 local-train.yaml as the base, no rollout sharing, gradient summaries on): node 0 is the
 victim, whose held-out accuracy is the figure; honest partners run `swarmnode run`; dishonest
 partners run the same daemon with its published summaries bent (swarmnode/testing/hostile/dishonest.py:
-sign flip at k x its honest norm, a random direction at k x, an ALIE-style bias, a turncoat,
-colluders pushing one fixed direction, a replayer). Every node takes --steps local steps (the
-dishonest ones train on until the victim is done); node i draws the same questions in every
-arm. Arms:
+sign flip at k x its honest norm, a random direction at k x, an ALIE-style bias, a turncoat
+after 6 summaries at 8x and one after 90 s at 3x (turncoat:3@90), colluders pushing one fixed
+direction, a replayer, and an echo sending the victim's own latest summary back as its own).
+Every node takes --steps local steps (the dishonest ones train on until the victim is done);
+node i draws the same questions in every arm. Arms:
 
   lone             the victim alone
   clean            the victim and 3 honest partners
   clean-2          the victim and 2 honest partners: an attack arm without its dishonest peers
+  clean-1          the victim and 1 honest partner: what a 1/1 arm would be with an honest partner
                    (what a perfect defence would leave at 1/3)
+  <attack> 1/1     the victim and 1 dishonest partner, no honest one (--shares 1/1)
   <attack> 1/3     the victim, 2 honest partners and 1 dishonest
   <attack> 2/4     the victim, 2 honest partners and 2 dishonest
 
@@ -25,12 +28,18 @@ arm. Arms:
 Writes <out>/<name>.json and <out>/<name>.png and prints the table: attack, dishonest share,
 the victim's gain as a share of the clean swarm's gain (gain: final minus initial held-out
 accuracy, final = mean of the last 3 evaluations), against the lone node, merges and skips of
-dishonest summaries, and their trust at the end.
+dishonest summaries, and their trust at the end. While it waits, it records the victim's view
+of each dishonest partner (merged, skipped, judged, trust) whenever it changes; for a turncoat,
+which says when it turned on its console, "hostile" counts its summaries made after the turn
+that the victim judged and merged (from the victim's DEBUG log: each verdict names the sender
+and when the sender made the summary); merged_after_turn in the JSON is the cruder count of
+merges after the turn (it includes honest summaries still in flight).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -49,11 +58,14 @@ from swarmnode.testing.hostile.dishonest import parse_bend
 
 ROOT = Path(__file__).resolve().parents[2]
 
-ATTACKS = ("sign_flip:1", "sign_flip:8", "random:4", "alie:1", "turncoat:8", "collude:4", "replay")
-SHARES = {"1/3": (2, 1), "2/4": (2, 2)}  # honest, dishonest partners
-BASELINES = ("lone", "clean", "clean-2")
+ATTACKS = ("sign_flip:1", "sign_flip:8", "random:4", "alie:1", "turncoat:8", "turncoat:3@90", "collude:4", "replay",
+           "echo")
+SHARES = {"1/1": (0, 1), "1/3": (2, 1), "2/4": (2, 2)}  # honest, dishonest partners
+BASELINES = ("lone", "clean", "clean-2", "clean-1")
 SEED_STRIDE, NODE_STRIDE = 100_000, 1000
 TRUST_KEYS = ("trust", "judged", "merged", "skipped", "harmful")
+VIEW_KEYS = ("merged", "skipped", "judged", "trust")  # the timeline's view of a dishonest partner
+TURNED = re.compile(r"^\[dishonest\] turned at ([0-9.]+), summary (\d+)", re.M)  # a turncoat's console
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -61,7 +73,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=500, help="local optimizer steps per node (training.max_steps)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--attacks", default=",".join(ATTACKS), help="comma-separated SWARMNODE_BEND values")
-    p.add_argument("--shares", default="1/3,2/4", help="dishonest shares of the partners: 1/3, 2/4")
+    p.add_argument("--shares", default="1/3,2/4", help="dishonest shares of the partners: 1/1, 1/3, 2/4")
     p.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated, of " + ", ".join(BASELINES))
     p.add_argument("--prompts", type=int, default=8, help="groups per step")
     p.add_argument("--eval-every", type=int, default=50)
@@ -102,9 +114,21 @@ def node_bends(arm: str, attack: str | None, share: str | None) -> list[str | No
     if arm == "lone":
         return [None]
     if attack is None:
-        return [None] * (3 if arm == "clean-2" else 4)  # the victim and its honest partners
+        return [None] * {"clean-2": 3, "clean-1": 2}.get(arm, 4)  # the victim and its honest partners
     honest, dishonest = SHARES[share]
     return [None] * (1 + honest) + [attack] * dishonest
+
+
+def node_environment(i: int, bends: list[str | None], seeds: list[int], steps: int, root: Path) -> dict[str, str]:
+    """Node i's environment: its questions, its bend, and for an echo the victim's home (node 0's)."""
+    out = {"SWARMNODE__TRAINING__DATA_SEED": str(seeds[i]), "PYTHONPATH": str(ROOT)}
+    if i > 0:
+        out["SWARMNODE__TRAINING__MAX_STEPS"] = str(10 * steps)  # partners train on until the victim is done
+    if bends[i]:
+        out["SWARMNODE_BEND"] = bends[i]
+    if bends[i] and parse_bend(bends[i]).attack == "echo":
+        out["SWARMNODE_ECHO_HOME"] = str(root / "node0")  # LocalSwarm's home of node i is <root>/node<i>
+    return out
 
 
 def arm_config(base: dict, args: argparse.Namespace) -> dict:
@@ -120,39 +144,97 @@ def arm_config(base: dict, args: argparse.Namespace) -> dict:
     return apply_overrides(cfg, args.set)
 
 
+def victim_view(rows: list[dict], dishonest: list[int]) -> dict[str, dict]:
+    """The victim's (row 0's) view of each dishonest partner whose peer id is known yet:
+    {peer id: {merged, skipped, judged, trust}} (None where the victim has not judged it yet)."""
+    trust = (rows[0].get("summaries") or {}).get("trust") or {}
+    ids = [rows[i].get("peer_id") for i in dishonest if i < len(rows)]
+    return {pid: {k: (trust.get(pid) or {}).get(k) for k in VIEW_KEYS} for pid in ids if pid}
+
+
+class Timeline:
+    """Given every poll's rows: the victim's view of its dishonest partners, one time-stamped
+    point each time it changed (so the view at any poll is that of the last point before it)."""
+
+    def __init__(self, dishonest: list[int], clock=time.time):
+        self.dishonest, self.clock = dishonest, clock
+        self.points: list[dict] = []
+
+    def __call__(self, rows: list[dict]) -> None:
+        now, view = self.clock(), victim_view(rows, self.dishonest)
+        if not self.points or self.points[-1]["view"] != view:
+            self.points.append({"t": round(now, 3), "view": view})
+
+
+def turned_at(console_text: str) -> float | None:
+    """When a turncoat turned (unix time), from its console's `[dishonest] turned at` line."""
+    m = TURNED.search(console_text)
+    return float(m.group(1)) if m else None
+
+
+def merged_after_turn(points: list[dict], peer_id: str, turned: float | None, merged_end: int | None) -> int | None:
+    """The victim's merges of the peer's summaries at the end minus at the last poll before it
+    turned (None: it never turned, or no count at the end)."""
+    if turned is None or merged_end is None:
+        return None
+    before = [(p["view"].get(peer_id) or {}).get("merged") for p in points if p["t"] < turned]
+    return merged_end - ((before[-1] or 0) if before else 0)
+
+
+JUDGED = re.compile(r"judged the summary of (\S+) made at ([0-9.]+): .*, (\S+)$", re.M)  # the victim's DEBUG log
+
+
+def hostile_verdicts(victim_log: str, peer_id: str, turned: float | None) -> dict | None:
+    """Of the peer's summaries made at or after it turned, how many the victim judged and merged
+    (from its DEBUG log's verdict lines; None: it never turned)."""
+    if turned is None:
+        return None
+    outcomes = [m.group(3) for m in JUDGED.finditer(victim_log) if m.group(1) == peer_id and float(m.group(2)) >= turned]
+    return {"judged": len(outcomes), "merged": outcomes.count("merged")}
+
+
+def partner_records(status: dict, bends: list[str | None], ids: list[str], points: list[dict],
+                    turns: dict[int, float | None], victim_log: str = "") -> list[dict]:
+    """Per partner: its bend, id, the victim's trust record of it, its strikes, and for a turncoat
+    when it turned and what the victim merged of it after."""
+    trust = (status.get("summaries") or {}).get("trust") or {}
+    by_sender = (status.get("messages") or {}).get("rejected_by_sender") or {}
+    out = []
+    for i in range(1, len(bends)):
+        record = {k: (trust.get(ids[i]) or {}).get(k) for k in TRUST_KEYS}
+        out.append({"node": i, "bend": bends[i], "peer_id": ids[i], **record, "struck": by_sender.get(ids[i], {}),
+                    "turned_at": turns.get(i),
+                    "merged_after_turn": merged_after_turn(points, ids[i], turns.get(i), record["merged"]),
+                    "hostile": hostile_verdicts(victim_log, ids[i], turns.get(i))})
+    return out
+
+
 def run_one(args, cfg: dict, arm: str, attack: str | None, share: str | None, seed: int, console: Console) -> dict:
-    root = fresh_home(args.root / args.name / f"seed{seed}" / arm.replace("/", "of").replace(" ", "_").replace(":", "x"))
+    safe = arm.replace("/", "of").replace(" ", "_").replace(":", "x").replace("@", "at")
+    root = fresh_home(args.root / args.name / f"seed{seed}" / safe)
     config_path = root / "config.yaml"
     config_path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     bends = node_bends(arm, attack, share)
     seeds = [cfg["training"]["data_seed"] + SEED_STRIDE * seed + NODE_STRIDE * i for i in range(len(bends))]
-
-    def env(i: int) -> dict[str, str]:
-        out = {"SWARMNODE__TRAINING__DATA_SEED": str(seeds[i]), "PYTHONPATH": str(ROOT)}
-        if i > 0:
-            out["SWARMNODE__TRAINING__MAX_STEPS"] = str(10 * args.steps)  # partners train on until the victim is done
-        if bends[i]:
-            out["SWARMNODE_BEND"] = bends[i]
-        return out
-
-    swarm = LocalSwarm(root, len(bends), config_path, node_env=env,
+    dishonest = [i for i, b in enumerate(bends) if b]
+    # The victim logs every verdict (DEBUG), with when the sender made the summary.
+    swarm = LocalSwarm(root, len(bends), config_path, node_env=lambda i: node_environment(i, bends, seeds, args.steps, root),
+                       node_args=lambda i: ["--log-level", "DEBUG"] if i == 0 else [],
                        node_module=lambda i: "swarmnode.testing.hostile.dishonest" if bends[i] else "swarmnode")
+    timeline = Timeline(dishonest)
     started = time.monotonic()
     with swarm:
         swarm.start(on_progress=lambda msg: console.print(f"[dim]  {msg}[/dim]"))
         # The victim alone decides when the run is over.
-        rows = wait_until_trained(swarm, args.steps, f"seed {seed}, {arm}, {args.steps} steps", console, first=1)
+        rows = wait_until_trained(swarm, args.steps, f"seed {seed}, {arm}, {args.steps} steps", console, first=1,
+                                  on_poll=timeline)
     ids = [row.get("peer_id") for row in rows]
     if None in ids:  # a partner we cannot name would count as one whose summaries were never merged
         raise SystemExit(f"seed {seed}, {arm}: no status (peer id) from {[r['name'] for r in rows if not r.get('peer_id')]}")
+    turns = {i: turned_at(swarm.nodes[i].stdout_path.read_text(errors="replace")) for i in dishonest}
     curve, (first, last) = read_curve(root / "node0" / "metrics.sqlite")
     status = rows[0]
     summ = status.get("summaries") or {}
-    trust = summ.get("trust") or {}
-    by_sender = (status.get("messages") or {}).get("rejected_by_sender") or {}
-    partners = [{"node": i, "bend": bends[i], "peer_id": ids[i],
-                 **{k: (trust.get(ids[i]) or {}).get(k) for k in TRUST_KEYS},
-                 "struck": by_sender.get(ids[i], {})} for i in range(1, len(bends))]
     seconds = last - first
     return {
         "arm": arm, "attack": attack, "share": share, "seed": seed, "seconds": round(time.monotonic() - started, 1),
@@ -160,11 +242,32 @@ def run_one(args, cfg: dict, arm: str, attack: str | None, share: str | None, se
         "steps": (status.get("training") or {}).get("steps"), "merged": summ.get("merged"),
         "skipped": summ.get("skipped"), "down_weighted": summ.get("down_weighted"), "clipped": summ.get("clipped"),
         "merge_share": round((summ.get("merge_cpu_seconds") or 0.0) / seconds, 5) if seconds else None,
-        "partners": partners,
+        "partners": partner_records(status, bends, ids, timeline.points, turns, victim_log(root / "node0")),
+        "timeline": timeline.points,
     }
 
 
+def victim_log(home: Path) -> str:
+    """The victim's node log, rotated parts included (oldest first)."""
+    parts = sorted((home / "logs").glob("node.log.*"), key=lambda p: -int(p.suffix[1:]) if p.suffix[1:].isdigit() else 0)
+    return "".join(p.read_text(errors="replace") for p in [*parts, home / "logs" / "node.log"] if p.exists())
+
+
 # -- summary ------------------------------------------------------------------------------------
+
+def hostile_total(dishonest: list[dict]) -> str | None:
+    """'merged/judged' of turned turncoats' summaries made after their turn, all runs together."""
+    counts = [p["hostile"] for p in dishonest if p.get("hostile")]
+    if not counts:
+        return None
+    return f"{sum(c['merged'] for c in counts)}/{sum(c['judged'] for c in counts)}"
+
+
+def after_turn_total(dishonest: list[dict]) -> int | None:
+    """The merges of turned turncoats' summaries after their turn (None: none turned)."""
+    counts = [p["merged_after_turn"] for p in dishonest if p.get("merged_after_turn") is not None]
+    return sum(counts) if counts else None
+
 
 def summarise(runs: list[dict], args) -> dict:
     by = {}
@@ -200,6 +303,8 @@ def summarise(runs: list[dict], args) -> dict:
             "dishonest_judged": sum(p["judged"] or 0 for p in dishonest),
             "dishonest_trust_end": [p["trust"] for p in dishonest],
             "dishonest_struck": sum(sum(p["struck"].values()) for p in dishonest),
+            "dishonest_merged_after_turn": after_turn_total(dishonest),
+            "hostile_merged": hostile_total(dishonest),
             "merge_share_max": max((r["merge_share"] or 0.0 for r in rs), default=None),
             "runs": rs,
         }
@@ -219,8 +324,8 @@ def summarise(runs: list[dict], args) -> dict:
 
 def table(summary: dict) -> Table:
     t = Table(title=f"the victim after {summary['steps']} local steps (seeds {summary['seeds']})",
-              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), caption_justify="left")
-    for col in ("attack", "bad", "acc", "gain/clean", "vs lone", "mrg", "skip", "trust"):
+              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0, 0, 1), caption_justify="left")
+    for col in ("attack", "bad", "acc", "gain/clean", "vs lone", "mrg", "skip", "hostile", "trust"):
         t.add_column(col, justify="left" if col == "attack" else "right", no_wrap=True)
     for arm, a in summary["arms"].items():
         acc, share, lone = a["final_accuracy"], a["gain_share_of_clean"], a["vs_lone_points"]
@@ -230,11 +335,13 @@ def table(summary: dict) -> Table:
                   "-" if lone is None else f"{lone['mean']:+.1f} ({lone['min']:+.1f})",
                   str(a["dishonest_merged"]) if a["attack"] else "-",
                   str(a["dishonest_skipped"]) if a["attack"] else "-",
+                  a.get("hostile_merged") or "-",
                   f"{max(trust):.2f}" if trust and all(x is not None for x in trust) else "-")
     t.caption = ("acc: victim's mean of its last 3 evals; gain/clean: its mean gain over\n"
                  "the clean swarm's (min over seeds); vs lone: points above the lone\n"
                  "node, mean (min); mrg / skip: dishonest summaries merged / skipped;\n"
-                 "trust: the highest dishonest peer's trust at the end")
+                 "hostile: a turncoat's summaries made after it turned, merged /\n"
+                 "judged; trust: the highest dishonest peer's trust at the end")
     return t
 
 
@@ -307,7 +414,9 @@ def main(argv: list[str]) -> int:
             finished.write_text(json.dumps({"settings": settings, "runs": runs}), encoding="utf-8")
             r = runs[-1]
             console.print(f"  victim {r['initial_accuracy']} -> {r['final_accuracy']} ({r['seconds']} s); "
-                          f"dishonest: {[(p['merged'], p['skipped'], p['trust']) for p in r['partners'] if p['bend']]}")
+                          f"dishonest: {[(p['merged'], p['skipped'], p['trust']) for p in r['partners'] if p['bend']]}"
+                          + "".join(f"; node{p['node']} merged {p['merged_after_turn']} after it turned"
+                                    for p in r["partners"] if p.get("merged_after_turn") is not None))
     wanted = {a for a, _, _ in arms(args)} | set(BASELINES)  # baselines kept from a run before are used
     runs = [r for r in runs if r["seed"] in args.seeds and r["arm"] in wanted]
     write_results(summarise(runs, args), json_path, png_path, plot, table, console)

@@ -2,14 +2,19 @@
 """The compute-aware scheduler on a heterogeneous swarm: time to a held-out target, and whose
 rollouts get trained, against the fixed I/J split (real daemons).
 
-For every seed and arm it starts len(--slowdowns) real `swarmnode run` daemons on 127.0.0.1,
-node i with `--slowdown slowdowns[i]` (by default 1x, 2x, 4x, 4x: the slowdown pauses after
-each generated batch and each train step, so a node really delivers that share of its speed)
-and its own questions (data_seed + 100000 * seed + 1000 * i, the same in both arms). The base
-is configs/local-train.yaml (SAPO 8/8 rollout sharing) with held-out accuracy every
---eval-every-s seconds (wall time, the same clock for every node) on --eval-size items per task and
-no step limit: the swarm trains for
---minutes of wall time (the clock starts once every node answers), then it is stopped. Arms:
+For every seed and arm it starts len(--quotas) real `swarmnode run` daemons on 127.0.0.1, node i
+in a cgroup of its own with a CPU quota of quotas[i] cores (by default 0.8, 0.4, 0.2, 0.2: CPU
+in the ratio 4:2:1:1, 1.6 of this machine's 2 cores, so that no node can take another's CPU;
+swarmnode/testing/experiments/cpu_quota.py, checked by quota_check.py; the speeds that gives are
+measured, not assumed: each node's plan states its seconds per group). Where quotas cannot be
+set (no cgroup CPU controller, or not root) it says so in one line and falls back to `--slowdown
+max(quotas) / quotas[i]` (`--quotas none --slowdowns 1,2,4,4` asks for that: the slowdown pauses
+after each generated batch and each train step, but every node shares the machine's cores, so a
+fast node's work takes CPU from the slow ones), and its own questions (data_seed + 100000 * seed
++ 1000 * i, the same in both arms). The base is configs/local-train.yaml (SAPO 8/8 rollout
+sharing) with held-out accuracy every --eval-every-s seconds (wall time, the same clock for
+every node) on --eval-size items per task and no step limit: the swarm trains for --minutes of
+wall time (the clock starts once every node answers), then it is stopped. Arms:
 
   scheduler   scheduler.enabled: true, training.external_selection: balanced
   fixed       scheduler.enabled: false, the base's external selection (nonzero_advantage)
@@ -47,6 +52,7 @@ from rich.text import Text
 from swarmnode.config import load_config
 from swarmnode.node.local_swarm import LocalSwarm
 
+from swarmnode.testing.experiments.cpu_quota import CpuQuotas, QuotaUnavailable
 from swarmnode.testing.experiments.heterogeneity_results import WINDOW, summarise
 from swarmnode.testing.experiments.local_runs import apply_overrides, fresh_home, parse_overrides
 
@@ -58,7 +64,11 @@ POLL_S = 2.0
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--slowdowns", default="1,2,4,4", help="node i runs `swarmnode run --slowdown slowdowns[i]`")
+    p.add_argument("--quotas", default="0.8,0.4,0.2,0.2",
+                   help="node i gets quotas[i] cores (a cgroup CPU quota); 'none': --slowdowns instead")
+    p.add_argument("--slowdowns", default=None,
+                   help="without quotas, node i runs `swarmnode run --slowdown slowdowns[i]` (default: max(quotas) / "
+                        "quotas[i], or 1,2,4,4)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--minutes", type=float, default=8.0, help="wall-time budget of every run (both arms)")
     p.add_argument("--arms", default=",".join(ARMS), help="comma-separated, of " + ", ".join(ARMS))
@@ -84,11 +94,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if set(args.arms) - set(ARMS):
         p.error(f"unknown arms {sorted(set(args.arms) - set(ARMS))}; pick from {', '.join(ARMS)}")
     try:
-        args.slowdowns = [float(x) for x in args.slowdowns.split(",") if x.strip()]
+        args.quotas = None if args.quotas.strip().lower() == "none" else [float(x) for x in args.quotas.split(",")
+                                                                         if x.strip()]
+    except ValueError:
+        p.error(f"--quotas {args.quotas!r}: expected cores per node, e.g. 0.8,0.4,0.2,0.2, or none")
+    if args.quotas is not None and (len(args.quotas) < 2 or min(args.quotas) <= 0):
+        p.error("--quotas: at least two nodes, each > 0 cores")
+    try:
+        args.slowdowns = ([float(x) for x in args.slowdowns.split(",") if x.strip()] if args.slowdowns is not None
+                          else [max(args.quotas) / q for q in args.quotas] if args.quotas else [1.0, 2.0, 4.0, 4.0])
     except ValueError:
         p.error(f"--slowdowns {args.slowdowns!r}: expected numbers, e.g. 1,2,4,4")
     if len(args.slowdowns) < 2 or min(args.slowdowns) < 1:
         p.error("--slowdowns: at least two nodes, each slowdown >= 1")
+    if args.quotas is not None and len(args.slowdowns) != len(args.quotas):
+        p.error(f"--slowdowns gives {len(args.slowdowns)} nodes and --quotas {len(args.quotas)}")
     if args.minutes <= 0:
         p.error("--minutes must be > 0")
     return args
@@ -123,7 +143,7 @@ def node_data_seeds(cfg: dict, seed: int, nodes: int) -> list[int]:
 
 def settings(args: argparse.Namespace) -> dict:
     """What a kept run must share with this invocation (the target only enters the summary)."""
-    return {"slowdowns": args.slowdowns, "minutes": args.minutes, "eval_every": args.eval_every,
+    return {"quotas": args.quotas, "slowdowns": args.slowdowns, "minutes": args.minutes, "eval_every": args.eval_every,
             "eval_every_s": args.eval_every_s,
             "eval_size": args.eval_size, "set": args.set, "config": str(args.config.resolve())}
 
@@ -188,13 +208,13 @@ def _plan(plan) -> str:
 ERROR_WORDS = {"not running": "down", "not answering": "busy", "starting": "start"}
 
 
-def live_table(rows: list[dict], caption: str) -> Table:
-    """One line per node within 80 columns: slowdown, steps, held-out accuracy, the plan (I/J,
+def live_table(rows: list[dict], caption: str, quotas: list[float] | None = None) -> Table:
+    """One line per node within 80 columns: its CPU quota (cores) or slowdown, steps, held-out accuracy, the plan (I/J,
     wait), idle shares, groups made, peers' groups this node trained, its groups peers trained."""
     table = Table(title="heterogeneous swarm (I/J: planned local/external groups per step)", title_justify="left",
                   caption=caption, caption_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                   padding=(0, 0))
-    cols = ("node", "slow", "steps", "acc", "I/J", "wait", "gen idle", "trn idle", "made", "used", "by peers")
+    cols = ("node", "cores" if quotas else "slow", "steps", "acc", "I/J", "wait", "gen idle", "trn idle", "made", "used", "by peers")
     for col in cols:
         table.add_column(col, justify="left" if col == "node" else "right", no_wrap=True)
     peers_trained: dict[str, int] = {}
@@ -202,7 +222,7 @@ def live_table(rows: list[dict], caption: str) -> Table:
     for r in rows:
         for sender, n in ((r.get("training") or {}).get("external_trained_by_sender") or {}).items():
             peers_trained[sender] = peers_trained.get(sender, 0) + n
-    for r in rows:
+    for i, r in enumerate(rows):
         if "error" in r:
             word = ERROR_WORDS.get(r["error"], r["error"][:5])
             table.add_row(r["name"], "", Text(word, style="red"), *[""] * (len(cols) - 3))
@@ -211,14 +231,16 @@ def live_table(rows: list[dict], caption: str) -> Table:
         plan = t.get("plan")
         wait = plan.get("external_wait_s") if isinstance(plan, dict) else None
         made = t.get("groups_generated") if t.get("groups_generated") is not None else ro.get("groups_published")
-        table.add_row(r["name"], f"{t['slowdown']:g}x" if t.get("slowdown") else "-", _f(t.get("steps")),
+        speed = f"{quotas[i]:g}" if quotas and i < len(quotas) else f"{t['slowdown']:g}x" if t.get("slowdown") else "-"
+        table.add_row(r["name"], speed, _f(t.get("steps")),
                       _f(t.get("heldout_accuracy"), ".3f"), _plan(plan), _f(wait, ".1f"),
                       _pct(t.get("generator_idle_share")), _pct(t.get("trainer_idle_share")), _f(made),
                       _f(t.get("external_trained")), _f(peers_trained.get(r.get("peer_id"), 0) if reported else None))
     return table
 
 
-def wait_for_minutes(swarm: LocalSwarm, deadline: float, t0: float, caption: str, console: Console) -> list[dict]:
+def wait_for_minutes(swarm: LocalSwarm, deadline: float, t0: float, caption: str, console: Console,
+                     quotas: list[float] | None = None) -> list[dict]:
     """Poll with the live table until the wall clock passes `deadline`; each node's last status
     that answered (a node busy for a second keeps its previous row). Stops if a node fails."""
     last: list[dict] = [{"name": n.name, "error": "no status"} for n in swarm.nodes]
@@ -236,7 +258,7 @@ def wait_for_minutes(swarm: LocalSwarm, deadline: float, t0: float, caption: str
 
     def view(rows: list[dict]) -> Table:
         elapsed = time.time() - t0
-        return live_table(rows, f"{caption}, {elapsed:.0f}/{deadline - t0:.0f} s")
+        return live_table(rows, f"{caption}, {elapsed:.0f}/{deadline - t0:.0f} s", quotas)
 
     rows = refresh()
     with Live(view(rows), console=console, refresh_per_second=1) as live:
@@ -254,26 +276,40 @@ def run_one(args, base: dict, arm: str, seed: int, console: Console) -> dict:
     cfg = arm_config(base, arm, args)
     config_path = root / "config.yaml"
     config_path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    slowdowns = args.slowdowns
+    slowdowns, quotas = args.slowdowns, args.quotas
     seeds = node_data_seeds(cfg, seed, len(slowdowns))
-    swarm = LocalSwarm(root, len(slowdowns), config_path,
-                       node_env=lambda i: {"SWARMNODE__TRAINING__DATA_SEED": str(seeds[i])},
-                       node_args=lambda i: ["--slowdown", str(slowdowns[i])])
+    groups = CpuQuotas.open("heterogeneity") if quotas else None
     budget = 60.0 * args.minutes
     started = time.monotonic()
-    with swarm:
-        swarm.start(on_progress=lambda msg: console.print(f"[dim]  {msg}[/dim]"))
-        t0 = time.time()  # the run's clock: every node answers
-        rows = wait_for_minutes(swarm, t0 + budget, t0, f"seed {seed}, {arm}", console)
+    try:
+        made = [groups.group(f"node{i}", q) for i, q in enumerate(quotas)] if groups else []
+        swarm = LocalSwarm(root, len(slowdowns), config_path,
+                           node_env=lambda i: {"SWARMNODE__TRAINING__DATA_SEED": str(seeds[i])},
+                           node_args=lambda i: [] if groups else ["--slowdown", str(slowdowns[i])],
+                           node_preexec=(lambda i: CpuQuotas.preexec(made[i])) if groups else None)
+        with swarm:
+            swarm.start(on_progress=lambda msg: console.print(f"[dim]  {msg}[/dim]"))
+            t0 = time.time()  # the run's clock: every node answers
+            rows = wait_for_minutes(swarm, t0 + budget, t0, f"seed {seed}, {arm}", console, quotas if groups else None)
+        throttle = [g.throttle() for g in made]
+    finally:
+        if groups is not None:
+            groups.close()
     nodes = []
     for i, row in enumerate(rows):
         curve, versions = read_curve(swarm.nodes[i].home.root / "metrics.sqlite", t0)
-        nodes.append(node_record(i, slowdowns[i], seeds[i], row, curve, versions))
+        nodes.append({**node_record(i, slowdowns[i], seeds[i], row, curve, versions),
+                      "cpu_quota": quotas[i] if quotas else None, "throttle": throttle[i] if throttle else None})
     return {"arm": arm, "seed": seed, "budget_s": budget, "t0": t0,
             "seconds": round(time.monotonic() - started, 1), "nodes": nodes}
 
 
 # -- output --------------------------------------------------------------------------------------
+
+def speed_label(node: dict) -> str:
+    """A node's CPU budget (`0.2 core`) or, without quotas, its slowdown (`4x`)."""
+    return f"{node['cpu_quota']:g} core" if node.get("cpu_quota") else f"{node['slowdown']:g}x"
+
 
 def plot(summary: dict, path: Path) -> None:
     """Held-out accuracy against wall time, a panel per arm: a colour per node, a line style per
@@ -297,7 +333,7 @@ def plot(summary: dict, path: Path) -> None:
                     continue
                 t, acc = zip(*n["curve"])
                 ax.plot([x / 60 for x in t], acc, color=f"C{n['node']}", linestyle=styles[k % len(styles)],
-                        linewidth=1.0, label=f"node{n['node']} {n['slowdown']:g}x" if k == 0 else None)
+                        linewidth=1.0, label=f"node{n['node']} {speed_label(n)}" if k == 0 else None)
             if run["swarm_time_to_target_s"] is not None:
                 ax.axvline(run["swarm_time_to_target_s"] / 60, color="grey", linestyle=styles[k % len(styles)],
                            linewidth=0.8)
@@ -364,7 +400,7 @@ def tables(summary: dict) -> Group:
                    ("arm", "node"))
     for arm, a in summary["results"].items():
         for n in a["per_node"]:
-            nodes.add_row(arm, f"n{n['node']} {n['slowdown']:g}x", _pm(n["steps"], ".0f"),
+            nodes.add_row(arm, f"n{n['node']} {speed_label(n)}", _pm(n["steps"], ".0f"),
                           _pm(n["time_to_target_s"], ".0f", suffix="s"), _pm(n["final_accuracy"], ".1f", 100, "%"),
                           _pm(n["share_trained"], ".2f"), _pm(n["generator_idle_share"], ".0f", 100, "%"),
                           _pm(n["trainer_idle_share"], ".0f", 100, "%"))
@@ -387,6 +423,17 @@ def check_configs(args, base: dict) -> None:
                              "(scheduler.enabled, training.external_selection: balanced)?") from None
         finally:
             check.unlink(missing_ok=True)
+
+
+def check_quotas(args, console: Console) -> None:
+    """Whether this machine can set CPU quotas; if not, one line and --slowdown from here on."""
+    if not args.quotas:
+        return
+    try:
+        CpuQuotas.trial("check")
+    except QuotaUnavailable as e:
+        console.print(f"CPU quotas unavailable ({e}): falling back to --slowdown {','.join(f'{x:g}' for x in args.slowdowns)}")
+        args.quotas = None
 
 
 def load_runs(path: Path, args) -> list[dict]:
@@ -413,6 +460,8 @@ def main(argv: list[str]) -> int:
         return 0
     base = yaml.safe_load(args.config.read_text(encoding="utf-8"))
     runs_path = args.root / "runs.json"
+    if not args.summarise:
+        check_quotas(args, console)  # before the kept runs are matched: a fallback run's settings say so
     runs = load_runs(runs_path, args)
     if not args.summarise:
         check_configs(args, base)
@@ -421,7 +470,8 @@ def main(argv: list[str]) -> int:
                 if any((r["arm"], r["seed"]) == (arm, seed) for r in runs):
                     console.print(f"[dim]seed {seed}, {arm}: kept from {runs_path}[/dim]")
                     continue
-                console.print(f"[bold]seed {seed}, {arm}, {args.minutes:g} min, slowdowns {args.slowdowns}[/bold]")
+                speeds = f"CPU quotas {args.quotas}" if args.quotas else f"slowdowns {args.slowdowns}"
+                console.print(f"[bold]seed {seed}, {arm}, {args.minutes:g} min, {speeds}[/bold]")
                 runs.append(run_one(args, base, arm, seed, console))
                 runs_path.write_text(json.dumps({"settings": settings(args), "runs": runs}), encoding="utf-8")
                 finals = [n["curve"][-1][1] if n["curve"] else None for n in runs[-1]["nodes"]]

@@ -80,7 +80,8 @@ def main(argv):
     for step in range(1, args.steps + 1):
         for node in nodes:
             groups = generate_groups(node["gen"], [next(node["stream"]) for _ in range(args.prompts)], rollout)
-            node["trainer"].step(groups)
+            if node["trainer"].step(groups).trained and share:
+                node["outer"].add_gradient()  # the evidence peers are judged on, as in the daemon
         if share and step % args.every == 0:
             for i, node in enumerate(nodes):
                 result = node["outer"].step(publish=True)

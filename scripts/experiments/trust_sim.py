@@ -62,7 +62,8 @@ def run_seed(policy, args, seed: int) -> dict:
     verdicts, persistence = [], []
     for step in range(1, args.steps + 1):
         for n in nodes:
-            n["trainer"].step(generate_groups(n["gen"], [next(n["stream"]) for _ in range(args.prompts)], rollout))
+            if n["trainer"].step(generate_groups(n["gen"], [next(n["stream"]) for _ in range(args.prompts)], rollout)).trained:
+                n["outer"].add_gradient()  # as the daemon's OuterSteps does: the evidence peers are judged on
         if step % args.every:
             continue
         sent = []

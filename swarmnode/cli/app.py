@@ -1,4 +1,4 @@
-"""The `swarmnode` command: init, run, bootstrap, status, peers, logs, swarm local, bench async.
+"""The `swarmnode` command: init, run, bootstrap, status, peers, logs, reset-training, swarm local, bench async.
 
 The CLI holds no logic the daemon needs: it parses flags, calls into swarmnode.node /
 swarmnode.status, and prints. Every user mistake ends as one line on stderr and exit code 2,
@@ -21,6 +21,7 @@ from swarmnode.cli.help import HelpCommand, HelpGroup
 from swarmnode.cli.local import swarm_app
 from swarmnode.cli.options import HomeOption
 from swarmnode.cli.start import fail
+from swarmnode.cli.reset_training import reset_training
 from swarmnode.cli.status_commands import logs, peers, status
 from swarmnode.config import ConfigError, load_config
 from swarmnode.home import resolve_home
@@ -40,7 +41,7 @@ def make_app(versions: ProtocolVersions = THIS_RELEASE) -> typer.Typer:
     )
     app.add_typer(swarm_app, name="swarm")
     app.add_typer(bench_app, name="bench")
-    for command in (version, init, run, bootstrap, status, peers, logs):
+    for command in (version, init, run, bootstrap, status, peers, logs, reset_training):
         app.command(cls=HelpCommand)(command)
     return app
 
@@ -58,7 +59,7 @@ def init(
     config: Optional[Path] = typer.Option(
         None, "--config", metavar="FILE", help="YAML to copy as the home's config (default: configs/default.yaml)"),
 ) -> None:
-    """Create a node home: keys and config.yaml (never overwrites keys).
+    """Create a node home: keys and config.yaml (keeps any keys).
 
     The keys are an Ed25519 node key and a libp2p identity; `swarmnode run` uses the home.
     """

@@ -13,9 +13,11 @@ from typing import Any
 from rich.console import Console, Group
 from rich.text import Text
 
+from swarmnode.cli.bootstrap_view import is_bootstrap, records_text, relay_text, swarm_parameters_text
 from swarmnode.cli.format import age, counts, data_size, histogram, number
 from swarmnode.cli.lines import address_line
 from swarmnode.cli.render import status_view
+from swarmnode.cli.status_text import network_text, peers_text, problems
 
 LABEL_WIDTH = 11
 MORE_HINT = "more: swarmnode status --full · addresses: --addrs · peers: swarmnode peers"
@@ -40,7 +42,7 @@ def labelled(label: str, value: str | Text, style: str = "", wrap: bool = False)
 def title_line(s: dict[str, Any]) -> Text:
     line = Text(f"swarmnode {s.get('software_version', '?')}  swarm {s.get('swarm', '?')}  ", style="bold")
     line.append(str(s.get("state", "?")), style="green" if s.get("state") == "running" else "yellow")
-    line.append(f"  up {age(s.get('uptime_s') or 0.0)}  window {s.get('window', '?')} ({s.get('window_s', 0):g}s)")
+    line.append(f"  up {age(s.get('uptime_s') or 0.0)}")
     return line
 
 
@@ -50,49 +52,10 @@ def join_text(s: dict[str, Any]) -> str:
         return "bootstrap node (no initial peers)"
     if join.get("joined"):
         n = len(join["initial_peers"])
+        if not s.get("peers"):  # the log says it joined once a peer's record arrives
+            return f"reached {'an initial peer' if n == 1 else 'one of its initial peers'}; no peer record yet"
         return f"joined through {n} initial peer{'s' if n != 1 else ''}"
     return f"not yet ({join.get('attempts', 0)} attempts)"
-
-
-def network_text(s: dict[str, Any]) -> str:
-    """Whether peers can dial this node, and how it is reached when they cannot (and the
-    transport, when it is not the default)."""
-    net = s.get("network") or {}
-    via = "libp2p: " if net.get("transport") == "libp2p" else ""
-    return via + _reachability_text(net)
-
-
-def _reachability_text(net: dict[str, Any]) -> str:
-    reach = net.get("reachability", "unknown")
-    seen = f" at {net['observed_ip']}" if net.get("observed_ip") else ""
-    if reach == "public":
-        relaying = len(net.get("relayed_for") or [])
-        return f"public{seen}" + (f"; relaying for {relaying}" if relaying else "")
-    if reach == "private":
-        relays = len(net.get("relays") or [])
-        via = f"reached through {relays} relay{'s' if relays != 1 else ''}" if relays else "no relay yet"
-        return f"behind NAT (seen{seen or ' nowhere'}): {via}; no address to give out"
-    return "not checked yet (peers dial it back once it has peers)"
-
-
-def peers_text(s: dict[str, Any]) -> str:
-    peers = s.get("peers") or []
-    if not peers:
-        return f"none yet (routing table {s.get('routing_table_size', 0)})"
-    states = counts(_tally(p.get("state", "?") for p in peers))
-    base = (s.get("summaries") or {}).get("base_fingerprint")
-    same = sum(1 for p in peers if base and p.get("base_fingerprint") == base)
-    # Another base: rollouts are shared (re-scored), gradient summaries are not (a node without a model says no base)
-    other = sum(1 for p in peers if base and p.get("base_fingerprint") not in ("", None, base))
-    same_text = (f", {same} same base" + (f", {other} other base" if other else "")) if base else ""
-    return f"{len(peers)} ({states}{same_text}); routing table {s.get('routing_table_size', 0)}"
-
-
-def _tally(items) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for item in items:
-        out[item] = out.get(item, 0) + 1
-    return out
 
 
 def training_lines(t: dict[str, Any]) -> list[Text]:
@@ -141,63 +104,12 @@ def _top(table: dict[str, int], n: int) -> dict[str, int]:
     return dict(sorted(table.items(), key=lambda kv: -kv[1])[:n])
 
 
-def problems(s: dict[str, Any]) -> list[str]:
-    """What needs the operator's eye, one short sentence each (an empty list: nothing)."""
-    found = []
-    t, join = s.get("training") or {}, s.get("join") or {}
-    if t.get("error") or str(t.get("phase") or "").startswith("failed"):
-        found.append(f"training {t.get('phase')}" if t.get("phase", "").startswith("failed") else f"training: {t['error']}")
-    if join.get("initial_peers") and not join.get("joined"):
-        found.append(f"not joined: {join.get('last_error') or 'no answer yet'}")
-    elif join.get("joined") and not s.get("peers") and (s.get("uptime_s") or 0) > 120:
-        found.append("joined, but no peer has been seen")
-    storage = s.get("storage") or {}
-    if storage.get("checkpoint_failures"):
-        found.append(f"{storage['checkpoint_failures']} checkpoint writes failed: {storage.get('last_checkpoint_error')}")
-    rollouts = s.get("rollouts") or {}
-    if rollouts.get("store_errors"):
-        found.append(f"{rollouts['store_errors']} store writes failed (disk full?)")
-    if rollouts.get("peers_ignored"):
-        found.append(f"{rollouts['peers_ignored']} times a peer was ignored for bad rollouts")
-    failing = failing_peers(s)
-    if failing:
-        found.append(f"requests to {failing} peer{'s' if failing != 1 else ''} failed in the last 5 min "
-                     "(swarmnode status --json: network.failed_requests)")
-    rejected = (s.get("messages") or {}).get("rejected") or {}
-    foreign = sum(rejected.get(reason, 0) for reason in ("wrong_swarm", "unknown_key", "unsupported_version"))
-    if foreign:
-        found.append(f"{foreign} messages of another swarm or protocol version rejected")
-    found += incompatible_problems(s.get("incompatible_peers") or [])
-    return found
-
-
-def incompatible_problems(peers: list[dict[str, Any]]) -> list[str]:
-    """Peers of protocol versions this node does not speak, by the side that should upgrade."""
-    newer = sum(1 for p in peers if p.get("upgrade") == "this node")
-    older = sum(1 for p in peers if p.get("upgrade") == "peer")
-    found = []
-    if newer:
-        found.append(f"{newer} {'peer speaks' if newer == 1 else 'peers speak'} newer protocol versions: "
-                     "upgrade swarmnode on this node")
-    if older:
-        found.append(f"{older} {'peer runs' if older == 1 else 'peers run'} an older swarmnode (skipped until upgraded)")
-    return found
-
-
-def failing_peers(s: dict[str, Any], within_s: float = 300.0) -> int:
-    """Known peers whose requests failed lately (a peer that left is no problem)."""
-    net = s.get("network") or {}
-    known = {p.get("peer_id") for p in s.get("peers") or []}
-    now = s.get("dht_time") or time.time()
-    return sum(1 for peer, f in (net.get("failed_requests") or {}).items()
-               if peer in known and now - f.get("last_at", 0) < within_s)
-
-
 def headline_lines(s: dict[str, Any], fold_addresses: bool = False) -> list[HeadlineLine]:
     """The headline, line by line: state, identity, addresses, join, peers, training, sharing,
     summaries, storage, messages, problems, and where to see more."""
     addrs = s.get("multiaddrs") or []
-    lines = [HeadlineLine(title_line(s), keep=True), HeadlineLine(labelled("peer id", s.get("peer_id", "?")))]
+    lines = [HeadlineLine(title_line(s), keep=True), HeadlineLine(labelled("peer id", s.get("peer_id", "?"))),
+             HeadlineLine(labelled("swarm", swarm_parameters_text(s)))]
     if addrs:
         more = f" (+{len(addrs) - 1} more: swarmnode status --addrs)" if len(addrs) > 1 else ""
         lines += [HeadlineLine(labelled("address", f"to join through it{more}:")),
@@ -205,7 +117,10 @@ def headline_lines(s: dict[str, Any], fold_addresses: bool = False) -> list[Head
     lines += [HeadlineLine(labelled("network", network_text(s))), HeadlineLine(labelled("join", join_text(s))),
               HeadlineLine(labelled("peers", peers_text(s)))]
     training = s.get("training") or {}
-    lines += [HeadlineLine(line) for line in training_lines(training)]
+    if is_bootstrap(s):  # what it serves, in place of training (it runs no model)
+        lines += [HeadlineLine(labelled("records", records_text(s))), HeadlineLine(labelled("relay", relay_text(s)))]
+    else:
+        lines += [HeadlineLine(line) for line in training_lines(training)]
     if training.get("model"):
         lines += [HeadlineLine(labelled("sharing", sharing_text(s.get("rollouts")))),
                   HeadlineLine(labelled("summaries", summaries_text(s.get("summaries") or {}))),

@@ -8,8 +8,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from swarmnode.cli.bootstrap_view import bootstrap_grid, is_bootstrap, swarm_parameters_text
 from swarmnode.cli.format import age, counts, data_size, human, number
 from swarmnode.cli.lines import address_line
+from swarmnode.cli.status_text import network_text, peers_text, problems
 from swarmnode.swarm.peers import short_id
 
 NOT_RUNNING = Text("not running yet", style="dim")
@@ -58,6 +60,32 @@ def peers_table(peers: list[dict[str, Any]]) -> Table:
     return table
 
 
+def figure(key: str, value: Any) -> str:
+    """A status figure in --full: shares of time as percentages (as the headline and the swarm
+    table write them); rewards and accuracies stay fractions of 1."""
+    if key.endswith("_share") and isinstance(value, (int, float)):
+        return f"{100 * value:.1f}%"
+    return human(value)
+
+
+SUPPLY_COLUMNS = ("peer", "claims\ngroups/s", "seen\ngroups/s", "planned\ngroups/s", "trained\nhere", "mean\nstaleness")
+SUPPLY_ROWS_SHOWN = 8
+
+
+def peer_supply_table(rows: list[dict[str, Any]]) -> Table:
+    """Peers' supply as the plan saw it (training.peer_supply): what each claims, what arrived,
+    what the plan counts on, its groups trained here and their mean staleness (versions behind)."""
+    more = f"; {len(rows) - SUPPLY_ROWS_SHOWN} more: --json" if len(rows) > SUPPLY_ROWS_SHOWN else ""
+    table = Table(title=f"peers' supply, as the plan saw it{more}", title_justify="left", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, padding=(0, 1))
+    for col in SUPPLY_COLUMNS:
+        table.add_column(col, justify="left" if col == "peer" else "right", no_wrap=True)
+    for r in rows[:SUPPLY_ROWS_SHOWN]:
+        table.add_row(short_id(r["peer_id"]), _rate(r.get("claimed_groups_per_s")), _rate(r.get("observed_groups_per_s")),
+                      _rate(r.get("planned_groups_per_s")), str(r.get("trained", 0)), number(r.get("mean_staleness")))
+    return table
+
+
 def key_value_grid() -> Table:
     """Two columns without borders: a bold key, then its value."""
     grid = Table.grid(padding=(0, 2))
@@ -73,23 +101,31 @@ def identity_grid(s: dict[str, Any]) -> Table:
     joined = "yes" if join.get("joined") else f"not yet ({join.get('attempts', 0)} attempts; {join.get('last_error') or '...'})"
     rows = [
         ("peer id", s["peer_id"]),
-        ("swarm", f"{s['swarm']}  (window {s['window']}, {s['window_s']:g}s)"),
+        ("swarm", f"{swarm_parameters_text(s)} (window {s.get('window', '?')} now)"),
+        ("role", "bootstrap node (swarmnode bootstrap: no model)" if is_bootstrap(s) else "node"),
         ("state", s["state"]),
         ("uptime", age(s["uptime_s"])),
+        ("network", network_text(s)),
         ("joined", joined if join.get("initial_peers") else "bootstrap node (no initial peers)"),
+        ("peers", peers_text(s)),
         ("messages accepted", counts(s["messages"]["accepted"])),
         ("messages rejected", counts(s["messages"]["rejected"])),
         ("limits hit", limits_line(s.get("limits") or {})),
     ]
     for k, v in rows:
         info.add_row(k, v)
+    found = problems(s)
+    for i, problem in enumerate(found):
+        info.add_row("problems" if i == 0 else "", Text(problem, style="red"))
+    if not found:
+        info.add_row("problems", Text("none", style="green"))
     return info
 
 
 TRAINING_KEYS = ("policy_version", "steps", "reward_mean", "local_reward_mean", "heldout_accuracy", "generate_tokens_per_s",
                  "train_tokens_per_s", "train_samples_per_s", "seconds_per_step", "slowdown", "staleness_local",
-                 "staleness_external", "dropped_stale", "external_trained", "external_pool", "generator_idle_share",
-                 "trainer_idle_share")
+                 "staleness_external", "dropped_stale", "external_trained", "external_pool", "external_waits",
+                 "external_waits_skipped", "generator_idle_share", "trainer_idle_share")
 
 
 def training_grid(training: dict[str, Any]) -> Table:
@@ -97,9 +133,11 @@ def training_grid(training: dict[str, Any]) -> Table:
     train = key_value_grid()
     train.add_row("model", str(training.get("model") or "-"))
     train.add_row("phase", str(training.get("phase") or "-"))
+    if not training.get("model"):  # a node without a model has no figures to show
+        return train
     for key in TRAINING_KEYS:
         value = training.get(key)
-        train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else human(value))
+        train.add_row(key.replace("_", " "), NOT_RUNNING if value is None else figure(key, value))
     gpu = training.get("gpu_memory")
     if gpu:
         train.add_row("gpu memory", f"{data_size(gpu['in_use_bytes'])} of {data_size(gpu['total_bytes'])} in use "
@@ -124,7 +162,7 @@ def gossip_grid(rollouts: dict[str, Any]) -> Table:
         elif key == "bytes_per_batch":
             text = data_size(value)
         else:
-            text = f"{value:.3f}" if isinstance(value, float) else str(value)
+            text = figure(key, value)
         gossip.add_row(key.replace("_", " "), text)
     return gossip
 
@@ -136,7 +174,13 @@ def status_view(s: dict[str, Any], fold_addresses: bool = False) -> Group:
     training = s.get("training", {})
     addresses = [Text("multiaddrs (to join through this node)", style="bold")]
     addresses += [address_line(m, fold_addresses) for m in s["multiaddrs"]] or [Text("none yet", style="dim")]
-    parts = [identity_grid(s), *addresses, Text(""), Text("training", style="bold underline"), training_grid(training)]
+    parts = [identity_grid(s), *addresses, Text("")]
+    if is_bootstrap(s):  # it trains nothing: what it serves instead
+        parts += [Text("bootstrap node", style="bold underline"), bootstrap_grid(s)]
+    else:
+        parts += [Text("training", style="bold underline"), training_grid(training)]
+        if training.get("peer_supply"):
+            parts += [Text(""), peer_supply_table(training["peer_supply"])]
     if s.get("rollouts"):
         parts += [Text(""), Text("rollout gossip", style="bold underline"), gossip_grid(s["rollouts"])]
     if s.get("summaries") and training.get("model"):  # a node without a model has nothing to summarise
@@ -209,7 +253,8 @@ def summaries_grid(summaries: dict[str, Any]) -> Table:
     skipped = summaries.get("skipped") or {}
     grid.add_row("not merged", f"{summaries.get('skipped_other_base', 0)} other base, "
                                f"{summaries.get('stale_dropped', 0)} too stale, "
-                               f"{skipped.get('low_trust', 0)} low trust, {skipped.get('repeated_summary', 0)} repeated")
+                               f"{skipped.get('low_trust', 0)} low trust, {skipped.get('against_direction', 0)} vetoed, "
+                               f"{skipped.get('repeated_summary', 0)} repeated")
     if summaries.get("trust"):
         grid.add_row("trust", trust_line(summaries))
     per, dense, ratio = summaries.get("bytes_per_summary"), summaries.get("dense_bytes") or 0, summaries.get("compression_ratio")

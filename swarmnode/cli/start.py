@@ -73,11 +73,12 @@ def check_before_start(cfg: NodeConfig, sources: ValueSources, root: Path, sourc
 
 
 def run_daemon_until_stopped(cfg: NodeConfig, sources: ValueSources, node_home: NodeHome, log_level: str,
-                             versions: ProtocolVersions) -> NoReturn:
-    """Run the daemon (speaking `versions`) in this process; exit with its exit code."""
+                             versions: ProtocolVersions, role: str = "node") -> NoReturn:
+    """Run the daemon (speaking `versions`, in `role`: "node" or "bootstrap") in this process;
+    exit with its exit code."""
     from swarmnode.node.runner import run_daemon
 
-    raise typer.Exit(run_daemon(cfg, node_home, log_level, sources.described(), protocol_versions=versions))
+    raise typer.Exit(run_daemon(cfg, node_home, log_level, sources.described(), protocol_versions=versions, role=role))
 
 
 def with_tcp_port(maddr: str, port: int, flag: str = "--host-port") -> str:

@@ -14,7 +14,7 @@ from rich.live import Live
 from swarmnode.cli.options import HomeOption
 from swarmnode.cli.render import peers_table
 from swarmnode.cli.start import FAILED, fail
-from swarmnode.home import NodeHome, resolve_home
+from swarmnode.home import NodeHome, resolve_home, start_command
 
 
 
@@ -36,7 +36,7 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="the status document (docs/status.md)"),
     watch: bool = typer.Option(False, "--watch", help="live view that fits the terminal (Ctrl-C quits)"),
 ) -> None:
-    """Show a running daemon's status on one screen (--full: all of it)."""
+    """Show a running daemon's status on one screen (--full: all)."""
     from swarmnode.cli.headline import headline_view
     from swarmnode.cli.render import status_view
 
@@ -114,7 +114,7 @@ def logs(
         f = open(path, "rb")
     except FileNotFoundError:
         fail(f"no log at {path}: no node has run with home {node_home.root} yet "
-             f"(start one with: swarmnode run --home {node_home.root})", FAILED)
+             f"(start one with: {start_command(node_home)})", FAILED)
     except OSError as e:
         fail(f"cannot read the log {path}: {e.strerror or e}", FAILED)
     with f:

@@ -19,7 +19,7 @@ def _check_maddr(value: str) -> str:
 
 class SwarmConfig(_Section):
     name: str = Field("swarmnode-public", min_length=1, max_length=64, description="swarm to join")
-    window_s: float = Field(30.0, gt=0, description="length of a swarm time window, seconds")
+    window_s: float = Field(30.0, gt=0, le=86_400, description="length of a swarm time window, seconds")
     initial_peers: list[str] = Field(default_factory=list, description="multiaddrs (with /p2p/<peer id>) to join through")
 
     @field_validator("initial_peers")
@@ -109,7 +109,7 @@ class TrainingConfig(_Section):
     )
     foreign_shaping_gamma: float = Field(0.1, gt=0, description="gamma of the shaped objective for another model's text")
     external_positive_only: bool = Field(False, description="train only on peers' samples with positive advantage")
-    external_wait_s: float = Field(0.0, ge=0, description="how long a step waits until the pool holds J external groups it can draw (0: take what is there)")
+    external_wait_s: float = Field(0.0, ge=0, description="how long a step waits until the pool holds J external groups it can draw (0: take what is there); only while peers are sending: no wait once no drawable group has arrived for max(8 s, 4 waits)")
     samples_per_prompt: int = Field(8, ge=2, description="GRPO group size")
     max_staleness: int = Field(1, ge=0, description="eta: a rollout of version v trains version n only if n - v <= eta")
     temperature: float = Field(1.0, gt=0)
@@ -188,8 +188,8 @@ class RolloutGossipConfig(_Section):
     # is full and then ask each peer for its newest batches, never a stale backlog.
     fetch_ahead_steps: float = Field(
         2.0, ge=0, le=64, description="fetch peers' batches only while the pool holds fewer usable groups than this "
-                                      "many steps take (0: fetch everything; off while the scheduler is on, which "
-                                      "measures peers' supply from what arrives)"
+                                      "many steps take (0: fetch everything; with the scheduler, a pool that held enough "
+                                      "means peers supply what it asks)"
     )
     strike_limit: int = Field(20, ge=1, description="rejected groups from one peer within strike_window_s before it is ignored")
     strike_window_s: float = Field(60.0, gt=0)

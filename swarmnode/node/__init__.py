@@ -13,6 +13,7 @@ The daemon and its loops:
 - runner.py: `run_daemon`, `swarmnode run`'s logging, identity and event loop around a Node.
 - preflight.py: what `swarmnode run` checks before it starts anything (`probe_start` does the
   I/O, `start_problems` turns what it found into one line per problem).
+- home_model.py: before start, whether the home's newest checkpoint belongs to the configured model.
 - logs.py: the console and `<home>/logs/node.log` (`setup_logging`, rotation, tracebacks to the
   file only), the start line and `RecordedRun` (did the last run end cleanly?), `progress_loop`.
 - peer_log.py: `PeerLog`, peers joining and leaving and peers of another base, told once each.

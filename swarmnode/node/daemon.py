@@ -64,8 +64,10 @@ class Node:
         make_transport: Callable[[RecordPolicy, PeerRoutes, PeerPenalty], RoutedTransport],
         config_source: str = "defaults",  # for the log's start line (ValueSources.described)
         protocol_versions: ProtocolVersions = THIS_RELEASE,  # what it speaks and writes
+        role: str = "node",  # "bootstrap" for `swarmnode bootstrap` (status `role`)
     ):
         self.config = config
+        self.role = role
         self.config_source = config_source
         self.identity = identity
         self.protocol_versions = protocol_versions
@@ -313,6 +315,7 @@ class Node:
             client_mode=self.config.network.client_mode,
             reachability=self.network.reachability,
             relays=self.network.relays(),
+            window_s=self.config.swarm.window_s,
         )
 
     async def _publish_loop(self) -> None:
@@ -335,8 +338,10 @@ class Node:
                 return
             await self._read_records()
             expired = self.table.expire(self.transport.dht_time())
+            now = self.transport.dht_time()
             self.peer_log.update(self.table.entries(), expired, self.training.base_fingerprint if self.training else "",
-                                 self.intake.incompatible_peers(self.transport.dht_time()))
+                                 self.intake.incompatible_peers(now), self.intake.other_window_peers(now),
+                                 self.config.swarm.window_s)
             if self.config.swarm.initial_peers:
                 self.joiner.check_initial_peers()
             if self.training is not None and self.training.base_fingerprint:
@@ -378,12 +383,13 @@ class Node:
             peer_id=self.identity.peer_id, swarm=self.config.swarm.name, software_version=__version__,
             protocol_version=self.protocol_versions.written,
             protocol_versions=self.protocol_versions.spoken,
-            state=self.state_label, started_at=self.started_at)
+            state=self.state_label, started_at=self.started_at, role=self.role)
         clock = ClockSection(now, window_index(now, self.config.swarm.window_s), self.config.swarm.window_s)
         swarm = SwarmSection(
             multiaddrs=self.network.usable_multiaddrs(), client_mode=self.config.network.client_mode,
             routing_table_size=self.transport.routing_table_size(), join=self.join, peers=self.table.entries(),
-            stats=self.stats, incompatible_peers=self.intake.incompatible_peers(now))
+            stats=self.stats, incompatible_peers=self.intake.incompatible_peers(now),
+            other_window_peers=self.intake.other_window_peers(now))
         machine = MachineSection(self.device, self._current_capability(), self.model_fingerprint)
         return build_status(node, clock, swarm, machine, self._work_sections())
 

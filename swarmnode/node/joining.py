@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 
 from swarmnode.config import NodeConfig
 from swarmnode.node.peer_log import describe_mismatch
@@ -17,6 +18,9 @@ from swarmnode.utils.backoff import backoff_delay, jittered
 
 log = logging.getLogger("swarmnode")
 JOIN_DIAL_TIMEOUT_S = 10.0
+JOINED_LINE = "joined the swarm through "
+JOIN_WARN_FIRST = 3  # attempts that each get their warning (one sees the retries and their backoff)...
+JOIN_WARN_EVERY_S = 60.0  # ...then a failing initial peer's unchanged reason at most this often
 
 
 class Joiner:
@@ -31,7 +35,9 @@ class Joiner:
         initial = config.swarm.initial_peers
         self.state = JoinState(tuple(initial), joined=not initial, attempts=0, last_error=None)
         self._said: set[str] = set()  # one-time lines already logged
+        self._reached: str | None = None  # the initial peer the join went through last
         self._had_peers = False  # the peer table held someone since the last join
+        self._warned: dict[str, tuple[str, float, int]] = {}  # initial peer -> (reason, when, attempt) last warned
 
     @property
     def joined(self) -> bool:
@@ -48,23 +54,42 @@ class Joiner:
                 await self.reach_absent_initial_peers()
                 continue
             if self.state.joined:
-                log.warning("lost every peer; joining again through the initial peers")
-                self.state = JoinState(self.state.initial_peers, False, 0, "lost every peer")
+                self._join_again()
             attempt = self.state.attempts + 1
             delay = jittered(backoff_delay(attempt, net.join_backoff_initial_s, net.join_backoff_max_s), rng.random())
             errors = await self._attempt(attempt, rng)
             if errors is None:
                 continue
             self.state = JoinState(self.state.initial_peers, False, attempt, errors[-1][1] if errors else None)
-            # The advice once; later attempts in one short line per initial peer.
-            advice = ("; check the address and port, that the peer is running, and that a firewall "
-                      "lets this node reach it") if attempt == 1 else ""
-            for maddr, reason in errors:
-                if reason.startswith("initial peer "):  # another swarm or version: said once already
-                    continue
-                log.warning("join attempt %d: %s %s%s; retrying in %.1fs",
-                            attempt, short_address(maddr), reason, advice, delay)
+            self._say_failed(attempt, errors, delay)
             await asyncio.sleep(delay)
+
+    def _say_failed(self, attempt: int, errors: list[tuple[str, str]], delay: float) -> None:
+        """A failed attempt's reasons: a warning per initial peer (the advice once) on the first
+        JOIN_WARN_FIRST attempts, then when its reason changes or JOIN_WARN_EVERY_S passed since
+        its last one (while an initial peer is down, a retry every few seconds would fill the
+        log); debug lines in between."""
+        advice = ("; check the address and port, that the peer is running, and that a firewall "
+                  "lets this node reach it") if attempt == 1 else ""
+        now = time.monotonic()
+        for maddr, reason in errors:
+            if reason.startswith("initial peer "):  # another swarm, window or version: said once already
+                continue
+            last = self._warned.get(maddr)
+            if attempt > JOIN_WARN_FIRST and last is not None and last[0] == reason and now - last[1] < JOIN_WARN_EVERY_S:
+                log.debug("join attempt %d: %s %s; retrying in %.1fs", attempt, short_address(maddr), reason, delay)
+                continue
+            since = f" ({attempt - last[2]} attempts since the last warning)" if last is not None else ""
+            self._warned[maddr] = (reason, now, attempt)
+            log.warning("join attempt %d: %s %s%s; retrying in %.1fs%s",
+                        attempt, short_address(maddr), reason, advice, delay, since)
+
+    def _join_again(self) -> None:
+        """Every peer is gone: join from scratch, attempts counted from 1 again and the next join told again."""
+        log.warning("lost every peer; joining again through the initial peers")
+        self.state = JoinState(self.state.initial_peers, False, 0, "lost every peer")
+        self._warned.clear()
+        self._said = {line for line in self._said if not line.startswith(JOINED_LINE)}
 
     async def _attempt(self, attempt: int, rng: random.Random) -> list[tuple[str, str]] | None:
         """Dial the initial peers in random order until one can be joined through: None then (the
@@ -83,6 +108,7 @@ class Joiner:
                 continue
             if not self.state.joined:
                 log.info("reached initial peer %s; waiting for its peer record", maddr)
+            self._reached = maddr
             self.state = JoinState(self.state.initial_peers, True, attempt, None)
             self._had_peers = False
             return None
@@ -116,16 +142,15 @@ class Joiner:
         origin = self.intake.origin_of(peer_id)
         if origin is None or peer_id in self.table:
             return None
-        return describe_mismatch(origin, self.config.swarm.name, self.intake.versions.spoken)
+        return describe_mismatch(origin, self.config.swarm.name, self.intake.versions.spoken, self.config.swarm.window_s)
 
     def check_initial_peers(self) -> None:
-        """Say once that the join took (an initial peer's record is in the table) or why it did
-        not (it is of another swarm or protocol version: then do not claim the join either)."""
+        """Say once that the join took (an initial peer's record is in the table, or any peer's
+        after the join went through one) or why it did not (it is of another swarm, window or
+        protocol version: then do not claim the join either)."""
         for maddr in self.config.swarm.initial_peers:
-            joined_line = f"joined the swarm through {maddr}"
-            if joined_line not in self._said and peer_id_of(maddr) in self.table:
-                self._said.add(joined_line)
-                log.info("%s", joined_line)
+            if peer_id_of(maddr) in self.table:
+                self._say_joined(maddr)
             mismatch = self.mismatch_of(maddr)
             if mismatch is None:
                 continue
@@ -134,3 +159,12 @@ class Joiner:
                 log.error("%s", mismatch)
             if self.state.joined and len(self.table) == 0:
                 self.state = JoinState(self.state.initial_peers, False, self.state.attempts, mismatch)
+        if self.state.joined and self._reached is not None and len(self.table) > 0:
+            self._say_joined(self._reached)
+
+    def _say_joined(self, maddr: str) -> None:
+        """Log once that the node joined the swarm (through the first initial peer it is told of)."""
+        if not any(line.startswith(JOINED_LINE) for line in self._said):
+            line = f"{JOINED_LINE}{maddr}"
+            self._said.add(line)
+            log.info("%s", line)

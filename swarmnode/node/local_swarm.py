@@ -106,7 +106,8 @@ class LocalSwarm:
     def __init__(self, root: Path, size: int, config_path: Path, extra_args: list[str] | None = None,
                  node_env: Callable[[int], dict[str, str]] | None = None,
                  node_args: Callable[[int], list[str]] | None = None,
-                 node_module: Callable[[int], str] | None = None, join_through_first: bool = True):
+                 node_module: Callable[[int], str] | None = None, join_through_first: bool = True,
+                 node_preexec: Callable[[int], Callable[[], None]] | None = None):
         self.root = root
         self.config_path = config_path
         self.extra_args = list(extra_args or [])
@@ -116,6 +117,8 @@ class LocalSwarm:
         self.node_args = node_args or (lambda index: [])
         # The module each node runs as `python -m <module> run ...` (a test's wrapper of the CLI).
         self.node_module = node_module or (lambda index: "swarmnode")
+        # Run in node i's process before it execs, e.g. joining a cgroup with a CPU quota of its own.
+        self.node_preexec = node_preexec
         self.nodes = [LocalNode(i, NodeHome(root / f"node{i}")) for i in range(size)]
         # False: no node is given node0's address; they join through extra_args' --initial-peer
         # (a `swarmnode bootstrap` node, say) and find each other through it.
@@ -135,7 +138,11 @@ class LocalSwarm:
         node.stdout_path.parent.mkdir(parents=True, exist_ok=True)
         console = open(node.stdout_path, "wb")  # this start's console only: the log file keeps the history
         env = child_environment(self.node_env(node.index))
-        node.process = subprocess.Popen(args, stdout=console, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent)
+        preexec = _die_with_parent
+        if self.node_preexec is not None:
+            first = self.node_preexec(node.index)
+            preexec = lambda: (first(), _die_with_parent())  # noqa: E731
+        node.process = subprocess.Popen(args, stdout=console, stderr=subprocess.STDOUT, env=env, preexec_fn=preexec)
         console.close()
 
     def wait_ready(self, node: LocalNode, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:

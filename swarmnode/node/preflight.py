@@ -8,6 +8,7 @@ turns what was found into lines, without I/O.
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 import shutil
 import socket
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from swarmnode.assets import BUNDLED_PREFIX, bundled_names
 from swarmnode.config import NodeConfig, ValueSources
+from swarmnode.node.home_model import HomeModelFacts, home_model_problem, probe_home_model
 from swarmnode.tasks import UnknownTask, get_task
 
 # Below this much free space in the home's file system a node cannot keep its stores and
@@ -45,6 +47,7 @@ class StartFacts:
     host_port_errors: dict[str, OSError] = field(default_factory=dict)  # host multiaddr -> bind error
     model: ModelLookup | None = None
     cuda_devices: int | None = None  # GPUs torch sees, probed only for a cuda model.device
+    home_model: HomeModelFacts | None = None  # the model the home's newest checkpoint belongs to
 
 
 def _write_error(folder: Path) -> OSError | None:
@@ -70,12 +73,12 @@ def _bind_error(host: str, port: int) -> OSError | None:
 
 
 def tcp_listen_address(maddr: str) -> tuple[str, int] | None:
-    """("0.0.0.0", 31337) for /ip4/0.0.0.0/tcp/31337; None for port 0 or another kind of address."""
+    """("0.0.0.0", 31337) for /ip4/0.0.0.0/tcp/31337 (port 0: any port, the address is still
+    checked); None for another kind of address."""
     parts = maddr.split("/")
     if len(parts) < 5 or parts[1] not in ("ip4", "ip6") or parts[3] != "tcp" or not parts[4].isdigit():
         return None
-    port = int(parts[4])
-    return (parts[2], port) if port else None
+    return parts[2], int(parts[4])
 
 
 def lookup_model(name: str) -> ModelLookup:
@@ -152,6 +155,7 @@ def probe_start(config: NodeConfig, home_root: Path) -> StartFacts:
         host_port_errors=host_errors,
         model=lookup_model(model) if model else None,
         cuda_devices=cuda_device_count() if model and config.model.device.startswith("cuda") else None,
+        home_model=probe_home_model(config, home_root) if home_exists else None,
     )
 
 
@@ -202,7 +206,13 @@ def _port_problems(config: NodeConfig, facts: StartFacts, sources: ValueSources)
             f"{_oserror_text(facts.status_port_error)} (from {sources.of('status.port')}); "
             f"{sources.fix('status.port')} to a free port, or 0 for any free port")
     for maddr, error in facts.host_port_errors.items():
-        port = maddr.split("/")[4]
+        host, port = maddr.split("/")[2], maddr.split("/")[4]
+        if error.errno == errno.EADDRNOTAVAIL:  # else p2pd fails to listen and the start blames its timeout
+            problems.append(
+                f"listen address {host} ({maddr}) is not an address of this machine: {_oserror_text(error)} "
+                f"(from {sources.of('network.host_maddrs')}); {sources.fix('network.host_maddrs')} to one of "
+                "this machine's addresses, or 0.0.0.0 for all of them")
+            continue
         problems.append(
             f"p2p port {port} ({maddr}) cannot be used: {_oserror_text(error)} "
             f"(from {sources.of('network.host_maddrs')}); {sources.fix('network.host_maddrs')} to a free port, "
@@ -230,5 +240,7 @@ def start_problems(config: NodeConfig, facts: StartFacts, sources: ValueSources,
     if facts.model is not None and (line := _model_problem(config, facts.model, sources)):
         problems.append(line)
     if facts.cuda_devices is not None and (line := _model_device_problem(config, facts.cuda_devices, sources)):
+        problems.append(line)
+    if facts.home_model is not None and (line := home_model_problem(config, facts.home_model, sources, home_root)):
         problems.append(line)
     return problems + _port_problems(config, facts, sources)

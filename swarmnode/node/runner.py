@@ -18,8 +18,9 @@ log = logging.getLogger("swarmnode")
 
 
 def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", config_source: str = "defaults",
-               protocol_versions: ProtocolVersions = THIS_RELEASE) -> int:
-    """Run a node (speaking `protocol_versions`) until SIGINT/SIGTERM. Returns the process exit code.
+               protocol_versions: ProtocolVersions = THIS_RELEASE, role: str = "node") -> int:
+    """Run a node (speaking `protocol_versions`; `role` "bootstrap" for `swarmnode bootstrap`) until
+    SIGINT/SIGTERM. Returns the process exit code.
     Everything it logs goes to the console and to `home.node_log`; a crash's traceback to the log file only."""
     if (busy := _locked_by_another(home)) is not None:  # its log is not this process's to write (or rotate)
         setup_logging(log_level)
@@ -38,11 +39,11 @@ def run_daemon(config: NodeConfig, home: NodeHome, log_level: str = "INFO", conf
     except KeyFileError as e:  # a key it cannot use, before anything started: as a bad config
         log.error("%s", e)
         return 2
-    return _run_node(config, home, identity, config_source, protocol_versions)
+    return _run_node(config, home, identity, config_source, protocol_versions, role)
 
 
 def _run_node(config: NodeConfig, home: NodeHome, identity: NodeIdentity, config_source: str,
-              protocol_versions: ProtocolVersions) -> int:
+              protocol_versions: ProtocolVersions, role: str = "node") -> int:
     """Build the node and run its event loop; the exit code, with one line for each way it can fail."""
     hivemind = config.network.transport == "hivemind"  # libp2p's process never imports hivemind
     if hivemind and not config.model.name_or_path:  # no model, no torch (a bootstrap node stays small)
@@ -58,7 +59,7 @@ def _run_node(config: NodeConfig, home: NodeHome, identity: NodeIdentity, config
         route_model_library_logs()
     try:
         node = Node(config, identity, home, functools.partial(make_transport, config, home), config_source=config_source,
-                    protocol_versions=protocol_versions)
+                    protocol_versions=protocol_versions, role=role)
         asyncio.run(node.run())
     except (HomeLocked, TransportStartError) as e:
         log.error("%s", e)

@@ -41,10 +41,10 @@ def peer_supplies(entries: Iterable[PeerEntry], observed: dict[str, float], toke
 def current_plan(config: NodeConfig, training: TrainingService, entries: Iterable[PeerEntry]) -> Plan:
     """This window's plan (the fixed quotas while the scheduler is off)."""
     limits = plan_limits(config)
-    observed = training.deliveries.rates()
+    supplies = peer_supplies(entries, training.deliveries.rates(), training.speed.tokens_per_group())
     if not config.scheduler.enabled:
-        return fixed_plan(limits, "scheduler off: fixed quotas")
-    return make_plan(training.speed.own_speed(), peer_supplies(entries, observed, training.speed.tokens_per_group()), limits)
+        return fixed_plan(limits, "scheduler off: fixed quotas", tuple(supplies))
+    return make_plan(training.speed.own_speed(), supplies, limits, saturated=training.deliveries.saturated)
 
 
 async def plan_loop(config: NodeConfig, training: TrainingService, entries: Callable[[], list[PeerEntry]],

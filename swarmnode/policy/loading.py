@@ -10,6 +10,7 @@ from typing import Any
 # The fingerprint cache lives in the node home (stdlib only there); re-exported for the trainer.
 from swarmnode.assets import BUNDLED_PREFIX, bundled_folder
 from swarmnode.home import BASE_FINGERPRINT_FILE, cached_base_fingerprint  # noqa: F401
+from swarmnode.utils.errors import first_line
 
 BUNDLED_TINY = "bundled:tiny-policy"
 
@@ -29,17 +30,28 @@ def resolve_model_path(name_or_path: str) -> str:
     return name_or_path
 
 
+# Model config fields that say nothing about the architecture: left out of its fingerprints.
+VOLATILE_CONFIG_FIELDS = frozenset({"_name_or_path", "torch_dtype", "dtype", "transformers_version",
+                                    "_attn_implementation_autoset"})
+
+
 def model_fingerprint(config: dict[str, Any], tokenizer) -> str:
     """Identifies a base model family: architecture config + tokenizer vocabulary (16 hex chars).
 
     Two nodes with the same fingerprint can exchange token ids, log-probs and weight deltas.
     Volatile fields (dtype, paths, transformers version) are left out.
     """
-    volatile = {"_name_or_path", "torch_dtype", "dtype", "transformers_version", "_attn_implementation_autoset"}
-    stable = {k: v for k, v in sorted(config.items()) if k not in volatile}
+    stable = {k: v for k, v in sorted(config.items()) if k not in VOLATILE_CONFIG_FIELDS}
     vocab = sorted(tokenizer.get_vocab().items())
     blob = json.dumps({"config": stable, "vocab": vocab}, sort_keys=True, default=str).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def architecture_fingerprint(config: dict[str, Any]) -> str:
+    """The model config alone (`model.config.to_dict()`, or AutoConfig's for a folder not loaded;
+    16 hex chars), volatile fields left out: which checkpoint a home's training belongs to."""
+    stable = {k: v for k, v in sorted(config.items()) if k not in VOLATILE_CONFIG_FIELDS}
+    return hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:16]
 
 
 def tokenizer_fingerprint(tokenizer) -> str:
@@ -111,8 +123,7 @@ def load_policy(name_or_path: str, *, device: str = "cpu", dtype: str = "float32
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
     except (OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PolicyLoadError(f"cannot load model {name_or_path!r}: {first}") from None
+        raise PolicyLoadError(f"cannot load model {name_or_path!r}: {first_line(e)}") from None
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model.to(device)

@@ -23,6 +23,7 @@ MAX_MULTIADDRS = 16
 MAX_MULTIADDR_CHARS = 256
 MAX_SHORT_STRING_CHARS = 128
 MAX_RELAYS = 4  # relays a node names in its record
+MAX_WINDOW_S = 86_400.0  # a record's swarm.window_s (0: an older node's, unknown)
 
 MAX_GROUPS_PER_BATCH = 256
 MAX_COMPLETIONS_PER_GROUP = 64
@@ -94,9 +95,10 @@ def check_peer_record_structure(record: peer_record_pb2.PeerRecord) -> str | Non
         return "a string field is too long"
     if not record.swarm:
         return "swarm missing"
-    numbers = (record.timestamp, record.expires_at, *(getattr(record.capability, k) for k in CAPABILITY_CAPS))
+    numbers = (record.timestamp, record.expires_at, record.window_s,
+               *(getattr(record.capability, k) for k in CAPABILITY_CAPS))
     if not all(_finite(x) and x >= 0 for x in numbers):
-        return "a time or capability is negative or not finite"
+        return "a time, the window or a capability is negative or not finite"
     if record.expires_at <= record.timestamp:
         return "expires_at must be after timestamp"
     if record.state not in peer_record_pb2.NodeState.values():
@@ -264,6 +266,8 @@ def check_peer_record_ranges(record: peer_record_pb2.PeerRecord) -> str | None:
         value = getattr(record.capability, name)
         if value > cap:
             return f"capability.{name} {value:g} is beyond any device (cap {cap:g})"
+    if record.window_s > MAX_WINDOW_S:
+        return f"window_s {record.window_s:g} is over a day"
     return (_times_out_of_range(timestamp=record.timestamp, expires_at=record.expires_at)
             or _ints_out_of_range(memory_bytes=record.device.memory_bytes))
 

@@ -37,6 +37,7 @@ class PeerRecordFields:
     base_fingerprint: str = ""
     reachability: int = 0  # REACHABILITY_UNKNOWN / _PUBLIC / _PRIVATE (node/network.py)
     relays: tuple[str, ...] = ()  # peer ids holding this node's relay reservations, while private
+    window_s: float = 0.0  # swarm.window_s, which every node of the swarm shares (0: not said)
 
 
 def build_peer_record(identity: Sealer, fields: PeerRecordFields, now: float, ttl_s: float) -> bytes:
@@ -63,6 +64,7 @@ def build_peer_record(identity: Sealer, fields: PeerRecordFields, now: float, tt
         base_fingerprint=fields.base_fingerprint,
         reachability=fields.reachability,
         relays=list(fields.relays),
+        window_s=fields.window_s,
     )
     return seal(identity, MessageKind.PEER_RECORD, record)
 
@@ -116,19 +118,22 @@ def spoken_versions(record: peer_record_pb2.PeerRecord) -> VersionRange:
 
 @dataclass(frozen=True)
 class RecordOrigin:
-    """Who published a peer record this node cannot use: its peer id, the swarm it is in, and
-    the protocol versions it speaks."""
+    """Who published a peer record this node cannot use: its peer id, the swarm it is in, the
+    protocol versions it speaks, its swarm.window_s (0.0: its record does not say, an older
+    node's) and when that record expires."""
 
     peer_id: str
     swarm: str
     versions: VersionRange
+    window_s: float = 0.0
+    expires_at: float = 0.0
 
 
 def record_origin(data: object) -> RecordOrigin | None:
-    """The origin of a PeerRecord of another swarm or protocol version, found under a key this
-    node does not use; None for anything else. Only for saying why a join did not take: the
-    record (of any readable version) is verified (signature, key binding) before its swarm and
-    versions are believed."""
+    """The origin of a PeerRecord of another swarm, window or protocol version, found under a key
+    this node does not use; None for anything else. Only for saying why a join did not take: the
+    record (of any readable version) is verified (signature, key binding, structure) before its
+    swarm, window and versions are believed."""
     try:
         verified = open_envelope(data, MessageKind.PEER_RECORD, READABLE_PROTOCOL_VERSIONS)
         record: peer_record_pb2.PeerRecord = verified.message  # type: ignore[assignment]
@@ -138,4 +143,4 @@ def record_origin(data: object) -> RecordOrigin | None:
         _give_versions(record, verified.protocol_version, record.peer_id)
     except Rejected:
         return None
-    return RecordOrigin(record.peer_id, record.swarm, spoken_versions(record))
+    return RecordOrigin(record.peer_id, record.swarm, spoken_versions(record), record.window_s, record.expires_at)

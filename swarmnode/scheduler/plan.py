@@ -25,6 +25,9 @@ Speeds are seconds per group on this node's clock. A peer's supply is the groups
 this node has seen arrive from it (observed) and what its record claims, whichever is lower: a
 claim is never trusted beyond what the deliveries show, and an observed rate counts only as far
 as the peer still claims it (a peer that slowed down says so before the average catches up).
+A node fetches only while its pool is short, so deliveries show no more than it asked for:
+when its pool held enough in the last window (`saturated`), peers supply what the configured
+split asks and the plan takes it whole, without a wait.
 """
 from __future__ import annotations
 
@@ -89,6 +92,7 @@ class Plan:
     external_wait_s: float
     steps_per_window: float | None  # Q (None while nothing is measured)
     reason: str
+    supplies: tuple[PeerSupply, ...] = ()  # the peers' supply the plan was made with (status shows it)
 
 
 def trusted_supply(claimed: float | None, observed: float | None) -> float:
@@ -156,7 +160,7 @@ def choose_external(local: int, speed: OwnSpeed, supply: float, limits: PlanLimi
         return 0
     fill = max(limits.local_rollouts + limits.external_rollouts - local,
                local * limits.external_rollouts // limits.local_rollouts)
-    arriving = math.ceil(supply * step_seconds(local, fill, speed) - 1e-9)
+    arriving = fill if math.isinf(supply) else math.ceil(supply * step_seconds(local, fill, speed) - 1e-9)
     longest = limits.window_s / limits.min_steps_per_window
     trainable = math.floor((longest - speed.train_fixed_s) / speed.train_s + 1e-9) - local
     return max(0, min(fill, arriving, trainable))
@@ -184,17 +188,19 @@ def external_wait(external: int, step_s: float, supply: float, limits: PlanLimit
     return min(external / supply, limits.max_wait_share * step_s)
 
 
-def fixed_plan(limits: PlanLimits, reason: str) -> Plan:
+def fixed_plan(limits: PlanLimits, reason: str, supplies: tuple[PeerSupply, ...] = ()) -> Plan:
     """The configured quotas (I0, J0, training.external_wait_s): the plan before any measurement."""
-    return Plan(limits.local_rollouts, limits.external_rollouts, limits.fixed_wait_s, None, reason)
+    return Plan(limits.local_rollouts, limits.external_rollouts, limits.fixed_wait_s, None, reason, supplies)
 
 
-def make_plan(speed: OwnSpeed | None, peers: Iterable[PeerSupply], limits: PlanLimits) -> Plan:
-    """This window's plan from this node's speed and its peers' supply (module doc)."""
+def make_plan(speed: OwnSpeed | None, peers: Iterable[PeerSupply], limits: PlanLimits, saturated: bool = False) -> Plan:
+    """This window's plan from this node's speed and its peers' supply (module doc); with
+    `saturated` (the pool held enough in the last window) the supply counts as unbounded."""
+    peers = tuple(peers)
     if speed is None or not all(math.isfinite(x) and x > 0 for x in (speed.generate_s, speed.train_s)) \
             or not all(math.isfinite(x) and x >= 0 for x in (speed.generate_fixed_s, speed.train_fixed_s)):
-        return fixed_plan(limits, "measuring: configured quotas until a batch and a step are timed")
-    supply = supply_rate(peers)
+        return fixed_plan(limits, "measuring: configured quotas until a batch and a step are timed", peers)
+    supply = math.inf if saturated else supply_rate(peers)
     local, why = choose_local(speed, limits)
     external = choose_external(local, speed, supply, limits)
     raised = local_for_max_steps(local, external, speed, limits)
@@ -207,7 +213,8 @@ def make_plan(speed: OwnSpeed | None, peers: Iterable[PeerSupply], limits: PlanL
     return Plan(local, external, round(wait, 3), round(steps, 2),
                 f"{why}; s = a + b x groups: generate {speed.generate_fixed_s:.2g} + {speed.generate_s:.2g}, "
                 f"train {speed.train_fixed_s:.2g} + {speed.train_s:.2g}; "
-                f"peers supply {supply:.3g} groups/s")
+                + ("peers supply what it asks (its pool filled)" if saturated else f"peers supply {supply:.3g} groups/s"),
+                peers)
 
 
 def claimed_groups_per_s(tokens_per_s: float | None, tokens_per_group: float | None) -> float | None:

@@ -193,7 +193,14 @@ def delivery_rates(previous: Mapping[str, float], counts: Mapping[str, int], sec
 
 class DeliveryMeter:
     """Groups accepted from each verified peer (counted from the intake's worker threads), turned
-    into smoothed groups/s by `rates` (called once per plan, on the event loop)."""
+    into smoothed groups/s by `rates` (called once per plan, on the event loop).
+
+    A node fetches only while its pool is short (rollouts.fetch_ahead_steps), so what arrives is
+    what it asked for, not what its peers could send. Gossip says when the pool held enough and
+    fetches paused (`pool_held_enough`): peers then delivered everything the node wanted, and
+    `saturated` says so for the interval `rates` closed last, which the plan reads as supply
+    enough for its configured split. (Dividing the groups by the seconds spent fetching instead
+    would count a backlog fetched after a pause as if it had been made in those seconds.)"""
 
     def __init__(self, max_peers: int = 1024, alpha: float = EMA_ALPHA, clock: Callable[[], float] = time.monotonic,
                  min_interval_s: float = 1.0):
@@ -206,12 +213,25 @@ class DeliveryMeter:
         self._counts: dict[str, int] = {}
         self._rates: dict[str, float] = {}
         self._since = clock()
+        self._paused = False  # fetches paused at least once in this interval: the pool held enough
+        self._saturated = False  # the same, for the interval closed last
 
     def delivered(self, peer: str, groups: int) -> None:
         with self._lock:
             # Peers already rated are always counted: new identities cannot crowd them out.
             if peer in self._counts or peer in self._rates or len(self._counts) < self.max_peers:
                 self._counts[peer] = self._counts.get(peer, 0) + groups
+
+    def pool_held_enough(self) -> None:
+        """This node's pool holds enough of its peers' groups: its fetches pause."""
+        with self._lock:
+            self._paused = True
+
+    @property
+    def saturated(self) -> bool:
+        """Whether the pool held enough at some point of the interval `rates` closed last."""
+        with self._lock:
+            return self._saturated
 
     def rates(self) -> dict[str, float]:
         """Close the interval since the last call (if at least min_interval_s long) and return
@@ -223,4 +243,5 @@ class DeliveryMeter:
             counts, self._counts = self._counts, {}
             self._rates = delivery_rates(self._rates, counts, now - self._since, self.alpha, self.max_peers)
             self._since = now
+            self._saturated, self._paused = self._paused, False
             return dict(self._rates)

@@ -1,138 +1,90 @@
 """Prometheus metrics, collected from the node's status document at scrape time.
 
 Reading the same snapshot the JSON endpoint serves keeps one source of truth: no counter is
-incremented in two places.
+incremented in two places. Every series is listed in docs/status.md ("Prometheus"); counters are
+only what this process counted from 0 and never sets back (a count restored from a checkpoint,
+or one that starts over, is a gauge), and a null in the document leaves its series out.
+The series themselves are built by prometheus_swarm.py (node, peers, network) and
+prometheus_work.py (training, rollouts, storage, limits); the summaries' are here.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
+
+from swarmnode.status.prometheus_families import Row, by_label, from_table
+from swarmnode.status.prometheus_swarm import network_series, node_series
+from swarmnode.status.prometheus_work import rollouts_series, storage_series, training_series
 
 
 class StatusCollector(Collector):
     def __init__(self, snapshot: Callable[[], dict[str, Any]]):
         self._snapshot = snapshot
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         s = self._snapshot()
-        yield GaugeMetricFamily("swarmnode_uptime_seconds", "Seconds since the daemon started", value=s["uptime_s"])
-        yield GaugeMetricFamily("swarmnode_peers", "Peers in the peer table", value=len(s["peers"]))
-        yield GaugeMetricFamily("swarmnode_window", "Current swarm time window", value=s["window"])
-        yield GaugeMetricFamily(
-            "swarmnode_routing_table_size", "Peers in the DHT routing table", value=s["routing_table_size"]
-        )
-        accepted = CounterMetricFamily("swarmnode_messages_accepted", "Messages accepted", labels=["kind"])
-        for kind, n in s["messages"]["accepted"].items():
-            accepted.add_metric([kind], n)
-        yield accepted
-        rejected = CounterMetricFamily("swarmnode_messages_rejected", "Messages rejected", labels=["reason"])
-        for reason, n in s["messages"]["rejected"].items():
-            rejected.add_metric([reason], n)
-        yield rejected
-        training = s.get("training") or {}
-        for key, help_text in TRAINING_GAUGES.items():
-            if training.get(key) is not None:
-                yield GaugeMetricFamily(f"swarmnode_training_{key}", help_text, value=training[key])
-        storage = s.get("storage") or {}
-        for key, help_text in STORAGE_GAUGES.items():
-            if storage.get(key) is not None:
-                yield GaugeMetricFamily(f"swarmnode_storage_{key}", help_text, value=storage[key])
-        yield from summaries_metrics(s.get("summaries") or {})
-        yield from relay_metrics((s.get("network") or {}).get("relay_load") or {})
+        yield from node_series(s)
+        yield from network_series(s.get("network"))
+        yield from training_series(s.get("training") or {})
+        yield from rollouts_series(s.get("rollouts"))
+        yield from summaries_series(s.get("summaries") or {})
+        yield from storage_series(s.get("storage") or {}, s.get("limits") or {})
 
 
-def relay_metrics(load: dict[str, Any]):
-    """What relaying for nodes behind NAT costs (status `network.relay_load`), against its bounds."""
-    for key, help_text in RELAY_GAUGES.items():
-        if load.get(key) is not None:
-            yield GaugeMetricFamily(f"swarmnode_relay_{key}", help_text, value=load[key])
-    if load.get("refused_full") is not None:
-        yield CounterMetricFamily("swarmnode_relay_refused_full", "Relay reservations refused: all "
-                                  "network.relay_capacity taken", value=load["refused_full"])
-
-
-def summaries_metrics(summaries: dict[str, Any]):
+def summaries_series(summaries: dict[str, Any]) -> Iterator[Metric]:
     """Gradient summaries (status `summaries`): counters of what was sent, fetched, merged,
-    rejected (by reason) and dropped, and gauges of sizes and the last merge's age."""
-    for key, help_text in SUMMARIES_COUNTERS.items():
-        if summaries.get(key) is not None:
-            yield CounterMetricFamily(f"swarmnode_summaries_{key}", help_text, value=summaries[key])
-    rejected = CounterMetricFamily("swarmnode_summaries_rejected", "Peers' gradient summaries rejected", labels=["reason"])
-    for reason, n in sorted((summaries.get("rejected") or {}).items()):
-        rejected.add_metric([reason], n)
-    yield rejected
-    skipped = CounterMetricFamily("swarmnode_summaries_skipped", "Peers' gradient summaries judged and not merged",
-                                  labels=["reason"])
-    for reason, n in sorted((summaries.get("skipped") or {}).items()):
-        skipped.add_metric([reason], n)
-    yield skipped
+    rejected and skipped (by reason) and dropped, peers by trust, and gauges of sizes and the
+    last merge's age."""
+    yield from from_table(summaries, SUMMARIES)
+    yield by_label("swarmnode_summaries_rejected", "counter", "Peers' gradient summaries rejected, by reason",
+                   "reason", summaries.get("rejected") or {})
+    yield by_label("swarmnode_summaries_skipped", "counter", "Peers' gradient summaries judged and not merged, "
+                   "by reason", "reason", summaries.get("skipped") or {})
     # By standing, not by peer: a label per identity would let a flood of identities grow the series.
-    peers = GaugeMetricFamily("swarmnode_summaries_judged_peers", "Same-base peers whose summaries were judged, by their "
-                              "trust: full (1), partial (between), none (0)", labels=["trust"])
     trust = [t["trust"] for t in (summaries.get("trust") or {}).values()]
-    for label, n in (("full", sum(t >= 1.0 for t in trust)), ("partial", sum(0.0 < t < 1.0 for t in trust)),
-                     ("none", sum(t <= 0.0 for t in trust))):
-        peers.add_metric([label], n)
-    yield peers
-    for key, (name, help_text) in SUMMARIES_GAUGES.items():
-        value = summaries.get(key)
-        if value is not None:
-            yield GaugeMetricFamily(f"swarmnode_summaries_{name}", help_text, value=float(value))
+    yield by_label("swarmnode_summaries_judged_peers", "gauge", "Same-base peers whose summaries were judged, by "
+                   "their trust: full (1), partial (between), none (0)", "trust",
+                   {"full": sum(t >= 1.0 for t in trust), "partial": sum(0.0 < t < 1.0 for t in trust),
+                    "none": sum(t <= 0.0 for t in trust)})
 
 
-TRAINING_GAUGES = {
-    "policy_version": "Policy version of the local trainer",
-    "steps": "Training steps taken",
-    "reward_mean": "Mean reward of recent training batches",
-    "heldout_accuracy": "Greedy accuracy on held-out task items",
-    "generate_tokens_per_s": "Tokens generated per second of generation (smoothed, slowdown included)",
-    "train_samples_per_s": "Samples trained per second of training (smoothed, slowdown included)",
-    "seconds_per_step": "Wall seconds between two training steps (smoothed)",
-    "slowdown": "training.slowdown: the node runs this many times slower than it could",
-    "dropped_stale": "Rollout groups dropped for exceeding the staleness bound",
-}
-
-STORAGE_GAUGES = {
-    "rollouts_bytes": "Bytes on disk of rollouts.sqlite (with its WAL)",
-    "metrics_bytes": "Bytes on disk of metrics.sqlite (with its WAL)",
-    "checkpoint_failures": "Checkpoint writes that failed in a row",
-}
+def _summaries_row(key: str, kind: str, help_text: str, name: str | None = None) -> tuple[str, Row]:
+    return key, (f"swarmnode_summaries_{name or key}", kind, help_text)
 
 
-RELAY_GAUGES = {
-    "reservations": "Nodes behind NAT this node holds relay reservations for",
-    "capacity": "network.relay_capacity: the most reservations it holds",
-    "forwards_in_flight": "Requests it is forwarding for those nodes now",
-    "max_forwards": "network.relay_max_forwards: the most forwards at once",
-    "forwards_last_minute": "Requests it took on forwarding in the last minute",
-}
-
-SUMMARIES_COUNTERS = {
-    "sent": "Gradient summaries this node sealed and offered to peers",
-    "fetched": "Peers' gradient summaries fetched",
-    "merged": "Peers' gradient summaries merged into this node's weights",
-    "skipped_other_base": "Peers' gradient summaries not fetched: another base-weights fingerprint",
-    "stale_dropped": "Peers' gradient summaries dropped unmerged for exceeding summaries.max_staleness",
-    "outer_steps": "Outer optimizer steps taken",
-    "merge_seconds": "Seconds spent compressing, checking and merging gradient summaries",
-    "merge_cpu_seconds": "CPU seconds of that work (the wall seconds include waiting for a busy core)",
-    "down_weighted": "Peers' gradient summaries merged at less than full weight (trust under 1)",
-    "clipped": "Peers' gradient summaries clipped to 2x the norm of this node's own delta",
-    "harmful": "Peers' gradient summaries that struck their sender (harmful or repeated)",
-}
-
-SUMMARIES_GAUGES = {  # status key -> (metric name after swarmnode_summaries_, help)
-    "active": ("active", "1 while a peer with the same base weights is in the swarm"),
-    "bytes_per_summary": ("bytes_per_summary", "Mean sealed size of this node's summaries on the wire, bytes"),
-    "dense_bytes": ("dense_bytes", "Bytes of the dense fp32 weight delta (4 x parameters)"),
-    "compression_ratio": ("compression_ratio", "dense_bytes / bytes_per_summary"),
-    "last_merge_age_s": ("last_merge_age_seconds", "Seconds since the last merge of a peer's summary"),
-    "partners_last": ("partners_last", "Peers' summaries merged at the last outer step"),
-    "agreement_scale": ("agreement_scale", "The |cos| with this node's own direction a peer's summary needs to count as full agreement"),
-}
+SUMMARIES: dict[str, Row] = dict([
+    _summaries_row("sent", "counter", "Gradient summaries this node sealed and offered to peers"),
+    _summaries_row("fetched", "counter", "Peers' gradient summaries fetched"),
+    _summaries_row("merged", "counter", "Peers' gradient summaries merged into this node's weights"),
+    _summaries_row("skipped_other_base", "counter", "Peers' gradient summaries not fetched: another base-weights "
+                   "fingerprint"),
+    _summaries_row("stale_dropped", "counter", "Peers' gradient summaries dropped unmerged for exceeding "
+                   "summaries.max_staleness"),
+    # The counter is this process's outer steps: `outer_steps` continues the checkpoint's count.
+    _summaries_row("outer_steps_this_run", "counter", "Outer optimizer steps this daemon took since it started",
+                   "outer_steps"),
+    _summaries_row("outer_steps", "gauge", "Outer optimizer steps of this home's training, across restarts "
+                   "(continues the checkpoint's count)", "outer_steps_across_restarts"),
+    _summaries_row("merge_seconds", "counter", "Seconds spent compressing, checking and merging gradient summaries"),
+    _summaries_row("merge_cpu_seconds", "counter", "CPU seconds of that work (the wall seconds include waiting "
+                   "for a busy core)"),
+    _summaries_row("down_weighted", "counter", "Peers' gradient summaries merged at less than full weight "
+                   "(trust under 1)"),
+    _summaries_row("clipped", "counter", "Peers' gradient summaries clipped to 2x the norm of this node's own delta"),
+    _summaries_row("harmful", "counter", "Peers' gradient summaries that struck their sender (harmful or repeated)"),
+    _summaries_row("active", "gauge", "1 while a peer with the same base weights is in the swarm"),
+    _summaries_row("bytes_per_summary", "gauge", "Mean sealed size of this node's summaries on the wire, bytes"),
+    _summaries_row("dense_bytes", "gauge", "Bytes of the dense fp32 weight delta (4 x parameters)"),
+    _summaries_row("compression_ratio", "gauge", "dense_bytes / bytes_per_summary"),
+    _summaries_row("last_merge_age_s", "gauge", "Seconds since the last merge of a peer's summary",
+                   "last_merge_age_seconds"),
+    _summaries_row("partners_last", "gauge", "Peers' summaries merged at the last outer step"),
+    _summaries_row("agreement_scale", "gauge", "The |cos| with this node's own direction a peer's summary needs "
+                   "to count as full agreement"),
+])
 
 
 def make_registry(snapshot: Callable[[], dict[str, Any]]) -> CollectorRegistry:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from swarmnode.protocol import RecordOrigin
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.protocol.versions import VersionRange, who_should_upgrade
 from swarmnode.swarm.peers import IncompatiblePeer, MessageStats, PeerEntry
@@ -39,6 +40,7 @@ TRAINING_NOT_RUNNING: dict[str, Any] = {
     "staleness_histogram": None,
     "staleness_local": None,
     "staleness_external": None,
+    "step_seconds_histogram": None,
     "dropped_stale": None,
     "groups_generated": None,
     "external_trained_by_sender": None,
@@ -64,9 +66,9 @@ STORAGE_NONE: dict[str, Any] = {
 # The keys of the `summaries` object, in the order docs/status.md lists them.
 SUMMARIES_KEYS = (
     "enabled", "active", "base_fingerprint", "sent", "merged", "fetched", "rejected", "skipped_other_base",
-    "stale_dropped", "bytes_per_summary", "dense_bytes", "compression_ratio", "outer_steps", "last_merge_age_s",
-    "merge_seconds", "merge_cpu_seconds", "partners_last", "robust_merge", "skipped", "down_weighted", "clipped",
-    "harmful", "agreement_scale", "trust",
+    "stale_dropped", "bytes_per_summary", "dense_bytes", "compression_ratio", "outer_steps", "outer_steps_this_run",
+    "last_merge_age_s", "merge_seconds", "merge_cpu_seconds", "partners_last", "robust_merge", "skipped",
+    "down_weighted", "clipped", "harmful", "agreement_scale", "trust",
 )
 
 
@@ -86,6 +88,7 @@ def empty_summaries_status() -> dict[str, Any]:
         "dense_bytes": 0,
         "compression_ratio": None,
         "outer_steps": 0,
+        "outer_steps_this_run": 0,
         "last_merge_age_s": None,
         "merge_seconds": 0.0,
         "merge_cpu_seconds": 0.0,
@@ -192,6 +195,7 @@ class NodeSection:
     state: int | str
     started_at: float
     protocol_versions: VersionRange | None = None  # default: protocol_version alone
+    role: str = "node"  # "bootstrap": started by `swarmnode bootstrap` (no model, serves the swarm)
 
     @property
     def versions(self) -> VersionRange:
@@ -205,6 +209,7 @@ class NodeSection:
             "software_version": self.software_version,
             "protocol_version": self.protocol_version,
             "protocol_versions": list(self.versions),
+            "role": self.role,
             "state": self.state if isinstance(self.state, str) else state_name(self.state),
             "started_at": self.started_at,
         }
@@ -230,6 +235,7 @@ class SwarmSection:
     peers: list[PeerEntry]
     stats: MessageStats
     incompatible_peers: list[IncompatiblePeer] = field(default_factory=list)
+    other_window_peers: list[RecordOrigin] = field(default_factory=list)
 
     def to_dict(self, now: float, versions: VersionRange) -> dict[str, Any]:
         join = self.join
@@ -241,6 +247,8 @@ class SwarmSection:
                      "last_error": join.last_error},
             "peers": [peer_to_dict(e, now) for e in self.peers],
             "incompatible_peers": [incompatible_to_dict(p, versions, now) for p in self.incompatible_peers],
+            "other_window_peers": [{"peer_id": o.peer_id, "window_s": o.window_s,
+                                    "expires_in_s": round(o.expires_at - now, 3)} for o in self.other_window_peers],
             "messages": self.stats.counts(),
         }
 

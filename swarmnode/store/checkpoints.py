@@ -65,8 +65,11 @@ def _fsync_dir(path: Path) -> None:
 
 
 def save_checkpoint(root: Path, model_state: dict[str, torch.Tensor], optimizer_state: dict[str, Any],
-                    state: TrainingState, outer_state: dict[str, torch.Tensor] | None = None) -> Path:
-    """Write checkpoint v<version> under `root` and point `latest` at it. Blocking."""
+                    state: TrainingState, outer_state: dict[str, torch.Tensor] | None = None,
+                    model_record: dict[str, str] | None = None) -> Path:
+    """Write checkpoint v<version> under `root` and point `latest` at it. Blocking.
+
+    `model_record`: the model the checkpoint belongs to (store/checkpoint_model.py), kept in state.json."""
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"v{state.version:08d}"
     tmp = root / f".tmp-{final.name}-{os.getpid()}"
@@ -87,6 +90,8 @@ def save_checkpoint(root: Path, model_state: dict[str, torch.Tensor], optimizer_
             "optimizer": opt_meta,
             "rng": {"torch": torch.get_rng_state().tolist(), "python": _python_rng_state()},
         }
+        if model_record is not None:
+            meta["model"] = model_record
         (tmp / "state.json").write_text(json.dumps(meta), encoding="utf-8")
         for f in tmp.iterdir():
             with open(f, "rb") as fh:
@@ -111,12 +116,17 @@ def _python_rng_state() -> list:
 
 
 def latest_checkpoint(root: Path) -> Path | None:
+    """The checkpoint `latest` points at; when the pointer is missing, damaged or points at no
+    complete checkpoint, the newest complete v* folder (folders are renamed into place whole);
+    None when there is none."""
     try:
-        name = (root / LATEST).read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    path = root / name
-    return path if (path / "state.json").is_file() else None
+        path = root / (root / LATEST).read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):  # ValueError: a pointer that is not even text
+        path = None
+    if path is not None and (path / "state.json").is_file():
+        return path
+    complete = sorted(p for p in root.glob("v*") if (p / "state.json").is_file()) if root.is_dir() else []
+    return complete[-1] if complete else None
 
 
 def load_checkpoint(path: Path, model, optimizer) -> TrainingState:
@@ -158,6 +168,8 @@ class BackgroundCheckpointer:
 
     def __init__(self, root: Path):
         self.root = root
+        # The model every checkpoint belongs to (CheckpointModel.to_json()), set once it is known.
+        self.model_record: dict[str, str] | None = None
         self._thread: threading.Thread | None = None
         self.last_path: Path | None = None
         self.last_error: str | None = None
@@ -171,7 +183,7 @@ class BackgroundCheckpointer:
 
         def write() -> None:
             try:
-                path = save_checkpoint(self.root, model_state, optimizer_state, state, outer_state)
+                path = save_checkpoint(self.root, model_state, optimizer_state, state, outer_state, self.model_record)
             except BaseException as e:  # noqa: BLE001 - counted here, judged by the owner
                 self._failed(e, state.version)
             else:

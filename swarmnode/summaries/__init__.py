@@ -7,8 +7,11 @@ state; the node's loops (node/gossip/summaries.py) move the bytes.
 - outer.py: pseudo_gradient, peer_weights, frequency_corrections, merge_pseudo_gradients (the plain
   weighted mean), outer_update
 - robust.py: robust_merge (each delta clipped, weighted by trust), cosine
-- trust.py: TrustBook (each peer's earned trust, what to skip and strike), Verdict
-- state.py: OuterLoop (anchor, momentum, residual, own direction; one outer step) with OuterConfig
+- trust.py: TrustBook (each peer's earned trust, what to skip, veto and strike), Verdict
+- echo.py: OwnSummaries (this node's last published summaries), echo_free_agreement (a peer's
+  agreement with what only repeats them taken out)
+- state.py: OuterLoop (anchor, momentum, residual, the loss gradients peers are judged on; one
+  outer step) with OuterConfig
   and OuterResult, SummaryInbox and Received (peers' summaries waiting), fetch_allowance
 """
 from swarmnode.summaries.checks import check_summary, norm_bound

@@ -11,15 +11,21 @@ next own deltas point against it.
 Agreement has no fixed scale (it depends on the model, H, the compression), so it is read
 against the typical agreement of the summaries this node judged lately:
 
-    r_j = clamp(a_j / scale, -1, 1),   scale = max(median of |a| over the last SCALE_WINDOW
-                                                    judged summaries, NOISE_SIGMAS / sqrt(P))
+    r_j = clamp(a_j / scale, -1, 1),   scale = max(upper quartile of the peers' votes,
+                                                    NOISE_SIGMAS / sqrt(P))
 
 P is the number of parameters: two unrelated directions have cos ~ 1/sqrt(P), so a random
 direction never looks like evidence. On the bundled policy a random direction gives
-|a| ~ 0.001, honest peers and sign-flipped ones some +-0.01 to 0.03. Each peer has one vote in
-the median (the median |a| of its last VOTE_WINDOW summaries), so a peer that echoes this node's own summary back cannot stretch
-the scale by sending often; many such identities can (docs/security.md, what is left open). A median is set by the majority of what was judged: a minority cannot
-move the scale far, and even a majority can only scale r, not turn its sign.
+|a| ~ 0.001, honest peers and sign-flipped ones some +-0.01 to 0.03. Each peer has one vote
+(the median |a| of its last VOTE_WINDOW summaries, over the last SCALE_WINDOW peers judged), so
+a peer cannot stretch the scale by sending often. Why the upper quartile and not the median:
+peers whose summaries carry no direction (random ones, colluders, echoes once this node's own
+summaries are projected out, summaries/state.py) vote near zero; as a majority they pulled a
+median down to the noise floor, every honest summary then read r = +-1 by its sign alone, and
+a run of an honest peer's negative ones struck it. Raising the quartile takes a quarter of the
+votes with |a| above the honest peers', that is summaries that agree (or disagree) with this
+node's own direction more than honest ones do: the agreeing ones help, the disagreeing ones
+are vetoed. Even then the scale only scales r, it cannot turn its sign.
 
 Each judged summary moves the peer's score s towards r, faster down than up (RISE < FALL), and
 the score sets its trust:
@@ -27,8 +33,16 @@ the score sets its trust:
     s' = s + beta (r - s),  beta = RISE if r >= s else FALL
     trust = clamp(s / FULL_AT, 0, 1)
 
-(an honest newcomer reaches full trust in one or two summaries; one summary with r = -1 takes
-a fully trusted peer to a score under 0).
+(an honest newcomer reaches full trust in one or two summaries). Trust is credit for the next
+summaries, never for one that disagrees: a summary with r < 0 caps its own trust, and its
+sender's, at once,
+
+    trust' <= max(0, 1 + r / |VETO_AT|)      (r < 0),
+
+and one with r <= VETO_AT is vetoed: skipped whatever its sender's trust (`against_direction`)
+with the sender's trust at 0. A turncoat that earned full trust gets its first hostile summary
+in only at the weight its own evidence leaves (none from VETO_AT down), and each later one
+meets a score that the last at least halved.
 A newcomer starts at trust `initial` and earns more. Under `skip_below` a summary is judged but
 not merged. The score reacts within a summary or two, which is right for weights and wrong for
 blame: an honest peer's agreement is noisy (its sign flips now and then), so a strike waits for
@@ -65,17 +79,23 @@ FULL_AT = 0.3  # a score at which trust is full
 HARMFUL_MEAN = -0.5
 STRIKE_WINDOW, STRIKE_MIN = 16, 6
 STEADY_Z = 3.0
+VETO_AT = -0.5  # evidence at or under this vetoes a summary; between it and 0 it caps the trust
+SCALE_QUANTILE = 0.75  # the votes' quantile that sets the scale (see the module docstring)
 VOTE_WINDOW = 8  # a peer's recent |a| that make its vote in the scale
 SCALE_WINDOW = 32  # the peers most recently judged, whose typical |agreement| set the scale
 NOISE_SIGMAS = 3.0  # the scale is at least this many cos-of-unrelated-directions (1 / sqrt(P))
 DIGESTS_KEPT = 8  # a peer's recent summaries remembered to catch a repeat
-LOW_TRUST, REPEATED = "low_trust", "repeated_summary"  # why a summary was skipped (status keys)
+# Why a summary was skipped (status keys).
+LOW_TRUST, REPEATED, VETOED = "low_trust", "repeated_summary", "against_direction"
 
 
-def agreement_scale(recent_abs: list[float], parameters: int) -> float:
-    """max(median of the recent |a|, NOISE_SIGMAS / sqrt(P))."""
+def agreement_scale(votes: list[float], parameters: int) -> float:
+    """max(upper quartile of the votes, NOISE_SIGMAS / sqrt(P)); the quartile is the
+    ceil(0.75 n)-th smallest of the n votes (the largest of 1 or 2, the 3rd of 4)."""
     floor = NOISE_SIGMAS / math.sqrt(max(1, parameters))
-    return max(statistics.median(recent_abs), floor) if recent_abs else floor
+    if not votes:
+        return floor
+    return max(sorted(votes)[math.ceil(SCALE_QUANTILE * len(votes)) - 1], floor)
 
 
 def relative_agreement(agreement: float, scale: float) -> float:
@@ -98,6 +118,14 @@ def harmful(recent_evidence: list[float]) -> bool:
     return mean < HARMFUL_MEAN and mean < -STEADY_Z * statistics.stdev(recent_evidence) / math.sqrt(n)
 
 
+def capped_score(score: float, evidence: float) -> float:
+    """The score after a summary with evidence r: for r < 0, at most the score of trust
+    max(0, 1 + r / |VETO_AT|) (0 from VETO_AT down); unchanged for r >= 0."""
+    if evidence >= 0:
+        return score
+    return min(score, score_of(max(0.0, 1.0 + evidence / abs(VETO_AT))))
+
+
 def trust_of(score: float) -> float:
     """trust = clamp(s / FULL_AT, 0, 1)."""
     return max(0.0, min(1.0, score / FULL_AT))
@@ -106,6 +134,15 @@ def trust_of(score: float) -> float:
 def score_of(trust: float) -> float:
     """The score whose trust is `trust` (0..1): s = trust x FULL_AT."""
     return trust * FULL_AT
+
+
+def skip_reason(repeated: bool, evidence: float, trust: float, skip_below: float) -> str | None:
+    """Why a judged summary is not merged (None: merged): a repeat, a veto, too little trust."""
+    if repeated:
+        return REPEATED
+    if evidence <= VETO_AT:
+        return VETOED
+    return LOW_TRUST if trust < skip_below else None
 
 
 @dataclass
@@ -129,8 +166,9 @@ class Verdict:
     agreement: float  # a = cos(d_j, D), D this node's own direction
     evidence: float  # r
     trust: float  # after this summary
-    skipped: str | None  # LOW_TRUST, REPEATED, or None (merged)
+    skipped: str | None  # LOW_TRUST, REPEATED, VETOED, or None (merged)
     harmful: bool  # strikes the peer
+    sent_at: float | None = None  # the summary's created_at as its sender says (for the log)
 
 
 class TrustBook:
@@ -144,10 +182,9 @@ class TrustBook:
         self.skip_below = skip_below
         self.parameters = parameters
         self.acting = acting
-        # One vote per peer, the median |a| of its recent summaries: a peer that echoes this
-        # node's own summary back (|a| near 1) moves the median by one place, however often it
-        # sends; and with a single peer the scale is its typical |a|, not its last (which would
-        # make every honest summary r = +-1 by its sign alone).
+        # One vote per peer, the median |a| of its recent summaries: a peer that sends often
+        # moves the quartile by one place at most; and with a single peer the scale is its
+        # typical |a|, not its last (which would make every honest summary r = +-1 by its sign).
         self._votes: LRUMap[str, float] = LRUMap(SCALE_WINDOW)
         self._peers: LRUMap[str, PeerTrust] = LRUMap(max_peers, protect=lambda t: t.score < 0)
         self._lock = threading.Lock()
@@ -180,12 +217,12 @@ class TrustBook:
                 self._votes[peer] = statistics.median(t.abs_recent)
             scale = agreement_scale(list(self._votes.values()), self.parameters)
             evidence = -1.0 if repeated else relative_agreement(agreement, scale)
-            t.score = updated_score(t.score, evidence)
+            t.score = capped_score(updated_score(t.score, evidence), evidence)
             t.evidence.append(evidence)
             t.judged += 1
             t.agreement = agreement
             trust = trust_of(t.score)
-            skipped = REPEATED if repeated else (LOW_TRUST if trust < self.skip_below else None)
+            skipped = skip_reason(repeated, evidence, trust, self.skip_below)
             struck = repeated or harmful(list(t.evidence))
             if not self.acting:
                 skipped, struck = None, False

@@ -268,7 +268,7 @@ class RecordIntake:
         # Subkeys (peers) admitted under each current key: at most max_values_per_key each.
         self._subkeys = LRUMap[str, set](capacity=KEYS_COUNTED)
         self.values_over_key_cap = 0
-        # Peers seen publishing records for another swarm or protocol version (refused as
+        # Peers seen publishing records for another swarm, window or protocol version (refused as
         # unknown keys): peer id -> origin, to say why a join through them did not take.
         self.foreign = LRUMap[str, RecordOrigin](capacity=FOREIGN_PEERS_KEPT)
         # Peers of this swarm that speak no version this node speaks (each counted once).
@@ -464,6 +464,15 @@ class RecordIntake:
             self.stats.reject(RejectReason.UNKNOWN_KEY, None)
             self._verdicts.put(digest, None)
             origin = record_origin(value)
-            if origin is not None and (origin.swarm != self.swarm
+            if origin is not None and (origin.swarm != self.swarm or self.of_other_window(origin)
                                        or common_version(self.versions.spoken, origin.versions) is None):
                 self.foreign[origin.peer_id] = origin
+
+    def of_other_window(self, origin: RecordOrigin) -> bool:
+        """The record says a swarm.window_s other than this node's (an older node's says none):
+        its keys are of other windows, so neither node ever reads the other's records."""
+        return origin.window_s != 0 and origin.window_s != self.window_s
+
+    def other_window_peers(self, now: float) -> list[RecordOrigin]:
+        """Peers of this swarm seen publishing under another swarm.window_s, newest record unexpired."""
+        return [o for o in self.foreign.values() if o.swarm == self.swarm and self.of_other_window(o) and o.expires_at > now]

@@ -27,26 +27,27 @@ def free_tcp_port() -> int:
         return s.getsockname()[1]
 
 
-def swarm_of(config_path: Path) -> tuple[str, dict[str, str]]:
-    """The swarm name of a node config, and the environment that gives a bootstrap node its window
-    and record timings."""
+def swarm_of(config_path: Path) -> tuple[str, float, dict[str, str]]:
+    """The swarm name and window of a node config (given as --swarm and --window-s), and the
+    environment that gives a bootstrap node its record timings."""
     cfg = load_config(config_path, environ={})
-    env = {"SWARMNODE__SWARM__WINDOW_S": repr(cfg.swarm.window_s)}
-    for name in ("publish_interval_s", "ttl_s", "poll_interval_s"):
-        env[f"SWARMNODE__RECORDS__{name.upper()}"] = repr(getattr(cfg.records, name))
-    return cfg.swarm.name, env
+    env = {f"SWARMNODE__RECORDS__{name.upper()}": repr(getattr(cfg.records, name))
+           for name in ("publish_interval_s", "ttl_s", "poll_interval_s")}
+    return cfg.swarm.name, cfg.swarm.window_s, env
 
 
 @dataclass
 class BootstrapNode:
     """`swarmnode bootstrap --home HOME --port PORT --announce /dns4/localhost/tcp/PORT` serving
-    the swarm of `swarm_config`; started, killed and started again with the same home and port."""
+    the swarm of `swarm_config` (`window_s`: another --window-s than the swarm's); started, killed and
+    started again with the same home and port."""
 
     home: NodeHome
     port: int
     swarm_config: Path
     process: subprocess.Popen | None = None
     name: str = "bootstrap"
+    window_s: float | None = None
 
     @property
     def log_path(self) -> Path:
@@ -60,11 +61,13 @@ class BootstrapNode:
     def announce(self) -> str:
         return f"/dns4/localhost/tcp/{self.port}"
 
-    def start(self, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
-        """Start the process; return its runtime info once its status endpoint answers."""
-        swarm, env = swarm_of(self.swarm_config)
-        args = python_module_command("swarmnode", "bootstrap", "--home", str(self.home.root), "--port", str(self.port),
-                                     "--announce", self.announce, "--swarm", swarm)
+    def start(self, timeout: float = START_TIMEOUT_S, flags: bool = True) -> dict[str, Any]:
+        """Start the process (`flags` False: with --home alone, as its home remembers it); return
+        its runtime info once its status endpoint answers."""
+        swarm, window_s, env = swarm_of(self.swarm_config)
+        window_s = window_s if self.window_s is None else self.window_s
+        given = ["--port", str(self.port), "--announce", self.announce, "--swarm", swarm, "--window-s", repr(window_s)]
+        args = python_module_command("swarmnode", "bootstrap", "--home", str(self.home.root), *(given if flags else []))
         self.stdout_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.stdout_path, "wb") as console:
             self.process = subprocess.Popen(args, stdout=console, stderr=subprocess.STDOUT,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -12,6 +13,10 @@ from swarmnode.trainer.selection import drawable, select_external, update_succes
 
 EXTERNAL_POOL_CAPACITY = 4096  # received groups kept; the oldest go first
 MAX_SENDERS_COUNTED = 256  # senders in BufferStats.external_taken_by_sender (status shows it)
+# A step waits for peers' groups only if one it could draw arrived within this many seconds, or
+# four waits, whichever is longer: partners that were ignored, left or never came send nothing,
+# and waiting for them would hold every step for the whole wait.
+SUPPLY_MEMORY_S = 8.0
 
 
 @dataclass
@@ -25,19 +30,29 @@ class BufferStats:
     dropped_stale: int = 0
     external_dropped_stale: int = 0
     external_taken: int = 0
+    external_waits: int = 0  # steps that waited for peers' groups
+    external_waits_skipped: int = 0  # steps that would have waited, but no peer's group came lately
     external_taken_by_task: Counter = field(default_factory=Counter)  # task -> peers' groups taken
     staleness: Counter = field(default_factory=Counter)  # (trained version - behaviour version) -> groups
     staleness_local: Counter = field(default_factory=Counter)  # the same, this node's own groups
     staleness_external: Counter = field(default_factory=Counter)  # peers' groups (v: this node's version at receipt)
     external_taken_by_sender: Counter = field(default_factory=Counter)  # verified sender -> its groups trained here
+    staleness_sum_by_sender: Counter = field(default_factory=Counter)  # sender -> sum of its trained groups' tau
 
-    def count_sender(self, sender: str, cap: int = MAX_SENDERS_COUNTED) -> None:
-        """One more of `sender`'s groups trained. At most `cap` senders are kept: a new one
-        replaces the one with the fewest (the table stays bounded however many peers send)."""
+    def count_sender(self, sender: str, tau: int, cap: int = MAX_SENDERS_COUNTED) -> None:
+        """One more of `sender`'s groups trained, `tau` versions stale. At most `cap` senders are
+        kept: a new one replaces the one with the fewest (the table stays bounded however many
+        peers send)."""
         if sender not in self.external_taken_by_sender and len(self.external_taken_by_sender) >= cap:
             fewest = min(self.external_taken_by_sender, key=self.external_taken_by_sender.__getitem__)
             del self.external_taken_by_sender[fewest]
+            self.staleness_sum_by_sender.pop(fewest, None)
         self.external_taken_by_sender[sender] += 1
+        self.staleness_sum_by_sender[sender] += tau
+
+    def mean_staleness_by_sender(self) -> dict[str, float]:
+        """sender -> mean tau of its groups trained here (versions behind at training)."""
+        return {sender: self.staleness_sum_by_sender[sender] / n for sender, n in self.external_taken_by_sender.items() if n}
 
 
 class ExperienceBuffer:
@@ -50,7 +65,8 @@ class ExperienceBuffer:
     """
 
     def __init__(self, max_staleness: int, *, external_max_staleness: int | None = None, selection: str = "uniform",
-                 quality: Callable[[], Mapping[str, float]] = dict, seed: int = 0):
+                 quality: Callable[[], Mapping[str, float]] = dict, seed: int = 0,
+                 clock: Callable[[], float] = time.monotonic):
         if max_staleness < 0:
             raise ValueError("max_staleness >= 0")
         self.max_staleness = max_staleness
@@ -64,11 +80,15 @@ class ExperienceBuffer:
         self.stats = BufferStats()
         self.own_success: dict[str, float] = {}  # task -> running mean reward of this node's own groups
         self._closed = False
+        self._clock = clock
+        self._last_drawable_at = -float("inf")  # when a peer's group this node can draw last arrived
 
     def put(self, groups: list[ScoredGroup]) -> None:
         with self._cond:
             for g in groups:
                 (self._local if g.is_local else self._external).append(g)
+                if not g.is_local and drawable(g, self.selection):
+                    self._last_drawable_at = self._clock()
                 if g.is_local and g.rewards:  # local groups: only this node's own few tasks
                     self.own_success[g.ref.task] = update_success(self.own_success.get(g.ref.task),
                                                                   sum(g.rewards) / len(g.rewards))
@@ -101,6 +121,7 @@ class ExperienceBuffer:
         its selection can draw (so nodes of a swarm step roughly together, as SAPO's rounds do);
         otherwise it takes what the pool holds. Groups it can never draw (flat ones, under any
         policy but uniform) do not end the wait: a pool full of them would end every wait at once.
+        It waits only while peers are expected to send (`_supply_expected`).
         """
         with self._cond:
             dropped = 0
@@ -119,8 +140,12 @@ class ExperienceBuffer:
 
             self._cond.wait_for(ready, timeout=timeout)
             groups = [self._local.popleft() for _ in range(min(n_local, len(self._local)))]
-            if n_external > 0 and external_wait > 0:
-                self._cond.wait_for(external_ready, timeout=external_wait)
+            if n_external > 0 and external_wait > 0 and not external_ready():
+                if self._supply_expected(external_wait):
+                    self.stats.external_waits += 1
+                    self._cond.wait_for(external_ready, timeout=external_wait)
+                else:
+                    self.stats.external_waits_skipped += 1
             external_dropped += self._drop_stale(self._external, version, self.external_max_staleness)
             pool = list(self._external)
             chosen = set(select_external(pool, n_external, self.selection, version, self._quality(), self._rng,
@@ -134,12 +159,17 @@ class ExperienceBuffer:
             self.stats.external_taken += len(chosen)
             for i in chosen:
                 self.stats.external_taken_by_task[pool[i].ref.task] += 1
-                self.stats.count_sender(pool[i].source)
+                self.stats.count_sender(pool[i].source, version - pool[i].policy_version)
             for g in groups:
                 tau = version - g.policy_version
                 self.stats.staleness[tau] += 1
                 (self.stats.staleness_local if g.is_local else self.stats.staleness_external)[tau] += 1
             return Take(groups, dropped + external_dropped)
+
+    def _supply_expected(self, wait_s: float) -> bool:
+        """Whether a peer's drawable group arrived within max(SUPPLY_MEMORY_S, 4 x wait_s) (call
+        with the lock held)."""
+        return self._clock() - self._last_drawable_at <= max(SUPPLY_MEMORY_S, 4 * wait_s)
 
     def own_success_snapshot(self) -> dict[str, float]:
         """task -> this node's running success rate on it (selection.update_success)."""

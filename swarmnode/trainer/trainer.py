@@ -156,7 +156,10 @@ class Trainer:
         # log-probs noisy against the generator's, which never drops units.
         whole = self._logp(self.model, batch) if len(parts) == 1 else None
         row_sources = [groups[int(kept_groups[g])].source for g in batch.group_ids.tolist()]
-        implausible = self._implausible_rows(row_sources, batch, whole, parts, mask)
+        # Judged over all of a sender's samples: over its above-baseline ones alone (the mask of
+        # external_positive_only), a policy that finds right answers likelier than the sender did
+        # sits above 0, and honest peers were dropped as implausible.
+        implausible = self._implausible_rows(row_sources, batch, whole, parts, batch.completion_mask)
         mask = mask * (~implausible).to(mask.dtype)[:, None]
         self.optimizer.zero_grad(set_to_none=True)
         loss, stats = self._accumulate(batch, parts, whole, advantages, mask)

@@ -3,4 +3,6 @@
 - lru_map.py: `LRUMap`, a map with a size bound (least recently used out first, protected last)
 - ratelimit.py: `TokenBucket` and `PeerRateLimiter` (per-peer rate limits in a bounded map)
 - backoff.py: `backoff_delay` and `jittered`, retry delays
+- errors.py: `first_line`, an error as one line for the one-line failures users read
+- histogram.py: `BucketCounts`, observations counted in fixed buckets (a histogram's counts, any thread)
 """

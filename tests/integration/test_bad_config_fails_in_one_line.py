@@ -65,6 +65,14 @@ def test_host_port_in_use_is_not_blamed_on_a_slow_p2pd(home):
     assert "timeout" not in proc.stderr
 
 
+def test_listen_address_not_on_this_machine_is_named_not_blamed_on_p2pd(home):
+    # 198.18.0.0/15 is reserved for tests and on no interface of this machine
+    proc = run_node(home, env={"SWARMNODE__NETWORK__HOST_MADDRS": '["/ip4/198.18.7.7/tcp/0"]'})
+    assert_failed_in_one_line(proc, home, "listen address 198.18.7.7", "is not an address of this machine",
+                              "environment variable SWARMNODE__NETWORK__HOST_MADDRS")
+    assert "timeout" not in proc.stderr
+
+
 def test_read_only_home(home):
     if os.geteuid() == 0:  # root writes through a mode: make the folder immutable instead
         if subprocess.run(["chattr", "+i", str(home.root)], capture_output=True).returncode != 0:

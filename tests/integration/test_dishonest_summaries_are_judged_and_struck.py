@@ -6,8 +6,9 @@ steps. Beside them run the project's own daemon with one thing bent, its publish
 (swarmnode/testing/hostile/dishonest.py, `python -m swarmnode.testing.hostile.dishonest run ...`): a real identity, real
 p2pd, real training, the real protocol. All attacks run at once against node0 (one swarm, so
 the suite pays for one): sign flip at 1x and at 8x, a random direction at 4x, an ALIE-style bias, a
-turncoat that flips at 8x after earning trust, two colluders pushing one fixed direction at 4x,
-and a peer that replays one honest summary forever. node0 takes partners_per_step = 4 of their
+turncoat that flips at 3x after 75 s of earning trust, two colluders pushing one fixed direction
+at 4x, a peer that replays one honest summary forever and one that echoes node0's own summaries
+back. node0 takes partners_per_step = 4 of their
 summaries per outer step.
 
 node0 must end with finite weights and not below where it started (a collapse check: merged
@@ -26,6 +27,7 @@ learning baseline is measured by scripts/experiments/byzantine_experiment.py (50
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 
@@ -43,8 +45,10 @@ STEPS = 240  # node0's local steps
 EVAL_SIZE = 64  # held-out items per task
 # Random directions at 8x mostly exceed node0's norm bound (their error feedback grows them): at
 # 4x they pass it and are judged.
-DISHONEST = {2: "sign_flip:8", 3: "random:4", 4: "alie:1", 5: "turncoat:8", 6: "collude:4", 7: "collude:4", 8: "replay",
-             9: "sign_flip:1"}
+# The turncoat is honest for its first 75 s (the victim trains ~200 s here), then flips at 3x;
+# the echo sends node0's own summaries back as its own.
+DISHONEST = {2: "sign_flip:8", 3: "random:4", 4: "alie:1", 5: "turncoat:3@75", 6: "collude:4", 7: "collude:4",
+             8: "replay", 9: "sign_flip:1", 10: "echo"}
 # Evaluation noise (128 items, the mean of the last 3 evaluations) allowed below node0's start.
 COLLAPSE_SLACK = 0.03
 DATA_SEED = 1000
@@ -90,9 +94,13 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
             out["SWARMNODE__TRAINING__MAX_STEPS"] = "100000"  # the others train on until node0 is done
         if i in DISHONEST:
             out["SWARMNODE_BEND"] = DISHONEST[i]
+        if DISHONEST.get(i) == "echo":
+            out["SWARMNODE_ECHO_HOME"] = str(tmp_path / "swarm" / "node0")
         return out
 
+    # node0 logs each verdict (DEBUG), naming the sender and when it made the summary.
     swarm = LocalSwarm(tmp_path / "swarm", size, victim_config, node_env=env,
+                       node_args=lambda i: ["--log-level", "DEBUG"] if i == 0 else [],
                        node_module=lambda i: "swarmnode.testing.hostile.dishonest" if i in DISHONEST else "swarmnode")
     with swarm:
         swarm.start()
@@ -106,6 +114,7 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
         finite = {f: all(bool(t.isfinite().all()) for t in load_file(str(checkpoint / f)).values())
                   for f in ("model.safetensors", "outer.safetensors")}
         bent = {i: swarm.nodes[i].stdout_path.read_text(errors="replace") for i in DISHONEST}  # its console
+        victim_log = (homes[0].root / "logs" / "node.log").read_text(errors="replace")
 
     elapsed = time.monotonic() - started
 
@@ -148,13 +157,22 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
         # neither. The strikes are measured at H = 20 (scripts/experiments/byzantine_experiment.py).
         if kind == "replay" and not struck.get("repeated_summary"):
             problems.append(f"{name}: not struck as repeated_summary: {struck}, {t}")
-        # Not asserted: a turncoat merged before it turns. It turns after its own 6th summary, and
-        # on a slow machine node0 may take its first summary after that (CI: 10 judged, 0 merged).
+        if kind == "turncoat":
+            # It turned within the run and node0 judged what it sent after (from node0's verdict
+            # log, by when the sender made each summary). Not asserted: how many of those were
+            # merged. At 4 x 4 and H = 4 a flipped summary's evidence is weak (r about -0.2 +- 0.6),
+            # so some go in at the weight their evidence caps; the count is measured at 8 x 8,
+            # H = 20 by scripts/experiments/byzantine_experiment.py (turncoat:3@90).
+            turned = re.search(r"turned at ([0-9.]+)", bent[i])
+            after = [m for m in re.finditer(rf"judged the summary of {ids[i]} made at ([0-9.]+)", victim_log)
+                     if turned and float(m.group(1)) >= float(turned.group(1))]
+            if not turned or not after:
+                problems.append(f"{name}: turned {bool(turned)}, judged {len(after)} summaries made after")
         # A random direction is no evidence either way: its score hovers near zero, so its
         # summaries go in and out of the skip threshold (merged 6 / skipped 5 in one run, 2 / 14
         # in another; clipped to |own| and weighted by that low trust when merged). It must never
         # earn trust. The replayer must lose it.
-        if kind in ("random", "collude") and t["trust"] >= 0.5:
+        if kind in ("random", "collude", "echo") and t["trust"] >= 0.5:
             problems.append(f"{name}: earned trust: {t}")
         if kind == "replay" and t["trust"] >= 0.15:
             problems.append(f"{name}: still trusted at the end: {t}")

@@ -84,3 +84,6 @@ def test_a_slow_node_plans_less_own_work_and_peers_still_train_on_it(tmp_path, s
     assert slow["staleness_external"] and sum(slow["staleness_external"].values()) == slow["external_trained"]
     assert fast["external_trained_by_sender"][ids[1]] > 0
     assert slow["groups_generated"] > 0
+    # Status shows the supply each plan was made with, and how stale each peer's groups were here.
+    [supply] = [r for r in fast["peer_supply"] if r["peer_id"] == ids[1]]
+    assert supply["trained"] > 0 and supply["mean_staleness"] is not None

@@ -14,17 +14,20 @@ from typing import Callable
 
 from swarmnode.config import NodeConfig
 from swarmnode.node.gossip.fetcher import PeerFetcher
-from swarmnode.node.gossip.standings import PeerStandings
+from swarmnode.node.gossip.standings import ROLLOUT_GROUP, PeerStandings
 from swarmnode.node.training.boundary import SwarmInputs
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.signed_values import age_problem
 from swarmnode.protocol.rollout_messages import open_rollout_batch
 from swarmnode.protocol.versions import THIS_RELEASE, ProtocolVersions
+from swarmnode.utils.histogram import BucketCounts
 from swarmnode.utils.lru_map import LRUMap
 from swarmnode.trainer.intake import IntakeResult
 
 log = logging.getLogger("swarmnode.gossip")
 LATENCY_SAMPLES = 2048
+# Publish-to-accepted latency buckets, seconds: from a batch fetched at once to one a window or more late.
+LATENCY_BUCKETS_S = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 
 
 @dataclass(slots=True)
@@ -53,6 +56,7 @@ class RolloutReceiver:
         self._reread = False  # a peer's batch was signed with another key: read announcements again
         self._reread_lock = threading.Lock()
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)  # publish -> accepted here, seconds
+        self.latency_buckets = BucketCounts(LATENCY_BUCKETS_S)  # the same, every batch since start
         # The same per sender (how long a batch takes over each path: direct, relayed), bounded.
         self._sender_latencies: LRUMap[str, deque] = LRUMap(config.limits.max_tracked_senders)
         self._latency_lock = threading.Lock()  # several worker threads take batches at once
@@ -115,6 +119,7 @@ class RolloutReceiver:
         tally.cpu_s += time.thread_time() - cpu
         latency = max(0.0, self.clock() - batch.created_at)
         self.latencies.append(latency)
+        self.latency_buckets.observe(latency)
         with self._latency_lock:
             self._sender_latencies.setdefault(peer, lambda: deque(maxlen=LATENCY_SAMPLES // 4)).append(latency)
         if result.groups:
@@ -128,7 +133,7 @@ class RolloutReceiver:
     def _store(self, peer: str, batch_id: int, result: IntakeResult, tally: FetchTally) -> None:
         tally.groups_accepted += len(result.groups)
         for _ in result.groups:
-            self.standings.stats.accept("rollout_group")
+            self.standings.stats.accept(ROLLOUT_GROUP)
         try:
             self.standings.received.accepted(peer, batch_id, result.groups, result.same_model)
         except Exception as e:  # noqa: BLE001 - a full disk must not replay or un-count the batch

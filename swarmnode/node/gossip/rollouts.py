@@ -34,7 +34,6 @@ from swarmnode.node.gossip.fetcher import PeerFetcher
 from swarmnode.node.gossip.rollout_batches import FetchTally, RolloutReceiver
 from swarmnode.node.gossip.server import PeerServer, Waiters
 from swarmnode.node.gossip.standings import PeerStandings, StandingCounters
-from swarmnode.node.training.boundary import fetch_ahead_steps
 from swarmnode.node.training.service import TrainingService
 from swarmnode.protocol.codec import RejectReason, VersionedSigner
 from swarmnode.protocol.rollout_messages import CheckedRolloutAnnouncement, build_rollout_announcement, seal_rollout_batch
@@ -91,15 +90,17 @@ class RolloutCounters:
         self.store_errors += tally.store_errors
 
 
-def rollout_status_counters(own: RolloutCounters, standings: StandingCounters, fetch_waits: int) -> dict[str, int]:
+def rollout_status_counters(own: RolloutCounters, standings: StandingCounters, fetch_waits: int) -> dict[str, Any]:
     """The status `rollouts` counters in their documented order: this object's, the standings'
-    (rejections, ignores and their own store errors) and the fetcher's slot waits."""
+    (rejections in all and by reason, ignores and their own store errors) and the fetcher's slot waits."""
     c = own
+    rejected = standings.groups_rejected_by_reason()
     return {
         "batches_published": c.batches_published, "groups_published": c.groups_published,
         "bytes_published": c.bytes_published, "announcements": c.announcements,
         "batches_fetched": c.batches_fetched, "bytes_fetched": c.bytes_fetched, "groups_accepted": c.groups_accepted,
-        "groups_rejected": standings.groups_rejected, "groups_skipped_other_task": c.groups_skipped_other_task,
+        "groups_rejected": sum(rejected.values()), "groups_rejected_by_reason": rejected,
+        "groups_skipped_other_task": c.groups_skipped_other_task,
         "fetch_failures": c.fetch_failures, "peers_ignored": standings.peers_ignored,
         "store_errors": c.store_errors + standings.store_errors, "fetch_waits": fetch_waits,
         "fetch_requests": c.fetch_requests, "fetches_deferred": c.fetches_deferred,
@@ -158,6 +159,9 @@ class RolloutGossip:
         self.busy_s = 0.0  # wall time spent on gossip work (network waits included), not sleeping
         self.worker_cpu_s = 0.0  # CPU of gossip work in worker threads (sealing, checking, re-scoring)
         self._loop_cpu_start = 0.0
+        # The transport's CPU seconds as last read: its helper process or thread reads 0 once it
+        # ends, and swarm_cpu_s (a counter) must not fall back with it.
+        self._transport_cpu_s = 0.0
         self.counters = RolloutCounters()
 
     async def start(self) -> None:
@@ -344,7 +348,7 @@ class RolloutGossip:
         the cursor lags, and the batches in between would only age out of the pool."""
         cfg = self.config.rollouts
         informative = draws_only_informative(self.config.training.external_selection)
-        if fetch_ahead_steps(self.config) > 0:
+        if cfg.fetch_ahead_steps > 0:
             return rollout_fetch_request(after, max_batches=cfg.backlog_batches, wait_ms=int(wait_s * 1000), newest=True,
                                          informative_only=informative)
         return rollout_fetch_request(after, wait_ms=int(wait_s * 1000), informative_only=informative)
@@ -397,7 +401,7 @@ class RolloutGossip:
 
     # -- status --------------------------------------------------------------------------------
 
-    def status_counters(self) -> dict[str, int]:
+    def status_counters(self) -> dict[str, Any]:
         """Every status `rollouts` counter, wherever it is counted."""
         return rollout_status_counters(self.counters, self.standings.counters, self.fetcher.waits)
 
@@ -411,13 +415,14 @@ class RolloutGossip:
         # server: an upper bound for gossip), gossip work in worker threads, and the transport
         # (p2pd, or the libp2p transport's trio thread).
         loop_cpu = time.thread_time() - self._loop_cpu_start
-        transport_cpu = self.transport.transport_cpu_s()
+        self._transport_cpu_s = transport_cpu = max(self._transport_cpu_s, self.transport.transport_cpu_s())
         swarm_cpu = loop_cpu + self.worker_cpu_s + transport_cpu
         return {
             **counters,
             "bytes_per_batch": round(counters["bytes_published"] / published, 1) if published else None,
             "latency_p50_s": _percentile(latencies, 0.50),
             "latency_p99_s": _percentile(latencies, 0.99),
+            "latency_histogram": self.receiver.latency_buckets.snapshot(),
             "gossip_busy_share": round(busy / uptime, 5),
             "swarm_cpu_s": round(swarm_cpu, 3),
             "swarm_cpu_breakdown_s": {"event_loop": round(loop_cpu, 3), "gossip_workers": round(self.worker_cpu_s, 3),

@@ -1,16 +1,18 @@
 """Every peer's standing with this node, one per peer whatever it sends (rollout batches,
 gradient summaries): a peer ignored for bad summaries is ignored for rollouts too.
 
-A rejection is counted by reason and sender (MessageStats), written to SQLite with its detail,
-and strikes the sender unless an honest peer could have caused it (NOT_STRIKES); a peer past
-rollouts.strike_limit strikes within rollouts.strike_window_s is ignored for
-rollouts.ignore_s. Standings (and peers' summary trust) are saved as they change, so a restart
-pardons no recent offender.
+A rejection is counted by reason and sender (MessageStats) and, a rollout's, by reason in
+status `rollouts`; it is written to SQLite with its detail, and strikes the sender unless an
+honest peer could have caused it (NOT_STRIKES); a peer past rollouts.strike_limit strikes
+within rollouts.strike_window_s is ignored for rollouts.ignore_s. Standings (and peers'
+summary trust) are saved as they change, so a restart pardons no recent offender.
 """
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -43,13 +45,30 @@ def saved_trust(rows: list[StandingRow]) -> list[tuple[str, float, int]]:
 REJECTIONS_PENALTY_CAP = 60.0  # rejected messages counted in a GossipSub penalty
 
 
+# The kinds of message a peer's standing answers for (MessageStats counts accepted ones by them).
+ROLLOUT_GROUP = "rollout_group"
+GRADIENT_SUMMARY = "gradient_summary"
+
+
 @dataclass(slots=True)
 class StandingCounters:
-    """The status `rollouts` counters the standings keep (worker and trainer threads add to them)."""
+    """The status `rollouts` counters the standings keep (worker and trainer threads add to them).
 
-    groups_rejected: int = 0
+    Rollout rejections are kept by reason only: their total is the sum, so the two never disagree."""
+
     peers_ignored: int = 0
     store_errors: int = 0
+    _rejected: Counter = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # several worker threads blame at once
+
+    def count_rejected(self, reasons: list[RejectReason]) -> None:
+        with self._lock:
+            self._rejected.update(reason.value for reason in reasons)
+
+    def groups_rejected_by_reason(self) -> dict[str, int]:
+        """Reason -> peers' rollout rejections (status `rollouts.groups_rejected_by_reason`)."""
+        with self._lock:
+            return dict(sorted(self._rejected.items()))
 
 
 class PeerStandings:
@@ -90,12 +109,15 @@ class PeerStandings:
         self.received.close()
         self.saved.close()
 
-    def blame(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]], weight: int = 1) -> None:
+    def blame(self, peer: str, batch_id: int | None, reasons: list[tuple[RejectReason, str]], weight: int = 1, *,
+              kind: str = ROLLOUT_GROUP) -> None:
         """Count rejections against `peer` (a verified id), strike it `weight` times for each
-        (see NOT_STRIKES), and write them down."""
+        (see NOT_STRIKES), and write them down. `kind`: what was rejected; only rollouts' (a
+        group, or a batch or response refused whole) count in status `rollouts`."""
         for reason, _ in reasons:
             self.stats.reject(reason, peer)
-        self.counters.groups_rejected += len(reasons)
+        if kind == ROLLOUT_GROUP:
+            self.counters.count_rejected([reason for reason, _ in reasons])
         try:
             self.received.rejected(peer, batch_id, [(reason.value, detail) for reason, detail in reasons])
         except Exception as e:  # noqa: BLE001 - the counts above stand; the log says why the row is missing

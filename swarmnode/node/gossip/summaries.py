@@ -40,7 +40,7 @@ from swarmnode.node.dht_reads import newest_per_peer, read_spread
 from swarmnode.node.gossip.announcements import Announcer
 from swarmnode.node.gossip.fetcher import PeerFetcher
 from swarmnode.node.gossip.server import PeerServer
-from swarmnode.node.gossip.standings import PeerStandings
+from swarmnode.node.gossip.standings import GRADIENT_SUMMARY, PeerStandings
 from swarmnode.node.training.service import OutgoingSummary, TrainingService
 from swarmnode.protocol.codec import Rejected, RejectReason, VersionedSigner
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
@@ -296,7 +296,7 @@ class SummaryGossip:
             return
         self.outer.put(received)
         self.counters.accepted += 1
-        self.standings.stats.accept("gradient_summary")
+        self.standings.stats.accept(GRADIENT_SUMMARY)
 
     def _check(self, envelope: bytes, peer: str, public_key: bytes, summary_id: int, max_norm: float) -> Received:
         """Open, check and decode a fetched summary (worker thread). Raises `Rejected`."""
@@ -313,7 +313,7 @@ class SummaryGossip:
                                           shapes=self.outer.shapes(), max_norm=max_norm)
             # An all-zero summary (an idle peer) is no evidence and no repeat: no digest.
             return Received(peer, tensors, norm, self.outer.clock(), time.monotonic(),
-                            values_digest(tensors) if norm > 0 else None)
+                            values_digest(tensors) if norm > 0 else None, summary.created_at)
 
     @contextlib.contextmanager
     def _timed(self):
@@ -327,7 +327,8 @@ class SummaryGossip:
 
     async def _reject(self, peer: str, reason: RejectReason, detail: str) -> None:
         self.rejected[reason.value] += 1
-        await asyncio.to_thread(self.standings.blame, peer, None, [(reason, f"summary: {detail}")])
+        await asyncio.to_thread(self.standings.blame, peer, None, [(reason, f"summary: {detail}")],
+                                kind=GRADIENT_SUMMARY)
 
     # -- trust ---------------------------------------------------------------------------------
 
@@ -339,6 +340,10 @@ class SummaryGossip:
             return  # the plain mean: trust is shown, never acted on
         with self._verdict_lock:
             tally_verdicts(result, self.skipped, self.judged)
+        for v in result.verdicts:
+            log.debug("judged the summary of %s made at %s: agreement %.4g, evidence %+.2f, trust %.2f, %s", v.peer,
+                      "?" if v.sent_at is None else f"{v.sent_at:.3f}", v.agreement, v.evidence, v.trust,
+                      v.skipped or "merged")
         # A summary is judged once an outer step, seconds to minutes apart: each strike weighs
         # enough that SUMMARY_STRIKES_TO_IGNORE of them within rollouts.strike_window_s ignore the peer.
         weight = math.ceil((self.config.rollouts.strike_limit + 1) / SUMMARY_STRIKES_TO_IGNORE)
@@ -346,7 +351,8 @@ class SummaryGossip:
             if v.harmful:
                 reason = RejectReason.REPEATED_SUMMARY if v.skipped == REPEATED else RejectReason.HARMFUL_SUMMARY
                 self.standings.blame(v.peer, None, [(reason, f"summary: agreement {v.agreement:.3g} with this "
-                                                             f"node's own direction, trust {v.trust:.2f}")], weight)
+                                                             f"node's own direction, trust {v.trust:.2f}")], weight,
+                                     kind=GRADIENT_SUMMARY)
         try:
             self.standings.save_trust(self.outer.saved_trust([v.peer for v in result.verdicts]))
         except Exception as e:  # noqa: BLE001 - memory still holds the trust
@@ -378,6 +384,7 @@ class SummaryGossip:
             "dense_bytes": dense,
             "compression_ratio": round(dense / per_summary, 1) if per_summary else None,
             "outer_steps": counters["outer_steps"],
+            "outer_steps_this_run": counters["outer_steps_this_run"],
             "last_merge_age_s": round(time.monotonic() - last, 1) if last is not None else None,
             "merge_seconds": round(counters["merge_seconds"] + self.check_seconds, 3),
             "merge_cpu_seconds": round(counters["merge_cpu_seconds"] + self.check_cpu_seconds, 3),

@@ -5,7 +5,7 @@
 - boundary.py: one named interface each way across the event-loop/trainer-thread boundary:
   `SwarmInputs` (event loop -> trainer: same-base peers, the plan and its quotas, peers'
   batches) and `TrainerOutputs` (trainer -> event loop: groups and summaries out, and the
-  `TrainingListeners` given by the daemon); `fetch_ahead_steps`, `plan_quotas`.
+  `TrainingListeners` given by the daemon); `plan_quotas`.
 - outer_access.py: `OuterLoopAccess`, what summary gossip may use of the outer loop (its inbox,
   norm bound, shapes, clock, compression and trust).
 - setup.py: building the policy, trainer, outer loop, runner and intake from the config

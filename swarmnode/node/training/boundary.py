@@ -52,12 +52,6 @@ class TrainingListeners:
     on_fatal: Callable[[str], None] | None = None
 
 
-def fetch_ahead_steps(config: NodeConfig) -> float:
-    """rollouts.fetch_ahead_steps, or 0 (fetch everything) while the scheduler is on: it
-    measures peers' supply from what arrives, which a paused fetch would hide."""
-    return 0.0 if config.scheduler.enabled else config.rollouts.fetch_ahead_steps
-
-
 def plan_quotas(plan: Plan) -> Quotas:
     return Quotas(plan.local_rollouts, plan.external_rollouts, plan.external_wait_s)
 
@@ -133,10 +127,15 @@ class SwarmInputs:
 
     def external_wanted(self) -> bool:
         """Whether gossip should fetch peers' batches now (swarm/gossip/rollout_bookkeeping.fetch_wanted)."""
-        buffer, ahead = self._buffer, fetch_ahead_steps(self.config)
+        buffer, ahead = self._buffer, self.config.rollouts.fetch_ahead_steps
         if buffer is None or ahead <= 0:
             return True  # no pool yet, or fetch everything: no need to count the pool (event loop)
-        return fetch_wanted(buffer.external_usable(self._version()), self.plan().external_rollouts, ahead)
+        wanted = fetch_wanted(buffer.external_usable(self._version()), self.plan().external_rollouts, ahead)
+        if not wanted:
+            # Fetches pause, with the scheduler on too: a pool that held enough tells it that peers
+            # supply what it asks, so a node need not check groups it will never train to know that.
+            self.deliveries.pool_held_enough()
+        return wanted
 
 
 class TrainerOutputs:

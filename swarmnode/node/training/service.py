@@ -27,7 +27,6 @@ from swarmnode.node.training.boundary import (
     SwarmInputs,
     TrainerOutputs,
     TrainingListeners,
-    fetch_ahead_steps,
 )
 from swarmnode.node.training.step_recorder import (
     CheckpointFailures,
@@ -37,14 +36,17 @@ from swarmnode.node.training.step_recorder import (
     StepRecorder,
 )
 from swarmnode.node.training.setup import (
+    CheckpointUnloadable,
     PolicyIdentity,
     build_intake,
     build_outer_loop,
     build_runner,
+    checkpoint_model,
     generator_options,
     load_node_policy,
     make_evaluator,
     node_base_fingerprint,
+    node_base_weights_key,
     policy_identity,
     resume_trainer,
     rollout_config,
@@ -53,6 +55,7 @@ from swarmnode.node.training.setup import (
 from swarmnode.node.training.outer_access import OuterLoopAccess
 from swarmnode.node.training.status import TrainingStatus
 from swarmnode.scheduler import DeliveryMeter, Plan, SpeedMeter
+from swarmnode.store.checkpoint_model import CheckpointOfAnotherModel
 from swarmnode.store.checkpoints import BackgroundCheckpointer, TrainingState
 from swarmnode.store.metrics import MetricsStore
 from swarmnode.summaries import OuterLoop
@@ -62,20 +65,20 @@ from swarmnode.trainer.intake import RolloutIntake
 from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, make_buffer
 from swarmnode.trainer.process_loop import ProcessAsyncRunner
 from swarmnode.trainer.trainer import Trainer
+from swarmnode.utils.errors import first_line
 
 __all__ = ["CheckpointFailures", "OutgoingSummary", "SwarmInputs", "TrainerOutputs", "TrainingListeners",
-           "TrainingService", "failure_reason", "fetch_ahead_steps", "generator_options", "trainer_config"]
+           "TrainingService", "failure_reason", "generator_options", "trainer_config"]
 
 log = logging.getLogger("swarmnode.training")
 
 
 def failure_reason(error: BaseException) -> str:
-    """One line for an error that ended training: a checkpoint failure's own words, else the
-    error's type and the first line of its message."""
-    if isinstance(error, CheckpointFailures):
+    """One line for an error that ended training: a checkpoint failure's (or refusal's) own
+    words, else the error's type and the first line of its message."""
+    if isinstance(error, (CheckpointFailures, CheckpointOfAnotherModel, CheckpointUnloadable)):
         return str(error)
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
+    return f"{type(error).__name__}: {first_line(error)[:300]}" if str(error).strip() else type(error).__name__
 
 
 class TrainingService:
@@ -181,8 +184,11 @@ class TrainingService:
         policy = load_node_policy(config)
         self.outputs.policy_loaded(policy_identity(policy))
         # Hashed before any checkpoint is loaded: the weights every node of this base started from.
-        self.outputs.base_hashed(node_base_fingerprint(config, self.home_root, policy))
-        trainer, state, resumed = resume_trainer(config, policy, self.checkpoints.root)
+        base = node_base_fingerprint(config, self.home_root, policy)
+        self.outputs.base_hashed(base)
+        model = checkpoint_model(config, policy, base, node_base_weights_key(config))
+        self.checkpoints.model_record = model.to_json()  # each checkpoint names its model
+        trainer, state, resumed = resume_trainer(config, policy, self.checkpoints.root, model)
         self.outer = build_outer_loop(config, trainer, resumed, state, self.saved_trust)
         rollout = rollout_config(config)
         items = heldout_items(rollout.tasks, config.training.eval_size)

@@ -21,11 +21,21 @@ from swarmnode.trainer.intake import RolloutIntake
 from swarmnode.policy import Generator, SamplingParams, load_policy
 from swarmnode.policy.hf_backend import HFGenerator
 from swarmnode.policy.loading import (
+    architecture_fingerprint,
     base_fingerprint,
     base_weights_key,
     cached_base_fingerprint,
     resolve_model_path,
     tokenizer_fingerprint,
+)
+from swarmnode.store.checkpoint_model import (
+    RESET_HINT,
+    CheckpointModel,
+    CheckpointOfAnotherModel,
+    mismatch_line,
+    parameters_fingerprint,
+    read_checkpoint_model,
+    saved_parameter_shapes,
 )
 from swarmnode.store.checkpoints import TrainingState, latest_checkpoint, load_checkpoint, load_outer_state
 from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop
@@ -33,6 +43,7 @@ from swarmnode.trainer.buffer import ExperienceBuffer
 from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream
 from swarmnode.trainer.process_loop import ProcessAsyncRunner
 from swarmnode.trainer.trainer import StepResult, Trainer, TrainerConfig
+from swarmnode.utils.errors import first_line
 
 log = logging.getLogger("swarmnode.training")
 
@@ -118,22 +129,54 @@ def policy_identity(policy) -> PolicyIdentity:
                           {eos} if isinstance(eos, int) else set(eos))
 
 
+def node_base_weights_key(config: NodeConfig) -> str:
+    """The key the configured model's base fingerprint is cached under (policy.loading.base_weights_key)."""
+    name = config.model.name_or_path
+    return base_weights_key(name, resolve_model_path(name), dtype=config.model.dtype)
+
+
 def node_base_fingerprint(config: NodeConfig, home_root: Path, policy) -> str:
     """The fingerprint of the weights every node of this base started from (cached in the home;
     hash it before any checkpoint is loaded)."""
-    name = config.model.name_or_path
-    return cached_base_fingerprint(home_root, base_weights_key(name, resolve_model_path(name), dtype=config.model.dtype),
-                                   lambda: base_fingerprint(policy.model))
+    return cached_base_fingerprint(home_root, node_base_weights_key(config), lambda: base_fingerprint(policy.model))
 
 
-def resume_trainer(config: NodeConfig, policy, checkpoints_root: Path) -> tuple[Trainer, TrainingState, Path | None]:
+def checkpoint_model(config: NodeConfig, policy, base: str, key: str) -> CheckpointModel:
+    """The model this node's checkpoints belong to: the configured name, base weights `base`
+    (cached under `key`) and the loaded model's architecture."""
+    model = policy.model
+    shapes = {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
+    return CheckpointModel(name_or_path=config.model.name_or_path, base_fingerprint=base, base_weights_key=key,
+                           dtype=config.model.dtype, model_type=str(getattr(model.config, "model_type", type(model).__name__)),
+                           architecture=architecture_fingerprint(model.config.to_dict()),
+                           parameters=parameters_fingerprint(shapes))
+
+
+class CheckpointUnloadable(Exception):
+    """The newest checkpoint failed to load; `str(e)` is one line saying which and what to do."""
+
+
+def resume_trainer(config: NodeConfig, policy, checkpoints_root: Path,
+                   model: CheckpointModel) -> tuple[Trainer, TrainingState, Path | None]:
     """The trainer on the policy's model, resumed from the newest checkpoint under `checkpoints_root`
-    if there is one. Returns (trainer, the state it resumed from, that checkpoint or None)."""
-    trainer = Trainer(policy.model, policy.tokenizer.pad_token_id, trainer_config(config))
-    state = TrainingState(version=0, steps=0, stream_position=0, extra={})
+    if there is one and it belongs to `model` (else CheckpointOfAnotherModel, before any weight of
+    it is read). Returns (trainer, the state it resumed from, that checkpoint or None)."""
     resumed = latest_checkpoint(checkpoints_root)
     if resumed is not None:
-        state = load_checkpoint(resumed, trainer.model, trainer.optimizer)
+        recorded = read_checkpoint_model(resumed)
+        shapes = saved_parameter_shapes(resumed) if recorded is None else None
+        if (line := mismatch_line(checkpoints_root.parent, resumed.name, recorded, shapes, model)) is not None:
+            raise CheckpointOfAnotherModel(line)
+    trainer = Trainer(policy.model, policy.tokenizer.pad_token_id, trainer_config(config))
+    state = TrainingState(version=0, steps=0, stream_position=0, extra={})
+    if resumed is not None:
+        try:
+            state = load_checkpoint(resumed, trainer.model, trainer.optimizer)
+        except Exception as e:  # noqa: BLE001 - whatever the cause, one line (the traceback goes to the log file)
+            raise CheckpointUnloadable(
+                f"checkpoint {resumed} cannot be loaded into {config.model.name_or_path}: {first_line(e)[:300]}; "
+                f"use another --home, or move the old training aside with: "
+                f"{RESET_HINT.format(home=checkpoints_root.parent)}") from e
         trainer.resumed_at(state.version)
         log.info("resumed from %s at policy version %d", resumed.name, state.version)
     return trainer, state, resumed

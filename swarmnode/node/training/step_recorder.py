@@ -130,6 +130,8 @@ class OuterSteps:
         """Count `result`'s samples; at local step `local_steps` (this one included), when due,
         the outer step on the weights of `version`. Returns the outer step's result, if one ran."""
         self.samples_since_outer += result.groups * self.samples_per_prompt
+        if result.trained:  # a step that did not train left last step's .grad in place
+            self.outer.add_gradient()
         every = self.outer.config.every_steps
         if local_steps % every != 0:
             return None
@@ -175,7 +177,8 @@ class StepRecorder:
     def start(self) -> None:
         """Training begins: status says so, the first evaluation runs, and then the step cadence
         starts (it leaves out loading and the first evaluation)."""
-        self.status.training(self.trainer.version, self.steps)
+        outer_steps = self.outer_steps.outer.outer_steps if self.outer_steps is not None else 0
+        self.status.training(self.trainer.version, self.steps, outer_steps)  # the checkpoint's counts, from the start
         accuracy = self.evaluation.run(self.trainer.version)
         log.info("training from policy version %d (step %d): held-out accuracy %.3f", self.trainer.version, self.steps,
                  accuracy["mean"])
@@ -193,8 +196,10 @@ class StepRecorder:
         if result.implausible:
             self.on_implausible(result.implausible)
         if result.trained:  # a step without gradient skips the model: no measure of training speed
-            self.speed.trained(result.groups * self.samples_per_prompt, result.completion_tokens,
-                               result.seconds + result.pause_seconds, groups=result.groups)
+            step_seconds = result.seconds + result.pause_seconds
+            self.speed.trained(result.groups * self.samples_per_prompt, result.completion_tokens, step_seconds,
+                               groups=result.groups)
+            self.status.step_took(step_seconds)
         step_end = time.perf_counter()
         self.speed.stepped(step_end - self.last_step_end)
         self.last_step_end = step_end

@@ -24,21 +24,21 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eswarmnode/v1/peer_record.proto\x12\x0cswarmnode.v1\"l\n\nDeviceInfo\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x19\n\x11\x61\x63\x63\x65lerator_count\x18\x03 \x01(\r\x12\x14\n\x0cmemory_bytes\x18\x04 \x01(\x04\x12\x11\n\tcpu_cores\x18\x05 \x01(\r\"\x95\x01\n\nCapability\x12\x15\n\rmatmul_gflops\x18\x01 \x01(\x01\x12\x1d\n\x15generate_tokens_per_s\x18\x02 \x01(\x01\x12\x1a\n\x12train_tokens_per_s\x18\x03 \x01(\x01\x12\x1b\n\x13train_samples_per_s\x18\x04 \x01(\x01\x12\x18\n\x10seconds_per_step\x18\x05 \x01(\x01\"\x90\x04\n\nPeerRecord\x12\x0f\n\x07peer_id\x18\x01 \x01(\t\x12\x12\n\npublic_key\x18\x02 \x01(\x0c\x12\x17\n\x0fpeer_id_binding\x18\x03 \x01(\x0c\x12\x18\n\x10software_version\x18\x04 \x01(\t\x12\x18\n\x10protocol_version\x18\x05 \x01(\r\x12\r\n\x05swarm\x18\x06 \x01(\t\x12\x12\n\nmultiaddrs\x18\x07 \x03(\t\x12\x19\n\x11model_fingerprint\x18\x08 \x01(\t\x12(\n\x06\x64\x65vice\x18\t \x01(\x0b\x32\x18.swarmnode.v1.DeviceInfo\x12,\n\ncapability\x18\n \x01(\x0b\x32\x18.swarmnode.v1.Capability\x12&\n\x05state\x18\x0b \x01(\x0e\x32\x17.swarmnode.v1.NodeState\x12\x11\n\ttimestamp\x18\x0c \x01(\x01\x12\x12\n\nexpires_at\x18\r \x01(\x01\x12\x13\n\x0b\x63lient_mode\x18\x0e \x01(\x08\x12\x18\n\x10\x62\x61se_fingerprint\x18\x0f \x01(\t\x12\x30\n\x0creachability\x18\x10 \x01(\x0e\x32\x1a.swarmnode.v1.Reachability\x12\x0e\n\x06relays\x18\x11 \x03(\t\x12\x1c\n\x14min_protocol_version\x18\x14 \x01(\r\x12\x1c\n\x14max_protocol_version\x18\x15 \x01(\r*\x89\x01\n\tNodeState\x12\x1a\n\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13NODE_STATE_STARTING\x10\x01\x12\x16\n\x12NODE_STATE_JOINING\x10\x02\x12\x16\n\x12NODE_STATE_RUNNING\x10\x03\x12\x17\n\x13NODE_STATE_STOPPING\x10\x04*[\n\x0cReachability\x12\x18\n\x14REACHABILITY_UNKNOWN\x10\x00\x12\x17\n\x13REACHABILITY_PUBLIC\x10\x01\x12\x18\n\x14REACHABILITY_PRIVATE\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1eswarmnode/v1/peer_record.proto\x12\x0cswarmnode.v1\"l\n\nDeviceInfo\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x19\n\x11\x61\x63\x63\x65lerator_count\x18\x03 \x01(\r\x12\x14\n\x0cmemory_bytes\x18\x04 \x01(\x04\x12\x11\n\tcpu_cores\x18\x05 \x01(\r\"\x95\x01\n\nCapability\x12\x15\n\rmatmul_gflops\x18\x01 \x01(\x01\x12\x1d\n\x15generate_tokens_per_s\x18\x02 \x01(\x01\x12\x1a\n\x12train_tokens_per_s\x18\x03 \x01(\x01\x12\x1b\n\x13train_samples_per_s\x18\x04 \x01(\x01\x12\x18\n\x10seconds_per_step\x18\x05 \x01(\x01\"\xa2\x04\n\nPeerRecord\x12\x0f\n\x07peer_id\x18\x01 \x01(\t\x12\x12\n\npublic_key\x18\x02 \x01(\x0c\x12\x17\n\x0fpeer_id_binding\x18\x03 \x01(\x0c\x12\x18\n\x10software_version\x18\x04 \x01(\t\x12\x18\n\x10protocol_version\x18\x05 \x01(\r\x12\r\n\x05swarm\x18\x06 \x01(\t\x12\x12\n\nmultiaddrs\x18\x07 \x03(\t\x12\x19\n\x11model_fingerprint\x18\x08 \x01(\t\x12(\n\x06\x64\x65vice\x18\t \x01(\x0b\x32\x18.swarmnode.v1.DeviceInfo\x12,\n\ncapability\x18\n \x01(\x0b\x32\x18.swarmnode.v1.Capability\x12&\n\x05state\x18\x0b \x01(\x0e\x32\x17.swarmnode.v1.NodeState\x12\x11\n\ttimestamp\x18\x0c \x01(\x01\x12\x12\n\nexpires_at\x18\r \x01(\x01\x12\x13\n\x0b\x63lient_mode\x18\x0e \x01(\x08\x12\x18\n\x10\x62\x61se_fingerprint\x18\x0f \x01(\t\x12\x30\n\x0creachability\x18\x10 \x01(\x0e\x32\x1a.swarmnode.v1.Reachability\x12\x0e\n\x06relays\x18\x11 \x03(\t\x12\x1c\n\x14min_protocol_version\x18\x14 \x01(\r\x12\x1c\n\x14max_protocol_version\x18\x15 \x01(\r\x12\x10\n\x08window_s\x18\x16 \x01(\x01*\x89\x01\n\tNodeState\x12\x1a\n\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13NODE_STATE_STARTING\x10\x01\x12\x16\n\x12NODE_STATE_JOINING\x10\x02\x12\x16\n\x12NODE_STATE_RUNNING\x10\x03\x12\x17\n\x13NODE_STATE_STOPPING\x10\x04*[\n\x0cReachability\x12\x18\n\x14REACHABILITY_UNKNOWN\x10\x00\x12\x17\n\x13REACHABILITY_PUBLIC\x10\x01\x12\x18\n\x14REACHABILITY_PRIVATE\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'swarmnode.v1.peer_record_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_NODESTATE']._serialized_start=842
-  _globals['_NODESTATE']._serialized_end=979
-  _globals['_REACHABILITY']._serialized_start=981
-  _globals['_REACHABILITY']._serialized_end=1072
+  _globals['_NODESTATE']._serialized_start=860
+  _globals['_NODESTATE']._serialized_end=997
+  _globals['_REACHABILITY']._serialized_start=999
+  _globals['_REACHABILITY']._serialized_end=1090
   _globals['_DEVICEINFO']._serialized_start=48
   _globals['_DEVICEINFO']._serialized_end=156
   _globals['_CAPABILITY']._serialized_start=159
   _globals['_CAPABILITY']._serialized_end=308
   _globals['_PEERRECORD']._serialized_start=311
-  _globals['_PEERRECORD']._serialized_end=839
+  _globals['_PEERRECORD']._serialized_end=857
 # @@protoc_insertion_point(module_scope)

@@ -8,8 +8,11 @@ a module instead of from each other's files.
   arm's curve on a common grid, a swarm's rollout latency
 - population.py: scripts/bench/scale_population.py's synthetic population (`Population`,
   `serve_population`) and the pure plan of its stores (keys per identity, ramp, slices)
-- process_samples.py: a process's RSS and CPU use over a while (`sample`, `phase_figures`)
+- process_samples.py: a process's RSS and CPU use over a while (`sample`, `phase_figures`), the CPU
+  seconds of a process and its children (`tree_cpu_seconds`)
 - heterogeneity_results.py: scripts/experiments/heterogeneity_experiment.py's results, pure
+- cpu_quota.py: a CPU budget per node process (`CpuQuotas`: a cgroup with a CFS quota, joined
+  before exec; `QuotaUnavailable` says in one line why not), for honest heterogeneity on one machine
 - sapo_results.py: scripts/experiments/sapo_experiment.py's results and its table, pure (the
   script draws the plot: matplotlib is an extra)
 """

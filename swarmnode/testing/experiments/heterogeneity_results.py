@@ -201,7 +201,7 @@ def per_node_over_seeds(runs: list[dict]) -> list[dict]:
     out = []
     for i in range(len(runs[0]["nodes"])):
         mine = [r["nodes"][i] for r in runs]
-        row = {"node": i, "slowdown": mine[0]["slowdown"]}
+        row = {"node": i, "slowdown": mine[0]["slowdown"], "cpu_quota": mine[0].get("cpu_quota")}
         for key in ("time_to_target_s", "final_accuracy", "share_trained", "steps", "groups_generated",
                     "generator_idle_share", "trainer_idle_share", "bytes_fetched"):
             row[key] = spread([n.get(key) for n in mine])

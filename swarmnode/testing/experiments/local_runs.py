@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import time
 from pathlib import Path
+from typing import Callable
 
 import yaml
 from rich.console import Console
@@ -48,15 +49,16 @@ def apply_overrides(cfg: dict, items: list[str]) -> dict:
     return cfg
 
 
-def wait_until_trained(swarm: LocalSwarm, steps: int, caption: str, console: Console, first: int | None = None
-                       ) -> list[dict]:
+def wait_until_trained(swarm: LocalSwarm, steps: int, caption: str, console: Console, first: int | None = None,
+                       on_poll: Callable[[list[dict]], None] = lambda rows: None) -> list[dict]:
     """Poll with the live table until every node (or the `first` nodes) took `steps` steps and
-    finished; every node's status then."""
+    finished; every node's status then. `on_poll` is given every poll's rows (a timeline)."""
     def done(row: dict) -> bool:
         t = row.get("training") or {}
         return "error" not in row and t.get("phase") == "done" and (t.get("steps") or 0) >= steps
 
     rows = swarm.poll()
+    on_poll(rows)
     with Live(swarm_table(rows, caption), console=console, refresh_per_second=1) as live:
         while not all(done(r) for r in rows[:first]):
             bad = [r["name"] for r in rows if r.get("exited")
@@ -65,6 +67,7 @@ def wait_until_trained(swarm: LocalSwarm, steps: int, caption: str, console: Con
                 raise SystemExit(f"{', '.join(bad)} failed; see the logs under {swarm.root}")
             time.sleep(2.0)
             rows = swarm.poll()
+            on_poll(rows)
             live.update(swarm_table(rows, caption))
     if not console.is_terminal:
         console.print()  # Live's last frame ends without a newline off a terminal

@@ -14,6 +14,22 @@ def cpu_seconds(times: Any) -> float:
     return times.user + times.system
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and all its children (a daemon and its p2pd); 0 once it is gone."""
+    try:
+        proc = psutil.Process(pid)
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for p in procs:
+        try:
+            total += cpu_seconds(p.cpu_times())
+        except psutil.NoSuchProcess:
+            pass  # a child that ended between the listing and the reading
+    return total
+
+
 def phase_figures(rss: dict[str, list[int]], cpu_s: dict[str, float], wall_s: float) -> dict[str, Any]:
     """Mean and max RSS (MiB) and mean CPU use (% of one core) of each process and of them all."""
     figures: dict[str, Any] = {"rss_mib": {}, "cpu_percent": {}}

@@ -28,7 +28,8 @@ Which file holds what:
 - `summary_crafting.py`: honest summaries from the real compressor, then corrupted
   (`CORRUPTIONS`, `corrupted`; pure, no I/O);
 - `dishonest.py`: the dishonest daemon (`Bender`, `parse_bend`, the bends sign_flip, random,
-  alie, turncoat, collude, replay);
+  alie, turncoat (after TURN_AFTER summaries or, turncoat:k@s, after s seconds), collude,
+  replay, echo (a victim's own summaries sent back, SWARMNODE_ECHO_HOME));
 - `victim.py`: the honest side (config, status sampling, RSS, running the hostile peer as a child
   process), shared by tests/integration/test_hostile_peer_cannot_stop_training.py and
   scripts/experiments/hostile_harness.py.

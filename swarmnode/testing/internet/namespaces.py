@@ -15,6 +15,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import psutil
+
 PREFIX = "swn"
 _NAME = re.compile(rf"^{PREFIX}(\d+)-[a-z0-9]+$")
 NETNS_ETC = Path("/etc/netns")  # `ip netns exec` bind-mounts /etc/netns/<ns>/hosts on /etc/hosts
@@ -62,27 +64,17 @@ def list_namespaces() -> list[str]:
     return [line.split()[0] for line in run("ip", "netns", "list").splitlines() if line.strip()]
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_leftovers() -> list[str]:
     """Delete the namespaces (and their hosts files) of emulated internets whose builder is dead."""
     removed = []
     for name in list_namespaces():
         match = _NAME.match(name)
-        if match and not _pid_alive(int(match.group(1))):
+        if match and not psutil.pid_exists(int(match.group(1))):
             delete_namespace(name)
             removed.append(name)
     for folder in NETNS_ETC.glob(f"{PREFIX}*-*") if NETNS_ETC.exists() else []:
         match = _NAME.match(folder.name)
-        if match and not _pid_alive(int(match.group(1))):
+        if match and not psutil.pid_exists(int(match.group(1))):
             shutil.rmtree(folder, ignore_errors=True)
     return removed
 

@@ -13,7 +13,7 @@ TRAINING = {
     "external_pool": 12, "heldout_accuracy": 0.5625, "generate_tokens_per_s": 1534.25, "train_samples_per_s": 88.5,
     "train_tokens_per_s": 2210.0, "seconds_per_step": 1.18, "slowdown": 1.0,
     "staleness_histogram": {"0": 127, "1": 1475, "2": 300}, "staleness_local": {"0": 95, "1": 1029},
-    "staleness_external": {"0": 32, "1": 446, "2": 300}, "dropped_stale": 3, "groups_generated": 4960,
+    "staleness_external": {"0": 32, "1": 446, "2": 300}, "dropped_stale": 3, "external_waits": 12, "external_waits_skipped": 40, "groups_generated": 4960,
     "external_trained_by_sender": {"12D3KooWPeerOne": 5000, "12D3KooWPeerTwo": 3120},
     "plan": {"local_rollouts": 3, "external_rollouts": 3, "external_wait_s": 0.017, "steps_per_window": 23.61,
              "reason": "slow: fewer so >= 24 steps fit a window; peers supply 180 groups/s"},

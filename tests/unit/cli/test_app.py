@@ -18,7 +18,7 @@ def test_run_hands_the_apps_versions_to_the_daemon(tmp_path, monkeypatch):
 
     given = {}
     monkeypatch.setattr(daemon_commands, "check_before_start", lambda *args: None)
-    monkeypatch.setattr(runner, "run_daemon", lambda *args, protocol_versions: given.update(v=protocol_versions) or 0)
+    monkeypatch.setattr(runner, "run_daemon", lambda *args, protocol_versions, role="node": given.update(v=protocol_versions) or 0)
     home = tmp_path / "home"
     assert CliRunner().invoke(make_app(ProtocolVersions(3, 4)), ["init", "--home", str(home)]).exit_code == 0
     result = CliRunner().invoke(make_app(ProtocolVersions(3, 4)), ["run", "--home", str(home)])

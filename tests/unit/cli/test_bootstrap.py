@@ -28,12 +28,13 @@ def test_bundled_config_is_a_model_less_dht_server_on_the_documented_port():
 
 
 def test_flags_become_config_values_and_unset_flags_none():
-    assert bootstrap_overrides([], [], None, None) == {}
-    assert bootstrap_overrides(["/dns4/b.example.org/tcp/7100"], [f"/ip4/198.51.100.2/tcp/7100/p2p/{PEER}"],
-                               "my-swarm", 9000) == {
+    assert bootstrap_overrides({}) == {}
+    assert bootstrap_overrides({"--announce": ["/dns4/b.example.org/tcp/7100"], "--port": 7200,
+                                "--initial-peer": [f"/ip4/198.51.100.2/tcp/7100/p2p/{PEER}"], "--swarm": "my-swarm",
+                                "--status-port": 9000, "--window-s": 10.0, "--transport": "libp2p"}) == {
         "network.announce_maddrs": ["/dns4/b.example.org/tcp/7100"],
         "swarm.initial_peers": [f"/ip4/198.51.100.2/tcp/7100/p2p/{PEER}"],
-        "swarm.name": "my-swarm", "status.port": 9000}
+        "swarm.name": "my-swarm", "status.port": 9000, "swarm.window_s": 10.0, "network.transport": "libp2p"}
 
 
 def test_an_announced_address_carries_no_peer_id():
@@ -98,3 +99,81 @@ def test_first_start_makes_the_home_from_the_bundled_config(tmp_path):
     assert code == 2 and f"created config {home}/config.yaml" in output
     assert (home / "config.yaml").read_text() == Path(bundled_config_path(BOOTSTRAP_CONFIG)).read_text()
     assert (home / "p2p_identity.key").exists() and (home / "node_key.pem").exists()
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("0", "error: config error in --window-s: swarm.window_s: Input should be greater than 0 (got 0.0); change --window-s"),
+    ("inf", "error: config error in --window-s: swarm.window_s: Input should be less than or equal to 86400"),
+])
+def test_a_bad_window_is_one_line_naming_the_flag(tmp_path, value, expected):
+    code, output = bootstrap("--home", str(tmp_path / "boot"), "--window-s", value)
+    assert code == 2 and output.splitlines()[-1].startswith(expected), output
+    assert not (tmp_path / "boot" / "bootstrap.json").exists()  # nothing saved from a start that did not happen
+
+
+class Started:
+    """What `swarmnode bootstrap` handed the daemon, in place of running it."""
+
+    def __init__(self, monkeypatch):
+        from swarmnode.cli import daemon_commands
+        from swarmnode.node import runner
+
+        self.runs: list[tuple] = []
+        monkeypatch.setattr(daemon_commands, "check_before_start", lambda *args: None)
+        monkeypatch.setattr(runner, "run_daemon", lambda cfg, home, *args, protocol_versions, role: self.runs.append(
+            (cfg, role)) or 0)
+
+
+def test_the_home_remembers_the_flags_and_flags_given_later_replace_them(tmp_path, monkeypatch):
+    import json
+
+    started, home = Started(monkeypatch), tmp_path / "boot"
+    code, output = bootstrap("--home", str(home), "--swarm", "my-swarm", "--window-s", "10", "--port", "7300",
+                             "--announce", "/dns4/b.example.org/tcp/7300")
+    assert code == 0, output
+    saved = json.loads((home / "bootstrap.json").read_text())
+    assert saved == {"role": "bootstrap", "flags": {"--swarm": "my-swarm", "--window-s": 10.0, "--port": 7300,
+                                                    "--announce": ["/dns4/b.example.org/tcp/7300"]}}
+    assert (f"saved the flags in {home}/bootstrap.json for the next starts (flags given then replace them): "
+            "--swarm my-swarm --window-s 10 --port 7300 --announce /dns4/b.example.org/tcp/7300") in output
+
+    (home / "bootstrap.json").chmod(0o444)  # a restart with the same flags leaves the file as it was
+    code, output = bootstrap("--home", str(home))  # --home alone: as it was first started
+    assert code == 0 and f"flags saved in {home}/bootstrap.json (flags given replace them): --swarm my-swarm" in output
+    assert (home / "bootstrap.json").stat().st_mode & 0o777 == 0o444
+    code, output = bootstrap("--home", str(home), "--window-s", "20")
+    assert code == 0 and "saved the flags in" in output
+    assert json.loads((home / "bootstrap.json").read_text())["flags"]["--window-s"] == 20.0
+    (first, role), (second, _), (third, _) = started.runs
+    assert role == "bootstrap"
+    for cfg in (first, second, third):
+        assert (cfg.swarm.name, cfg.network.host_maddrs, cfg.network.announce_maddrs) == (
+            "my-swarm", ["/ip4/0.0.0.0/tcp/7300"], ["/dns4/b.example.org/tcp/7300"])
+    assert [cfg.swarm.window_s for cfg in (first, second, third)] == [10.0, 10.0, 20.0]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("not json", "bootstrap.json is not a bootstrap node's saved flags"),
+    ('{"role": "bootstrap", "flags": {"--port": "7100"}}', "bootstrap.json: --port '7100' is not a port (1-65535)"),
+    ('{"role": "bootstrap", "flags": {"--colour": "red"}}', "bootstrap.json: unknown flag '--colour'"),
+    ('{"role": "bootstrap", "flags": {"--window-s": -1}}', "config error in --window-s (saved in bootstrap.json): "
+                                                           "swarm.window_s: Input should be greater than 0"),
+])
+def test_a_bad_saved_flag_is_one_line(tmp_path, monkeypatch, text, expected):
+    Started(monkeypatch)
+    home = tmp_path / "boot"
+    home.mkdir()
+    (home / "bootstrap.json").write_text(text, encoding="utf-8")
+    code, output = bootstrap("--home", str(home))
+    assert code == 2 and expected in output.splitlines()[-1] and "Traceback" not in output, output
+
+
+def test_run_refuses_a_bootstrap_nodes_home_in_one_line(tmp_path, monkeypatch):
+    Started(monkeypatch)
+    home = tmp_path / "boot"
+    assert bootstrap("--home", str(home))[0] == 0
+    result = CliRunner().invoke(app, ["run", "--home", str(home)])
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        f"error: {home} is a bootstrap node's home ({home}/bootstrap.json): start it with: swarmnode bootstrap --home "
+        f"{home}; a node that trains needs a home of its own (swarmnode init --home DIR)"]

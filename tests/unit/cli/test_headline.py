@@ -36,7 +36,8 @@ def test_headline_fits_80x24_with_the_numbers_an_operator_looks_at():
                      "0.688 (own groups 0.719) held-out accuracy 0.562", "own 0:95 1:1029 peers' 0:32 1:446 2:300 3 dropped",
                      "out 4960 groups in 8400 accepted, 7 rejected", "merging; 12 sent, 21 merged, 3 rejected",
                      "rollouts 3.5 MiB metrics 1.0 MiB checkpoint v00001200", "+1 more: swarmnode status --addrs",
-                     "1 messages of another swarm or protocol version rejected", "swarmnode status --full"):
+                     "1 messages of another swarm, window or protocol version rejected",
+                     "swarm swarmnode-local, swarm.window_s 30 s, protocol 1", "swarmnode status --full"):
         assert expected in flat, expected
 
 
@@ -128,7 +129,7 @@ def test_peers_of_another_base_are_counted_apart():
 
 
 def test_peers_of_other_protocol_versions_are_a_problem_naming_who_should_upgrade():
-    from swarmnode.cli.headline import problems
+    from swarmnode.cli.status_text import problems
 
     doc = realistic_status()
     doc["incompatible_peers"] = [{"peer_id": "a", "protocol_versions": [2, 3], "upgrade": "this node"},
@@ -145,3 +146,14 @@ def test_the_network_line_names_the_libp2p_transport_and_not_the_default():
     assert "libp2p:" not in flat(status)
     status["network"] = {**(status.get("network") or {}), "transport": "libp2p", "reachability": "public"}
     assert "network libp2p: public" in flat(status)
+
+
+def test_steps_that_never_had_reward_spread_are_a_problem_only_when_they_last():
+    from swarmnode.cli.status_text import FLAT_STEPS_PROBLEM, problems
+
+    doc = realistic_status()
+    doc["training"] = {**doc["training"], "steps_without_spread_in_a_row": FLAT_STEPS_PROBLEM - 1}
+    assert not any("learned nothing" in p for p in problems(doc))
+    doc["training"]["steps_without_spread_in_a_row"] = 886
+    [line] = [p for p in problems(doc) if "learned nothing" in p]
+    assert line.startswith("the last 886 steps learned nothing: every group's rewards were equal")

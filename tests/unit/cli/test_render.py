@@ -17,14 +17,17 @@ def test_status_view_shows_the_plan_and_idle_shares_in_80_columns():
             "reason": "slow: fewer so >= 24 steps fit a window; s = a + b x groups: generate 0 + 0.088, "
                       "train 0 + 0.068; peers supply 180 groups/s"}
     training = {"model": "bundled:tiny-policy", "plan": plan, "generator_idle_share": 0.285, "trainer_idle_share": 0.0153,
-                "staleness_local": {"0": 95, "1": 1029}, "staleness_external": {"0": 42, "1": 446, "2": 300}}
+                "staleness_local": {"0": 95, "1": 1029}, "staleness_external": {"0": 42, "1": 446, "2": 300},
+                "external_waits": 12, "external_waits_skipped": 40}
     console = Console(width=80, record=True, color_system=None)
     console.print(status_view(status(training=training)))
     text = console.export_text()
     assert all(len(line) <= 80 for line in text.splitlines())
     flat = " ".join(text.split())
     assert "I/J 3/3, wait 0.017 s, 23.61 steps/window" in flat and "peers supply 180 groups/s" in flat
-    assert "trainer idle share 0.0153" in flat and "staleness external 0:42 1:446 2:300" in flat
+    assert "trainer idle share 1.5%" in flat and "staleness external 0:42 1:446 2:300" in flat
+    assert "generator idle share 28.5%" in flat
+    assert "external waits 12" in flat and "external waits skipped 40" in flat
     assert "gpu memory" not in flat  # a CPU node has none
 
 
@@ -49,7 +52,7 @@ def test_status_view_shows_summaries_in_80_columns():
     assert "gradient summaries" in flat and "on, merging with same-base peers (base a1c04df6ea1c2c67)" in flat
     assert "12 sent, 25 fetched, 21 merged (2 last step)" in flat
     assert "rejected 3 (non finite 1, norm too large 2)" in flat
-    assert "4 other base, 1 too stale, 5 low trust, 1 repeated" in flat
+    assert "4 other base, 1 too stale, 5 low trust, 2 vetoed, 1 repeated" in flat
     assert "trust 1 of 2 peers at 0.5+; lowest BBBBBB 0.00 (4 harmful); 9 down-weighted, 14 clipped" in flat
     assert "42.5 KiB per summary vs 4.0 MiB dense (97x)" in flat
     assert "outer steps 12, last merge 8s ago, 1.5s CPU of summary work" in flat
@@ -167,3 +170,40 @@ def test_numbers_for_people():
     assert [number(x) for x in (17500.0, 9999.4, 9999.5, 0.01234, -12345.6, 3, None)] == \
         ["17,500", "9999", "10,000", "0.01234", "-12,346", "3", "-"]
     assert [number(x) for x in (float("nan"), float("inf"))] == ["nan", "inf"]
+
+
+def test_status_view_has_the_headlines_network_peers_and_problems_lines():
+    from rich.console import Console
+
+    from swarmnode.cli.render import status_view
+    from tests.unit.status.helpers import status
+
+    doc = status(training={"model": "bundled:tiny-policy", "phase": "failed: unknown task 'sum4'",
+                           "error": "unknown task 'sum4'"},
+                 rollouts={"gossip_time_share": 0.065})
+    doc["network"] = {"reachability": "public", "observed_ip": "198.18.0.5"}
+    doc["routing_table_size"] = 7
+    console = Console(width=80, record=True, color_system=None)
+    console.print(status_view(doc))
+    flat = " ".join(console.export_text().split())
+    assert "network public at 198.18.0.5" in flat and "peers none yet (routing table 7)" in flat
+    assert "problems training failed: unknown task 'sum4'" in flat
+    assert "gossip time share 6.5%" in flat  # a share of time, as the headline writes it
+
+
+def test_status_view_shows_peers_supply_and_staleness_in_80_columns():
+    from rich.console import Console
+
+    from swarmnode.cli.render import status_view
+    from tests.unit.status.helpers import status
+
+    rows = [{"peer_id": f"12D3KooWPeer{i:02d}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "claimed_groups_per_s": 1e9,
+             "observed_groups_per_s": 0.42, "planned_groups_per_s": 0.42, "trained": 120 - i, "mean_staleness": 1.25}
+            for i in range(10)]
+    console = Console(width=80, record=True, color_system=None)
+    console.print(status_view(status(training={"model": "bundled:tiny-policy", "peer_supply": rows})))
+    text = console.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    flat = " ".join(text.split())
+    assert "peers' supply, as the plan saw it; 2 more: --json" in flat
+    assert "1000.0M 0.42 0.42 120 1.25" in flat  # a claim of 1e9 groups/s, and what the plan counts on

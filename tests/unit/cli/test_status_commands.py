@@ -136,3 +136,30 @@ def test_logs_follow_prints_new_lines_as_they_come_and_quits_on_ctrl_c(tmp_path)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_hints_for_a_bootstrap_nodes_home_name_swarmnode_bootstrap(tmp_path):
+    from swarmnode.home import NodeHome, write_bootstrap_flags
+
+    write_bootstrap_flags(NodeHome(tmp_path), {"--swarm": "my-swarm"})
+    result = CliRunner().invoke(app, ["logs", "--home", str(tmp_path)])
+    assert result.exit_code == 1 and result.output.endswith(f"(start one with: swarmnode bootstrap --home {tmp_path})\n")
+    result = CliRunner().invoke(app, ["status", "--home", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.output == (f"error: no swarmnode daemon is running for home {tmp_path}, a bootstrap node's (its flags: "
+                             f"{tmp_path}/bootstrap.json); start it with: swarmnode bootstrap --home {tmp_path}\n")
+    node_home = tmp_path / "node"
+    result = CliRunner().invoke(app, ["status", "--home", str(node_home)])
+    assert result.output == (f"error: no swarmnode daemon is running for home {node_home} "
+                             f"(start one with: swarmnode run --home {node_home})\n")
+
+
+def test_status_of_a_bootstrap_node_shows_what_it_serves_and_no_training(endpoint):
+    from tests.unit.cli.test_bootstrap_view import bootstrap_status
+
+    url, served = endpoint
+    served["doc"] = bootstrap_status()
+    for flags in ((), ("--full",)):
+        text = " ".join(status(url, *flags).split())
+        assert "relay" in text and "routing table 5" in text
+        assert "not running yet" not in text and "training" not in text and "held-out" not in text

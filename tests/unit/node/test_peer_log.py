@@ -92,3 +92,36 @@ def test_a_mismatch_names_both_swarms_or_both_versions():
     line = describe_mismatch(RecordOrigin("12D3KooWX", "swarmnode-local", (1, 1)), "swarmnode-local", (2, 3))
     assert line == ("initial peer 12D3KooWX speaks protocol versions 1–1, this node 2–3: "
                     "that peer runs an older swarmnode and should upgrade")
+
+
+def test_an_initial_peer_of_another_window_is_named_with_the_window_to_set():
+    from swarmnode.node.peer_log import describe_mismatch
+    from swarmnode.protocol import RecordOrigin
+
+    line = describe_mismatch(RecordOrigin("12D3KooWX", "swarmnode-local", (1, 1), window_s=30.0), "swarmnode-local",
+                             (1, 1), window_s=10.0)
+    assert line == ("initial peer 12D3KooWX runs swarm.window_s 30 s, this node 10 s: set swarm.window_s: 30 "
+                    "(every node of a swarm must share it)")
+    # Another swarm is named first: its window is beside the point.
+    line = describe_mismatch(RecordOrigin("12D3KooWX", "other", (1, 1), window_s=30.0), "swarmnode-local", (1, 1), 10.0)
+    assert line.startswith("initial peer 12D3KooWX is in swarm 'other'")
+
+
+def test_a_peer_of_another_window_is_named_once_and_initial_peers_are_left_to_the_join_check(caplog):
+    from swarmnode.protocol import RecordOrigin
+
+    def origin(i: int, window_s: float = 10.0) -> RecordOrigin:
+        return RecordOrigin(f"12D3KooW{i:044d}", "s", (1, 1), window_s=window_s, expires_at=200.0)
+
+    node, initial = origin(1), origin(2)
+    peers = PeerLog(initial_peers=[f"/ip4/127.0.0.1/tcp/1/p2p/{initial.peer_id}"])
+    with caplog.at_level(logging.WARNING, logger="swarmnode.peers"):
+        for _ in range(3):
+            peers.update([], [], "", other_window=[node, initial], window_s=30.0)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"peer {short_id(node.peer_id)} runs swarm.window_s 10 s, this node 30 s: neither sees the other's records; "
+        "every node of a swarm must share swarm.window_s (set the swarm's own on the node that differs)"]
+    assert len(peers.other_window_lines([origin(1, 20.0)], 30.0)) == 1  # named again with its new window
+    flood = [origin(i) for i in range(10, 10 + 2 * MAX_NAMED)]
+    assert len(peers.other_window_lines(flood, 30.0)) == MAX_NAMED  # the rest at the next call
+    assert len(peers.other_window_lines(flood, 30.0)) == MAX_NAMED

@@ -91,7 +91,7 @@ def test_full_disk_and_missing_gpu(tmp_path):
 
 def test_tcp_listen_address():
     assert tcp_listen_address("/ip4/0.0.0.0/tcp/31337") == ("0.0.0.0", 31337)
-    assert tcp_listen_address("/ip4/0.0.0.0/tcp/0") is None
+    assert tcp_listen_address("/ip4/0.0.0.0/tcp/0") == ("0.0.0.0", 0)
     assert tcp_listen_address("/ip4/0.0.0.0/udp/5/quic") is None
 
 
@@ -101,3 +101,10 @@ def test_cuda_shortfall_by_hand():
     assert cuda_shortfall("cuda", 0) == "torch sees no CUDA GPU"
     assert cuda_shortfall("cuda:1", 1) == "torch sees only 1 CUDA GPU(s)"
     assert cuda_shortfall("cuda", 1) is None and cuda_shortfall("cuda:1", 2) is None
+
+
+def test_a_listen_address_not_on_this_machine_is_named_before_p2pd_starts(tmp_path):
+    # 198.18.0.0/15 is for tests and on no interface here: binding it fails with EADDRNOTAVAIL.
+    [line] = problems_for(tmp_path, "network:\n  host_maddrs: [/ip4/198.18.7.7/tcp/0]\n")
+    assert "listen address 198.18.7.7 (/ip4/198.18.7.7/tcp/0) is not an address of this machine" in line
+    assert "network.host_maddrs" in line and "timeout" not in line

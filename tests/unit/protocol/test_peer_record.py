@@ -140,3 +140,44 @@ def test_impossible_version_ranges_are_invalid_and_held_against_the_signer(make_
     # a version beyond the readable ones is garbage, whatever the record says
     data = build_peer_record(speaking(me, 1001, 1001), FIELDS, now=100.0, ttl_s=20.0)
     assert reason_of(data, subkey=me.peer_id) == RejectReason.UNSUPPORTED_VERSION
+
+
+def test_the_window_travels_in_the_record_and_an_older_record_reads_as_unknown(make_identity):
+    import dataclasses
+
+    from swarmnode.protocol import record_origin
+
+    peer = make_identity()
+    value = build_peer_record(peer, dataclasses.replace(FIELDS, window_s=30.0), now=100.0, ttl_s=20.0)
+    assert check_peer_record(value, subkey=peer.peer_id, swarm="s", now=105.0).window_s == 30.0
+    origin = record_origin(value)
+    assert (origin.window_s, origin.expires_at) == (30.0, 120.0)
+    older = build_peer_record(peer, FIELDS, now=100.0, ttl_s=20.0)  # an older node's: no window in it
+    assert check_peer_record(older, subkey=peer.peer_id, swarm="s", now=105.0).window_s == 0.0
+    assert record_origin(older).window_s == 0.0
+    # An older node's schema, without the field, still reads a newer record (it skips field 22).
+    old = _schema_without("window_s").FromString(envelope_pb2.SignedEnvelope.FromString(value).body)
+    assert (old.peer_id, old.swarm, old.expires_at) == (peer.peer_id, "s", 120.0) and not hasattr(old, "window_s")
+
+
+def _schema_without(field_name: str):
+    """PeerRecord as a schema without `field_name` parses it (in a pool of its own)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    proto = descriptor_pb2.FileDescriptorProto.FromString(peer_record_pb2.DESCRIPTOR.serialized_pb)
+    message = next(m for m in proto.message_type if m.name == "PeerRecord")
+    kept = [f for f in message.field if f.name != field_name]
+    del message.field[:]
+    message.field.extend(kept)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("swarmnode.v1.PeerRecord"))
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.inf, math.nan, 86_401.0])
+def test_an_impossible_window_is_invalid(make_identity, bad):
+    import dataclasses
+
+    peer = make_identity()
+    value = build_peer_record(peer, dataclasses.replace(FIELDS, window_s=bad), now=100.0, ttl_s=20.0)
+    assert reason_of(value, subkey=peer.peer_id) in (RejectReason.INVALID_FIELD, RejectReason.OUT_OF_RANGE)

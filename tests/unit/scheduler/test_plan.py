@@ -1,5 +1,6 @@
 """The scheduler's per-window plan (scheduler/plan.py) on hand-made speed profiles."""
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -107,12 +108,24 @@ def test_peers_groups_are_taken_only_as_fast_as_they_arrive():
     assert external_wait(2, 10.0, 4.0, LIMITS) == pytest.approx(0.5)  # min(2/4, 2.5)
 
 
+def test_a_pool_that_held_enough_takes_the_whole_split_without_a_wait():
+    speed = OwnSpeed(0.2, 0.05)  # step of 8 own groups: 1.6 s
+    # The pool filled and fetches paused: what arrived (0.5 groups/s over the window) is what the
+    # node asked for, not what peers could send.
+    asked = make_plan(speed, peers(0.5), LIMITS)
+    filled = make_plan(speed, peers(0.5), LIMITS, saturated=True)
+    assert (asked.external_rollouts, filled.external_rollouts) == (1, 8)
+    assert filled.external_wait_s == 0.0 and "its pool filled" in filled.reason
+    assert choose_external(8, speed, math.inf, LIMITS) == 8
+
+
 def test_a_peer_that_lies_about_its_speed_plans_like_an_honest_slow_one():
     speed = OwnSpeed(0.2, 0.05)
     liar = make_plan(speed, [PeerSupply("liar", 1e9, 0.5)], LIMITS)
     honest = make_plan(speed, [PeerSupply("honest", 0.5, 0.5)], LIMITS)
     silent = make_plan(speed, [PeerSupply("new", 1e9, None)], LIMITS)
-    assert liar == honest
+    assert replace(liar, supplies=()) == replace(honest, supplies=())  # only the inputs they were made from differ
+    assert liar.supplies == (PeerSupply("liar", 1e9, 0.5),)
     assert silent.external_rollouts == 0  # a claim alone brings nothing
 
 

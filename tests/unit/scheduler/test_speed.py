@@ -117,3 +117,23 @@ def test_speed_meter_own_speed_by_hand():
     assert (speed.generate_fixed_s, speed.generate_s) == (pytest.approx(1.0), pytest.approx(0.125))
     assert (speed.train_fixed_s, speed.train_s) == (0.0, pytest.approx(0.125))
     assert meter.tokens_per_group() == pytest.approx(80.0)
+
+
+def test_a_window_whose_pool_held_enough_is_saturated():
+    now = [0.0]
+    meter = DeliveryMeter(clock=lambda: now[0])
+    assert not meter.saturated  # nothing closed yet
+    meter.delivered("a", 20)
+    meter.pool_held_enough()  # fetches paused
+    now[0] = 10.0
+    assert meter.rates() == {"a": 2.0} and meter.saturated  # rates over the whole interval
+    meter.delivered("a", 10)  # wanting all through the next interval: not saturated
+    now[0] = 20.0
+    assert meter.rates() == pytest.approx({"a": 0.2 * 1.0 + 0.8 * 2.0}) and not meter.saturated
+    meter.pool_held_enough()
+    now[0] = 20.5  # too short to close: the flag waits for the interval that holds it
+    meter.rates()
+    assert not meter.saturated
+    now[0] = 30.0
+    meter.rates()
+    assert meter.saturated

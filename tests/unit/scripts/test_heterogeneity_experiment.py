@@ -190,11 +190,32 @@ def test_arm_configs_differ_only_in_the_scheduler(exp):
 
 def test_args(exp):
     args = exp.parse_args([])
+    # CPU quotas by default; the slowdowns they stand for are the fallback where quotas cannot be set.
+    assert args.quotas == [0.8, 0.4, 0.2, 0.2]
     assert args.slowdowns == [1.0, 2.0, 4.0, 4.0] and args.arms == ["scheduler", "fixed"] and args.seeds == [0, 1]
-    with pytest.raises(SystemExit):
-        exp.parse_args(["--arms", "scheduler,nope"])
-    with pytest.raises(SystemExit):
-        exp.parse_args(["--slowdowns", "1,0.5"])
+    assert exp.parse_args(["--quotas", "1,0.25"]).slowdowns == [1.0, 4.0]
+    plain = exp.parse_args(["--quotas", "none"])
+    assert plain.quotas is None and plain.slowdowns == [1.0, 2.0, 4.0, 4.0]
+    assert exp.parse_args(["--quotas", "none", "--slowdowns", "1,3"]).slowdowns == [1.0, 3.0]
+    for bad in (["--arms", "scheduler,nope"], ["--quotas", "none", "--slowdowns", "1,0.5"], ["--quotas", "1,0"],
+                ["--quotas", "1,x"], ["--slowdowns", "1,2"]):  # the last: 2 slowdowns for 4 quotas
+        with pytest.raises(SystemExit):
+            exp.parse_args(bad)
+
+
+def test_without_cgroups_the_experiment_says_so_and_slows_nodes_down(exp, monkeypatch):
+    from swarmnode.testing.experiments import cpu_quota
+
+    def unavailable(tag, root=None):
+        raise cpu_quota.QuotaUnavailable("no cgroup CPU controller at /sys/fs/cgroup")
+
+    monkeypatch.setattr(exp.CpuQuotas, "trial", staticmethod(unavailable))
+    args = exp.parse_args([])
+    out = io.StringIO()
+    exp.check_quotas(args, Console(file=out, width=200))
+    assert args.quotas is None and args.slowdowns == [1.0, 2.0, 4.0, 4.0]
+    line = out.getvalue().strip()
+    assert "\n" not in line and "CPU quotas unavailable" in line and "--slowdown 1,2,4,4" in line
 
 
 def test_node_record_of_a_status_without_the_scheduler_fields(exp):
@@ -239,6 +260,7 @@ def test_live_table_fits_80_columns_with_old_and_new_statuses(exp):
     old = {"name": "node1", "peer_id": "b", "training": {"slowdown": 4.0, "steps": 3}, "rollouts": {"groups_published": 5}}
     rows = [new, old, {"name": "node2", "error": "not answering"}]
     assert widest_line(exp.live_table(rows, "seed 0, scheduler, 123/480 s")) <= 80
+    assert widest_line(exp.live_table(rows, "seed 0, scheduler, 123/480 s", [0.8, 0.4, 0.2, 0.2])) <= 80
 
 
 def test_tables_fit_80_columns(exp, res):

@@ -108,3 +108,19 @@ def test_a_failed_write_leaves_no_half_written_folder(tmp_path, monkeypatch):
     writer.wait()
     assert writer.last_error == "OSError: [Errno 28] No space left on device"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_damaged_latest_pointer_falls_back_to_the_newest_complete_checkpoint(tmp_path):
+    from swarmnode.store.checkpoints import latest_checkpoint
+
+    (tmp_path / "latest").write_bytes(b"\xff\xfe\x00garbage")
+    assert latest_checkpoint(tmp_path) is None
+    for name in ("v00000010", "v00000020", "v00000030"):
+        (tmp_path / name).mkdir()
+        if name != "v00000030":  # no state.json: not a complete checkpoint
+            (tmp_path / name / "state.json").write_text("{}")
+    assert latest_checkpoint(tmp_path) == tmp_path / "v00000020"
+    (tmp_path / "latest").write_text("v00000099")  # points at nothing
+    assert latest_checkpoint(tmp_path) == tmp_path / "v00000020"
+    (tmp_path / "latest").write_text("v00000010")
+    assert latest_checkpoint(tmp_path) == tmp_path / "v00000010"

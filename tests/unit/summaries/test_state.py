@@ -8,7 +8,7 @@ import torch
 
 from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop, Received, SummaryInbox, fetch_allowance
 from swarmnode.summaries.robust import cosine
-from swarmnode.summaries.trust import LOW_TRUST
+from swarmnode.summaries.trust import VETOED
 
 
 def _loop(robust=True, partners=2):
@@ -37,7 +37,8 @@ def test_the_outer_step_skips_a_sign_flipped_peer_and_still_steps_forward():
     loop.inbox.put(Received("bad", flipped, 0.0, loop.clock(), 0.0, b"1"))
     result = loop.step(publish=True)
     assert [v.peer for v in result.verdicts] == ["bad"] and result.partners == []
-    assert result.verdicts[0].agreement == pytest.approx(-1.0, abs=1e-4) and result.verdicts[0].skipped == LOW_TRUST
+    # It points against this node's published summary too: none of its disagreement is taken out.
+    assert result.verdicts[0].agreement == pytest.approx(-1.0, abs=1e-4) and result.verdicts[0].skipped == VETOED
     moved = {n: anchor[n] - loop.anchor[n] for n in anchor}
     assert cosine(moved, direction) == pytest.approx(1.0, abs=1e-4)  # two own steps, nothing else
 
@@ -46,13 +47,13 @@ def test_a_newcomer_is_merged_at_its_trust_and_clipped_to_own_norm():
     model, loop = _loop()
     direction = {n: torch.randn(s) for n, s in loop.shapes.items()}
     _train(model, direction, 0.1)
-    loop.step(publish=True)
+    loop.step(publish=False)  # nothing published: the peer's agreement is not an echo of it
     before = {n: t.clone() for n, t in loop.anchor.items()}
     _train(model, direction, 0.1)
     own = {n: 0.1 * d for n, d in direction.items()}
     honest = {n: 0.1 * d + 0.3 * torch.randn(d.shape) for n, d in direction.items()}  # far off own: clipped
     loop.inbox.put(Received("new", honest, 0.0, loop.clock(), 0.0, b"1"))
-    result = loop.step(publish=True)
+    result = loop.step(publish=False)
     v = result.verdicts[0]
     assert result.partners == ["new"] and v.skipped is None and 0 < v.trust < 1
     assert result.weights == [1.0] and 0 < result.clip_factors[0] < 1
@@ -75,29 +76,89 @@ def test_the_plain_mean_is_what_a_flipped_peer_steers():
     assert cosine(moved, direction) == pytest.approx(-1.0, abs=1e-4)
 
 
-def test_peers_are_judged_against_the_decaying_sum_of_own_deltas():
-    # D_t = DIRECTION_DECAY D_{t-1} + own_t: after own (1 along u), then own (1 along v),
-    # D = 0.8 u + v. A peer sending exactly u agrees with cos(u, 0.8 u + v) = 0.8 / sqrt(1.64).
-    from swarmnode.summaries.state import DIRECTION_DECAY
-
-    model, loop = _loop()
+def _own_u_then_v(model, loop, publish: bool):
+    """One outer step whose own delta is the unit vector u (on the first tensor), then local
+    steps along v (on the second), the next outer step not yet taken: D will be k u + v."""
     u = {n: torch.zeros(s) for n, s in loop.shapes.items()}
     v = {n: torch.zeros(s) for n, s in loop.shapes.items()}
     first, second = list(loop.shapes)[:2]
     u[first].view(-1)[0], v[second].view(-1)[0] = 1.0, 1.0
     _train(model, u, 1.0)
-    loop.step(publish=True)
+    loop.step(publish=publish)
     _train(model, v, 1.0)
+    return u, v, first
+
+
+def test_peers_are_judged_against_the_decaying_sum_of_own_deltas():
+    # D_t = decay D_{t-1} + own_t: after own (1 along u), then own (1 along v),
+    # D = k u + v (k the decay an outer step). A peer sending exactly u agrees with
+    # cos(u, k u + v) = k / sqrt(k^2 + 1).
+
+    model, loop = _loop()
+    u, v, first = _own_u_then_v(model, loop, publish=False)  # published, u would be an echo (next test)
     loop.inbox.put(Received("peer", u, 0.0, loop.clock(), 0.0, b"1"))
-    result = loop.step(publish=True)
-    assert DIRECTION_DECAY == 0.8
-    assert result.verdicts[0].agreement == pytest.approx(0.8 / math.sqrt(1.64), abs=1e-5)
+    result = loop.step(publish=False)
+    k = loop.direction_decay
+    assert k == pytest.approx(math.exp(-1 / 200))  # H = 1
+    assert result.verdicts[0].agreement == pytest.approx(k / math.sqrt(k * k + 1), abs=1e-5)
     state = loop.state_tensors()  # checkpointed with the outer loop, and restored
     other = _loop()[1]
     other.load(state, loop.state_meta())
     assert torch.equal(other.direction[first], loop.direction[first])
     del state[f"direction.{first}"]  # a checkpoint of an older release: no direction, zeros
     _loop()[1].load({k: t for k, t in state.items() if not k.startswith("direction.")}, {})
+
+
+def test_an_echo_of_this_nodes_summary_earns_nothing_and_a_flipped_echo_keeps_its_disagreement():
+    # Own published u, then v (dense enough to be sent whole); D = k u + v.
+    model, loop = _loop()
+    u, v, first = _own_u_then_v(model, loop, publish=True)
+    w = {n: torch.zeros(s) for n, s in loop.shapes.items()}
+    w[first].view(-1)[1] = 1.0  # a direction this node never sent, nor moved along
+    loop.inbox.put(Received("echo", {n: 2 * u[n] + w[n] for n in u}, 0.0, loop.clock(), 0.0, b"1"))
+    loop.inbox.put(Received("flip", {n: -u[n] for n in u}, 0.0, loop.clock(), 0.0, b"2"))
+    result = loop.step(publish=True)
+    by_peer = {x.peer: x for x in result.verdicts}
+    # its u part taken out (up to the 8-bit quantization of what was sent); w is orthogonal to D
+    assert by_peer["echo"].agreement == pytest.approx(0.0, abs=1e-3)
+    k = loop.direction_decay
+    assert by_peer["flip"].agreement == pytest.approx(-k / math.sqrt(k * k + 1), abs=1e-3)
+    assert by_peer["flip"].skipped == VETOED
+
+
+def test_peers_are_judged_against_the_loss_gradients_of_the_local_steps_when_recorded():
+    # Two local steps with gradients g1 and g2 (the .grad the trainer leaves): D = g1 + g2,
+    # whatever the weights did (Adam's step is not the gradient's direction).
+    model, loop = _loop()
+    g1 = {n: torch.randn(s) for n, s in loop.shapes.items()}
+    g2 = {n: torch.randn(s) for n, s in loop.shapes.items()}
+    for g in (g1, g2):
+        for name, p in loop.params.items():
+            p.grad = g[name].clone()
+        loop.add_gradient()
+    _train(model, {n: torch.randn(s) for n, s in loop.shapes.items()}, 0.1)  # unrelated to g
+    peer = {n: g1[n] + g2[n] for n in g1}
+    loop.inbox.put(Received("peer", peer, 0.0, loop.clock(), 0.0, b"1"))
+    result = loop.step(publish=False)
+    assert result.verdicts[0].agreement == pytest.approx(1.0, abs=1e-5)
+    assert loop.gradients_added == 0 and all(float(g.abs().sum()) == 0 for g in loop.gradient_sum.values())
+    # The next outer step: D = k (g1 + g2) + g3
+    g3 = {n: torch.randn(s) for n, s in loop.shapes.items()}
+    for name, p in loop.params.items():
+        p.grad = g3[name].clone()
+    loop.add_gradient()
+    _train(model, {n: torch.randn(s) for n, s in loop.shapes.items()}, 0.1)
+    loop.inbox.put(Received("peer", g3, 0.0, loop.clock(), 0.0, b"2"))
+    expected = cosine(g3, {n: loop.direction_decay * (g1[n] + g2[n]) + g3[n] for n in g1})
+    assert loop.step(publish=False).verdicts[0].agreement == pytest.approx(expected, abs=1e-5)
+
+
+def test_the_direction_remembers_about_200_local_steps_whatever_h():
+    from swarmnode.summaries.state import direction_decay
+
+    assert direction_decay(4) == pytest.approx(0.98020, abs=1e-5)  # exp(-4 / 200)
+    assert direction_decay(20) == pytest.approx(0.90484, abs=1e-5)
+    assert direction_decay(4) ** 50 == pytest.approx(direction_decay(20) ** 10)  # both 200 local steps
 
 
 def test_outer_step_weighs_down_the_partner_merged_every_step():

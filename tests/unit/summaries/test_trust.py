@@ -4,8 +4,10 @@ import pytest
 from swarmnode.summaries.trust import (
     LOW_TRUST,
     REPEATED,
+    VETOED,
     TrustBook,
     agreement_scale,
+    capped_score,
     harmful,
     relative_agreement,
     score_of,
@@ -20,12 +22,28 @@ def test_relative_agreement_by_hand():
     assert relative_agreement(0.03, 0.01) == 1.0
 
 
-def test_agreement_scale_is_the_median_above_the_noise_floor():
-    assert agreement_scale([0.01, 0.05, 0.03], 10**6) == pytest.approx(0.03)
-    assert agreement_scale([0.01, 0.05, 0.03, 0.04], 10**6) == pytest.approx(0.035)
+def test_agreement_scale_is_the_upper_quartile_above_the_noise_floor():
+    assert agreement_scale([0.01, 0.05, 0.03], 10**6) == pytest.approx(0.05)  # ceil(2.25) = 3rd of 3
+    assert agreement_scale([0.01, 0.05, 0.03, 0.04], 10**6) == pytest.approx(0.04)  # 3rd of 4
+    assert agreement_scale([0.02], 10**6) == pytest.approx(0.02)
     assert agreement_scale([], 10**6) == pytest.approx(0.003)  # 3 / sqrt(1e6)
     assert agreement_scale([0.0001] * 3, 10**6) == pytest.approx(0.003)
     assert agreement_scale([0.03], 100) == pytest.approx(0.3)
+
+
+def test_a_majority_of_directionless_voters_does_not_shrink_the_scale():
+    # 5 peers whose summaries carry no direction (|a| ~ 0.001) and 4 honest ones (~0.02): the
+    # median would be 0.001, making every honest r +-1 by its sign; the quartile is the 7th of 9.
+    votes = [0.001, 0.0008, 0.0012, 0.0009, 0.001, 0.018, 0.02, 0.022, 0.025]
+    assert agreement_scale(votes, 10**6) == pytest.approx(0.02)
+    assert relative_agreement(-0.005, agreement_scale(votes, 10**6)) == pytest.approx(-0.25)
+
+
+def test_negative_evidence_caps_the_score_at_once():
+    assert capped_score(0.9, 0.4) == 0.9  # r >= 0: no cap
+    assert capped_score(0.9, -0.25) == pytest.approx(0.15)  # trust <= 1 - 0.25 / 0.5 = 0.5: score 0.5 x 0.3
+    assert capped_score(0.9, -0.5) == 0.0 and capped_score(0.9, -1.0) == 0.0
+    assert capped_score(-0.2, -0.1) == -0.2  # already lower: kept
 
 
 def test_score_rises_slowly_and_falls_fast():
@@ -70,8 +88,8 @@ def test_harmful_needs_steady_evidence():
 
 def test_a_sign_flipper_is_skipped_at_once_and_struck_from_its_sixth_summary():
     b = book()
-    v = b.judge("bad", -0.03, b"1")  # r -0.5... then -1: its own |a| sets its vote, the median stays 0.06
-    assert (v.trust, v.skipped, v.harmful) == (0.0, LOW_TRUST, False)
+    v = b.judge("bad", -0.03, b"1")  # r -0.5... then -1: its own |a| sets its vote, the quartile stays 0.06
+    assert (v.trust, v.skipped, v.harmful) == (0.0, VETOED, False)
     verdicts = [b.judge("bad", -0.06, bytes([i])) for i in range(2, 8)]
     assert [v.harmful for v in verdicts] == [False, False, False, False, True, True]  # mean r under -0.5 from 6 on
     snap = b.snapshot()["bad"]
@@ -90,8 +108,32 @@ def test_a_turncoat_loses_its_trust_with_its_first_flipped_summary():
     for i in range(12):
         b.judge("turn", 0.06, bytes([i]))  # r = 1
     assert b.trust("turn") == 1.0
-    v = b.judge("turn", -0.06, b"flip")  # s ~ 0.97 -> 0.97 + 0.5 (-1.97) ~ -0.015
-    assert v.trust == 0.0 and v.skipped == LOW_TRUST
+    v = b.judge("turn", -0.06, b"flip")  # r = -1: vetoed, whatever its trust was
+    assert v.trust == 0.0 and v.skipped == VETOED
+
+
+def test_a_trusted_peers_weakly_negative_summary_goes_in_at_a_capped_weight_and_the_next_is_skipped():
+    b = book()
+    for i in range(12):
+        b.judge("turn", 0.06, bytes([i]))  # r = 1: score ~ 0.97
+    v = b.judge("turn", -0.012, b"f1")  # r -0.2: score min(0.97 + 0.5 (-1.17), 0.6 x 0.3) = 0.18, trust 0.6
+    assert (v.evidence, v.skipped, v.trust) == (pytest.approx(-0.2), None, pytest.approx(0.6))
+    v = b.judge("turn", -0.012, b"f2")  # 0.18 + 0.5 (-0.38) = -0.01: trust 0
+    assert (v.skipped, v.trust) == (LOW_TRUST, 0.0)
+
+
+def test_an_honest_peers_occasional_veto_is_forgiven_within_two_agreeing_summaries():
+    b = book()
+    score = score_of(0.2)
+    for i in range(6):
+        b.judge("honest", 0.03, bytes([i]))  # r 0.5
+        score = updated_score(score, 0.5)
+    assert b.judge("honest", -0.04, b"bad luck").skipped == VETOED  # r -0.67
+    score = updated_score(score, -2 / 3)  # ~0.39 -> ~-0.14
+    assert b.trust("honest") == 0.0 and b.snapshot()["honest"]["score"] == pytest.approx(score, abs=1e-3)
+    assert b.judge("honest", 0.03, b"next").skipped == LOW_TRUST  # ~0.02: trust ~0.07
+    v = b.judge("honest", 0.03, b"next2")  # ~0.14: trust ~0.47, merged
+    assert v.skipped is None and v.trust == pytest.approx(updated_score(updated_score(score, 0.5), 0.5) / 0.3)
 
 
 def test_a_repeated_summary_is_skipped_and_struck():
@@ -124,7 +166,7 @@ def test_one_peer_has_one_vote_in_the_agreement_scale_and_scoring_alone_acts_on_
     b = book()
     for i in range(20):  # an echo of this node's own summary, again and again
         b.judge("echo", 0.9, bytes([i]))
-    assert b.scale == pytest.approx(0.06)  # one vote of 32: the median stays
+    assert b.scale == pytest.approx(0.06)  # one vote of 32: the quartile stays
     quiet = TrustBook(16, initial=0.2, skip_below=0.15, parameters=10**6, acting=False)
     verdicts = [quiet.judge("bad", -0.5, b"x") for _ in range(6)]  # repeated and disagreeing
     assert all(v.skipped is None and not v.harmful for v in verdicts) and quiet.merges("bad")

@@ -446,3 +446,20 @@ def test_admitting_a_record_of_a_version_this_node_does_not_speak_names_its_peer
     same = make_identity()
     assert intake.admit(key, same.peer_id, build_peer_record(same, FIELDS, NOW, TTL), NOW + TTL, NOW + 1)
     assert [p.peer_id for p in intake.incompatible_peers(NOW + 3)] == [old.peer_id]
+
+
+def test_a_peer_of_another_window_is_remembered_by_its_record_under_a_key_this_node_does_not_use(make_identity):
+    import dataclasses
+
+    other, same, older = make_identity(), make_identity(), make_identity()
+    intake = RecordIntake(PeerTable("self"), MessageStats(), "s", window_s=10.0)
+    intake.refuse_unknown_key(b"\x06" * 20, build_peer_record(other, dataclasses.replace(record_fields("s"), window_s=30.0),
+                                                              100.0, 10.0))
+    # The same window (a record under a key just out of range), and an older node's that says no window: not foreign.
+    intake.refuse_unknown_key(b"\x07" * 20, build_peer_record(same, dataclasses.replace(record_fields("s"), window_s=10.0),
+                                                              100.0, 10.0))
+    intake.refuse_unknown_key(b"\x08" * 20, build_peer_record(older, record_fields("s"), 100.0, 10.0))
+    assert [(p, o.window_s) for p, o in intake.foreign.items()] == [(other.peer_id, 30.0)]
+    assert [o.peer_id for o in intake.other_window_peers(105.0)] == [other.peer_id]
+    assert intake.other_window_peers(111.0) == []  # its record expired
+    assert intake.origin_of(other.peer_id).window_s == 30.0

@@ -1,7 +1,7 @@
 """trainer/buffer.py: the buffer's external pool (staleness, bounds, one use per group, waits, counts)."""
 import threading
 
-from swarmnode.trainer.buffer import EXTERNAL_POOL_CAPACITY, ExperienceBuffer
+from swarmnode.trainer.buffer import EXTERNAL_POOL_CAPACITY, SUPPLY_MEMORY_S, ExperienceBuffer
 from tests.unit.trainer.helpers import group
 
 
@@ -91,23 +91,30 @@ def test_external_pool_keeps_only_the_newest():
     assert [g.policy_version for g in take.groups] == [EXTERNAL_POOL_CAPACITY + 2]
 
 
-def test_take_waits_for_external_groups_when_asked():
-    import threading
+def with_recent_supply(buffer: ExperienceBuffer, version: int) -> ExperienceBuffer:
+    """A peer's group arrived just now and was trained: peers are expected to send more."""
+    buffer.put([group(version=version, source="earlier")])
+    buffer.take(n_local=0, n_external=1, version=version)
+    return buffer
 
-    buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=4)
+
+def test_take_waits_for_external_groups_when_asked():
+    buffer = with_recent_supply(ExperienceBuffer(max_staleness=1, external_max_staleness=4), 5)
     buffer.put([group(version=5)])
     timer = threading.Timer(0.2, lambda: buffer.put([group(version=5, source="peer")]))
     timer.start()
     take = buffer.take(n_local=1, n_external=1, version=5, external_wait=10.0)
     timer.join()
     assert [g.source for g in take.groups] == ["local", "peer"]
+    assert buffer.stats.external_waits == 1 and buffer.stats.external_waits_skipped == 0
     # Without external_wait it takes what is there (nothing) at once.
     buffer.put([group(version=5)])
     assert [g.source for g in buffer.take(n_local=1, n_external=1, version=5).groups] == ["local"]
 
 
 def test_flat_groups_do_not_end_the_wait_of_a_policy_that_never_draws_them():
-    buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=4, selection="nonzero_advantage")
+    buffer = with_recent_supply(ExperienceBuffer(max_staleness=1, external_max_staleness=4,
+                                                 selection="nonzero_advantage"), 5)
     # A pool of flat groups (all samples scored the same): nonzero_advantage never draws them.
     buffer.put([group(version=5)] + [group(version=5, source="flat", rewards=(1.0, 1.0)) for _ in range(8)])
     timer = threading.Timer(0.2, lambda: buffer.put([group(version=5, source="peer")]))
@@ -123,19 +130,69 @@ def test_flat_groups_do_not_end_the_wait_of_a_policy_that_never_draws_them():
         "local", "flat"]
 
 
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def take_as_a_peer_sends(buffer: ExperienceBuffer, external_wait: float) -> list[str]:
+    """One step of 1 own + 1 peer's group at version 5 while a peer's group arrives 0.1 s in:
+    the sources of the groups it took."""
+    buffer.put([group(version=5)])
+    timer = threading.Timer(0.1, lambda: buffer.put([group(version=5, source="peer")]))
+    timer.start()
+    try:
+        return [g.source for g in buffer.take(1, 1, version=5, external_wait=external_wait).groups]
+    finally:
+        timer.join()
+
+
+def test_a_step_does_not_wait_for_peers_that_send_nothing():
+    clock = FakeClock()
+    buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=100, selection="nonzero_advantage", clock=clock)
+    # No peer's group ever came (a lone node, or partners not found yet): no wait.
+    buffer.put([group(version=5)])
+    assert [g.source for g in buffer.take(1, 1, version=5, external_wait=2.0).groups] == ["local"]
+    assert buffer.stats.external_waits == 0 and buffer.stats.external_waits_skipped == 1
+    # Flat groups (never drawn here) are no sign of supply either.
+    buffer.put([group(version=5), group(version=5, source="flat", rewards=(1.0, 1.0))])
+    assert [g.source for g in buffer.take(1, 1, version=5, external_wait=2.0).groups] == ["local"]
+    assert buffer.stats.external_waits_skipped == 2
+    # A peer's drawable group came 8 s ago (SUPPLY_MEMORY_S; 4 waits of 1 s are shorter): peers
+    # are expected, and a step short of groups waits (here until a group arrives).
+    buffer.put([group(version=5, source="peer")])
+    buffer.take(0, 1, version=5)
+    clock.now += SUPPLY_MEMORY_S
+    assert take_as_a_peer_sends(buffer, external_wait=1000.0) == ["local", "peer"]
+    assert buffer.stats.external_waits == 1
+    # Nothing since (the partner was ignored, or left): past the memory the wait is skipped.
+    clock.now += SUPPLY_MEMORY_S + 0.5
+    buffer.put([group(version=5)])
+    assert [g.source for g in buffer.take(1, 1, version=5, external_wait=1.0).groups] == ["local"]
+    assert buffer.stats.external_waits == 1 and buffer.stats.external_waits_skipped == 3
+    # A longer wait remembers longer: 4 waits of 10 s.
+    assert take_as_a_peer_sends(buffer, external_wait=10.0) == ["local", "peer"]
+    assert buffer.stats.external_waits == 2
+
+
 def test_buffer_counts_groups_trained_per_sender_bounded_and_staleness_apart():
     from swarmnode.trainer.buffer import BufferStats
 
     stats = BufferStats()
-    for sender in ("a", "a", "b", "c"):
-        stats.count_sender(sender, cap=2)  # c replaces b, the sender with the fewest
+    for sender, tau in (("a", 1), ("a", 4), ("b", 7), ("c", 0)):
+        stats.count_sender(sender, tau, cap=2)  # c replaces b, the sender with the fewest
     assert dict(stats.external_taken_by_sender) == {"a": 2, "c": 1}
+    assert stats.mean_staleness_by_sender() == {"a": 2.5, "c": 0.0}  # b's sum left with it
     buffer = ExperienceBuffer(max_staleness=2, external_max_staleness=8)
     buffer.put([group(version=3, source="local"), group(version=1, source="peer")])
     take = buffer.take(1, 1, version=4)
     assert len(take.groups) == 2
     assert dict(buffer.stats.staleness_local) == {1: 1} and dict(buffer.stats.staleness_external) == {3: 1}
     assert dict(buffer.stats.external_taken_by_sender) == {"peer": 1}
+    assert buffer.stats.mean_staleness_by_sender() == {"peer": 3.0}
 
 
 def test_external_usable_counts_what_the_selection_could_draw():

@@ -129,3 +129,24 @@ def test_one_stray_honest_sample_is_not_implausible(tiny_model):
                         rewards=[1.0, 0.0, 1.0, 0.0], policy_version=0, source="honest")
     result = Trainer(tiny_model, pad_id=0, config=TrainerConfig()).step([group])
     assert result.trained and result.implausible == {}
+
+
+def test_an_honest_peer_is_judged_on_all_its_samples_not_only_those_trained_on(tiny_model):
+    """With external_positive_only, only a peer's above-baseline samples are trained on. This
+    policy may find those right answers likelier than the sender did (here +2 nats/token) and
+    its wrong ones less likely (-2.5): pooled over all of them the sender is honest (-0.25)."""
+    from swarmnode.tasks import TaskRef
+    from swarmnode.trainer.experience import ScoredGroup
+    from tests.helpers import teacher_forced_logprobs
+
+    prompt, completions = [1, 2, 3], [[5, 6], [7, 8], [9, 10], [11, 12]]
+    with torch.no_grad():
+        true = [teacher_forced_logprobs(tiny_model, prompt, c).tolist() for c in completions]
+    shifts = [2.0, -2.5, 2.0, -2.5]
+    peer = ScoredGroup(ref=TaskRef("sum2", 0, 0), prompt_token_ids=prompt, completion_token_ids=completions,
+                       behavior_logprobs=[[x - d for x in lp] for lp, d in zip(true, shifts)],
+                       rewards=[1.0, 0.0, 1.0, 0.0], policy_version=0, source="honest")
+    local = group(rewards=(1.0, 0.0), completions=((5, 6), (7, 8)), prompt=(1, 2, 3))
+    config = TrainerConfig(external_positive_only=True)
+    result = Trainer(tiny_model, pad_id=0, config=config).step([local, peer])
+    assert result.trained and result.implausible == {}

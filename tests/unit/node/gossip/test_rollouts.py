@@ -375,3 +375,50 @@ def test_a_fetch_that_waited_for_a_slot_while_the_pool_filled_sends_nothing(tmp_
     assert asked == [peer.peer_id] and gossip.training.received == [5]
     assert gossip.counters.fetches_deferred == 1 and gossip.counters.fetch_requests == 1
     gossip.close()
+
+
+def test_each_accepted_batch_counts_in_the_latency_histogram(tmp_path, make_identity):
+    gossip, peer, announced = make_gossip(tmp_path, make_identity)
+    gossip.standings.ledger.advance(peer.peer_id, 0)
+    gossip.transport.response = response(sealed(peer, 1), sealed(peer, 2))
+    asyncio.run(gossip._fetch_from(announced))
+    gossip.transport.transport_cpu_s = lambda: 0.0  # the stand-in transport has no process of its own
+    histogram = gossip.snapshot()["latency_histogram"]
+    assert histogram["count"] == 2 == len(gossip.receiver.latencies)
+    assert histogram["sum"] == round(sum(gossip.receiver.latencies), 6)
+    assert list(histogram["buckets"].values()) == sorted(histogram["buckets"].values())  # cumulative
+    gossip.close()
+
+
+def test_rejected_rollouts_are_counted_by_reason_and_the_total_is_their_sum(tmp_path, make_identity):
+    from swarmnode.protocol import RejectReason
+
+    gossip, peer, announced = make_gossip(tmp_path, make_identity)
+    gossip.standings.ledger.advance(peer.peer_id, 4)
+    gossip.transport.response = response(sealed(peer, 3))  # at or under the cursor: replayed
+    asyncio.run(gossip._fetch_from(announced))
+    gossip.transport.response = b"\xff not a response"
+    asyncio.run(gossip._fetch_from(announced))
+    gossip.standings.blame_implausible({peer.peer_id: 3})  # the trainer's verdict
+    gossip.standings.blame(peer.peer_id, 5, [(RejectReason.TOO_LONG, "x")] * 2)
+    # A gradient summary's rejection is the summaries' count, not the rollouts'.
+    gossip.standings.blame(peer.peer_id, None, [(RejectReason.NORM_TOO_LARGE, "summary")], kind="gradient_summary")
+    gossip.transport.transport_cpu_s = lambda: 0.0
+    snapshot = gossip.snapshot()
+    assert snapshot["groups_rejected_by_reason"] == {"implausible_logprobs": 1, "malformed": 1, "replayed": 1,
+                                                     "too_long": 2}
+    assert snapshot["groups_rejected"] == 5
+    assert gossip.standings.stats.rejected_by_sender[peer.peer_id]["norm_too_large"] == 1  # still held against it
+    gossip.close()
+
+
+def test_swarm_cpu_seconds_never_fall_back_when_the_transports_helper_ends(tmp_path, make_identity):
+    """swarm_cpu_s is a Prometheus counter: a helper process that ended reads 0 CPU seconds, and
+    the count keeps what it had used."""
+    gossip, _, _ = make_gossip(tmp_path, make_identity)
+    gossip.transport.transport_cpu_s = lambda: 5.0
+    before = gossip.snapshot()["swarm_cpu_s"]
+    gossip.transport.transport_cpu_s = lambda: 0.0  # p2pd exited (or the libp2p thread ended)
+    after = gossip.snapshot()
+    assert after["swarm_cpu_s"] >= before >= 5.0 and after["swarm_cpu_breakdown_s"]["transport"] == 5.0
+    gossip.close()

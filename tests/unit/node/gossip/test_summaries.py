@@ -48,9 +48,10 @@ class FakeStandings:
         self.stats = SimpleNamespace(accept=self.accepted.append)
         self.saved = saved
 
-    def blame(self, peer, batch_id, reasons, weight=1):
+    def blame(self, peer, batch_id, reasons, weight=1, *, kind="rollout_group"):
         self.blamed.append((peer, [r.value for r, _ in reasons]))
         self.weights = getattr(self, "weights", []) + [weight]
+        self.kinds = getattr(self, "kinds", set()) | {kind}
 
     def load_trust(self):
         from swarmnode.node.gossip.standings import saved_trust
@@ -127,6 +128,7 @@ def test_fetched_summaries_enter_the_inbox_only_when_every_check_passes(make_ide
     assert len(loop.inbox) == 0 and standings.accepted == [] and gossip.counters.accepted == 0
     # Every rejection struck the peer that served it, and only it.
     assert {p for p, _ in standings.blamed} == {peer.peer_id}
+    assert standings.kinds == {"gradient_summary"}  # not counted as rollout groups rejected
     assert sorted(r for _, rs in standings.blamed for r in rs) == sorted(r for r, n in expected.items() for _ in range(n))
     assert all(protocol == SUMMARY_PROTOCOL for _, protocol, _ in transport.requests)
     assert len(transport.requests) == len(CORRUPTIONS) + 2  # the oversized one was never asked for
@@ -270,15 +272,18 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
         loop.inbox.put(Received("flipper", flipped, 0.0, loop.clock(), 0.0, bytes([step])))
         loop.inbox.put(Received("honest", honest, 0.0, loop.clock(), 0.0, bytes([step])))
         loop.inbox.put(Received("replayer", honest, 0.0, loop.clock(), 0.0, b"same"))
-        gossip.take_verdicts(loop.step(publish=True))
+        # Unpublished: the honest peer's delta lies along this node's own, and published it
+        # would be read as an echo of it (summaries/echo.py).
+        gossip.take_verdicts(loop.step(publish=False))
     trust = loop.trust.snapshot()
     assert trust["flipper"]["skipped"] == 7 and trust["flipper"]["trust"] == 0.0
     assert trust["honest"]["merged"] == 7 and trust["honest"]["trust"] == 1.0
-    assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"low_trust": 7, "repeated_summary": 6}
+    assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"against_direction": 7, "repeated_summary": 6}
     # flipper: r = -1 each time: struck from its 6th summary on (mean r of 6 or more under -0.5)
     assert sorted(standings.blamed) == [("flipper", ["harmful_summary"])] * 2 + [("replayer", ["repeated_summary"])] * 6
     assert gossip.judged.harmful == 8
     assert set(standings.weights) == {6}  # ceil((strike_limit 20 + 1) / 4): four such summaries ignore a peer
+    assert standings.kinds == {"gradient_summary"}
     rows = {r.peer: r for r in store.load(10)}
     assert rows["flipper"].trust_score < -0.25 and rows["flipper"].trust_judged == 7
     assert rows["honest"].trust_score > 0.3

@@ -28,3 +28,24 @@ def test_outputs_share_groups_only_with_sharing_on_and_hand_them_over_oldest_fir
         outputs.share(["b"])
     assert shared.take_groups() == [["a"], ["b"]] and shared.take_groups() == []
     assert kept.take_groups() == [] and shared.take_summary() is None
+
+
+def test_the_pool_says_when_the_node_wants_peers_groups_and_the_supply_is_counted_then():
+    from swarmnode.trainer.buffer import ExperienceBuffer
+    from tests.unit.trainer.helpers import group
+
+    now = [0.0]
+    meter = DeliveryMeter(clock=lambda: now[0])
+    config = NodeConfig.model_validate({"training": {"external_rollouts": 2}, "rollouts": {"fetch_ahead_steps": 1},
+                                        "scheduler": {"enabled": True}})
+    inputs = SwarmInputs(config, meter, lambda: 5, Plan(8, 2, 0.0, None, "not planned yet"))
+    buffer = ExperienceBuffer(max_staleness=1, external_max_staleness=8)
+    inputs.open_intake(None, buffer)
+    assert inputs.external_wanted()  # an empty pool: fetch
+    now[0] = 10.0
+    assert meter.rates() == {} and not meter.saturated
+    meter.delivered("p", 4)
+    buffer.put([group(version=5, source="p")] * 4)
+    assert not inputs.external_wanted()  # the pool holds 2 steps' worth: fetches pause ...
+    now[0] = 20.0
+    assert meter.rates() == {"p": 0.4} and meter.saturated  # ... and peers supply what it asks

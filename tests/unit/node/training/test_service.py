@@ -48,7 +48,7 @@ def test_any_error_on_the_trainer_thread_reaches_on_fatal_as_one_line(tmp_path):
 
 def test_the_training_service_wants_peers_groups_until_the_pool_holds_ahead_steps(tmp_path):
     from swarmnode.config import NodeConfig
-    from swarmnode.node.training.service import TrainingService, fetch_ahead_steps
+    from swarmnode.node.training.service import TrainingService
 
     config = NodeConfig.model_validate({"training": {"external_rollouts": 2, "external_selection": "nonzero_advantage"},
                                         "rollouts": {"fetch_ahead_steps": 2}})
@@ -61,8 +61,8 @@ def test_the_training_service_wants_peers_groups_until_the_pool_holds_ahead_step
         assert training.inputs.external_wanted()  # 3 usable < 2 steps x 2 groups
         buffer.put([group(source="q")])
         assert not training.inputs.external_wanted()  # 4: enough
-        config.scheduler.enabled = True  # the scheduler measures supply from what arrives
-        assert training.inputs.external_wanted() and fetch_ahead_steps(config) == 0
+        config.scheduler.enabled = True  # the scheduler keeps the bound (it counts supply while fetching)
+        assert not training.inputs.external_wanted()
         config.scheduler.enabled, config.rollouts.fetch_ahead_steps = False, 0
         assert training.inputs.external_wanted()
     finally:
@@ -83,3 +83,13 @@ def test_training_status_has_gpu_memory_only_on_a_cuda_device(monkeypatch):
     assert [status.gpu_memory() for _ in range(3)] == [
         {"device": "cuda:0", "in_use_bytes": in_use, "peak_bytes": peak, "total_bytes": 100}
         for in_use, peak in ((5, 6), (9, 9), (7, 9))]
+
+
+def test_a_refusal_to_resume_another_models_checkpoint_ends_training_with_its_own_whole_line(tmp_path):
+    from swarmnode.node.training.service import failure_reason
+    from swarmnode.node.training.setup import CheckpointUnloadable
+    from swarmnode.store.checkpoint_model import CheckpointOfAnotherModel
+
+    long = "node home /h holds the training of x " + "y" * 400 + "; swarmnode reset-training --home /h"
+    assert failure_reason(CheckpointOfAnotherModel(long)) == long  # never cut at 300 characters
+    assert failure_reason(CheckpointUnloadable(long)) == long

@@ -68,6 +68,21 @@ def test_outer_steps_run_every_h_local_steps_and_count_the_samples_trained_since
     assert verdicts == []  # no peer's summary was judged
 
 
+def test_only_steps_that_trained_add_their_gradient_to_the_outer_steps_evidence():
+    model = tiny_model()
+    outer = OuterLoop(model, OuterConfig(every_steps=3, compression=CompressionConfig(density=0.5, bits=8, chunk_size=4)))
+    steps = OuterSteps(outer, summaries_out=queue.Queue(maxsize=4), status=status(), same_base_peers=lambda: 0,
+                       on_outer_step=lambda result: None, samples_per_prompt=4)
+    for p in model.parameters():
+        p.grad = torch.ones_like(p)  # what the trainer's backward left
+    steps.after_step(step(1, 2), 1, version=1)
+    steps.after_step(step(1, 2, trained=False), 2, version=1)  # no backward ran: .grad is last step's
+    assert outer.gradients_added == 1
+    steps.after_step(step(2, 2), 3, version=2)  # the outer step: D = 2 x ones
+    assert outer.gradients_added == 0
+    assert all(torch.equal(d, torch.full_like(d, 2.0)) for d in outer.direction.values())
+
+
 def test_heldout_evaluation_is_due_by_version_or_by_seconds_since_the_last_one_ended(tmp_path):
     now = [100.0]
     measured = []
@@ -126,6 +141,8 @@ def test_the_recorder_counts_steps_evaluates_checkpoints_and_runs_the_outer_step
             result = step(version, groups=3, trained=version != 4)
             if version == 3:
                 result.implausible = {"peer": 2}
+            if version == 2:
+                result.pause_seconds = 0.5  # training.slowdown's pause, filled in by the runner
             trainer.version = version  # what Trainer.step does
             recorder.after_step(result)  # before the weights go out: step 10 + version of 10 + version
             recorder.record(result, dropped=0, items_generated=4 * version)
@@ -139,6 +156,12 @@ def test_the_recorder_counts_steps_evaluates_checkpoints_and_runs_the_outer_step
         assert [s for _, s in metric_values(tmp_path / "metrics.sqlite", "step")] == [11, 12, 13, 14]
         snapshot = state.snapshot(status_plan(), None)
         assert (snapshot["steps"], snapshot["policy_version"], snapshot["groups_generated"]) == (14, 4, 16)
+        assert snapshot["steps_this_run"] == 4  # from the 10 the run started at
+        assert (state.outer_snapshot()["outer_steps"], state.outer_snapshot()["outer_steps_this_run"]) == (2, 2)
+        # each step that trained, 0.01 s and the 0.5 s pause of version 2, counted in the step-time histogram
+        step_times = snapshot["step_seconds_histogram"]
+        assert (step_times["count"], step_times["sum"]) == (3, 0.53)  # version 4 trained nothing
+        assert (step_times["buckets"]["0.1"], step_times["buckets"]["0.5"], step_times["buckets"]["1"]) == (2, 2, 3)
         assert state.version == 4
         checkpoints.wait()
         saved = load_saved(checkpoints)
@@ -148,5 +171,31 @@ def test_the_recorder_counts_steps_evaluates_checkpoints_and_runs_the_outer_step
         assert evaluated == [0, 3, 4]
         saved = load_saved(checkpoints)  # finish waited for the write
         assert (saved.version, saved.steps, saved.stream_position) == (4, 14, 120)
+    finally:
+        metrics.close()
+
+
+def test_a_resumed_outer_loop_shows_its_outer_steps_from_the_start(tmp_path):
+    """status.summaries.outer_steps is the checkpoint's count as soon as training begins (not 0
+    until the first outer step), and outer_steps_this_run counts from 0."""
+    model = tiny_model()
+    trainer = Trainer(model, pad_id=0, config=TrainerConfig())
+    metrics, state = MetricsStore(tmp_path / "metrics.sqlite"), status()
+    outer = OuterLoop(model, OuterConfig(every_steps=2, compression=CompressionConfig(density=0.5, bits=8, chunk_size=4)))
+    outer.outer_steps = 7  # what OuterLoop.load restores from the checkpoint
+    outer_steps = OuterSteps(outer, summaries_out=queue.Queue(maxsize=4), status=state, same_base_peers=lambda: 0,
+                             on_outer_step=lambda result: None, samples_per_prompt=2)
+    evaluation = HeldoutEvaluation(lambda: {"mean": 0.5}, every_versions=3, every_seconds=0.0, metrics=metrics,
+                                   status=state)
+    recorder = StepRecorder(trainer=trainer, buffer=ExperienceBuffer(max_staleness=1), evaluation=evaluation,
+                            outer_steps=outer_steps, checkpoints=BackgroundCheckpointer(tmp_path / "checkpoints"),
+                            checkpoint_every=100, max_checkpoint_failures=3, metrics=metrics, status=state,
+                            speed=SpeedMeter(), on_implausible=lambda counts: None, samples_per_prompt=2, steps=14,
+                            stream_offset=0)
+    try:
+        recorder.start()
+        assert (state.outer_snapshot()["outer_steps"], state.outer_snapshot()["outer_steps_this_run"]) == (7, 0)
+        training = state.snapshot(status_plan(), None)
+        assert (training["steps"], training["steps_this_run"]) == (14, 0)
     finally:
         metrics.close()

@@ -1,9 +1,18 @@
-"""testing/experiments/local_runs.py: --set overrides, fresh homes, runs kept for --resume."""
+"""testing/experiments/local_runs.py: --set overrides, fresh homes, runs kept for --resume, the polls
+handed on while waiting."""
 import json
+from io import StringIO
 
 import pytest
+from rich.console import Console
 
-from swarmnode.testing.experiments.local_runs import apply_overrides, fresh_home, kept_runs, parse_overrides
+from swarmnode.testing.experiments.local_runs import (
+    apply_overrides,
+    fresh_home,
+    kept_runs,
+    parse_overrides,
+    wait_until_trained,
+)
 
 
 def test_overrides_are_read_as_yaml_and_applied_by_path():
@@ -28,3 +37,19 @@ def test_kept_runs_only_with_resume_and_the_same_settings(tmp_path):
     assert kept_runs(path, {"steps": 5}, resume=False) == []
     with pytest.raises(SystemExit):
         kept_runs(path, {"steps": 6}, resume=True)
+
+
+class FinishedSwarm:
+    """A swarm whose one node has already taken its steps (no waiting between polls)."""
+
+    root = "swarm"
+
+    def poll(self):
+        return [{"name": "node0", "peer_id": "12D3KooWnode0", "state": "running", "peers": [],
+                 "training": {"phase": "done", "steps": 5}}]
+
+
+def test_wait_until_trained_hands_every_poll_to_on_poll():
+    polls = []
+    rows = wait_until_trained(FinishedSwarm(), 5, "test", Console(file=StringIO()), on_poll=polls.append)
+    assert polls == [rows] and rows[0]["training"]["steps"] == 5
