@@ -12,8 +12,10 @@ keeps a real, learning model to lie about. SWARMNODE_BEND is `<attack>[:<k>]`:
     alie:z        its honest delta plus z x the spread (std) of its values on a fixed 1% of the
                   coordinates, in a fixed sign pattern: a small consistent bias inside the spread
                   of honest updates ("a little is enough"); the residual carries it until sent
-    turncoat:k    honest for TURN_AFTER summaries (it earns trust), then sign_flip:k
-    turncoat:k@s  honest until s seconds after the process started, then sign_flip:k
+    turncoat:k    honest for TURN_AFTER summaries (it earns trust), then -k x the summary it
+                  would have sent (its error feedback stays honest, so every summary after the
+                  turn is a whole honest one flipped, none half made of what it held back)
+    turncoat:k@s  honest until s seconds after the process started, then as turncoat:k
     collude:k     one fixed random direction (seeded by COLLUDE_SEED: every colluder pushes the
                   same one) at k x its honest norm, every summary
     replay        its REPLAY_FROM-th honest summary, re-signed under a new id, forever
@@ -148,7 +150,7 @@ class Bender:
     def bend(self, own: Tensors) -> Tensors:
         self.made += 1
         honest_norm = global_norm(own)
-        if self.attack == "sign_flip" or self.turned():
+        if self.attack == "sign_flip":
             return {name: -self.k * t for name, t in own.items()}
         if self.attack == "random":
             return scaled_to(random_direction(own, self._rng), self.k * honest_norm)
@@ -157,7 +159,7 @@ class Bender:
         if self.attack == "alie":
             bias = alie_bias(own, self.k, torch.Generator().manual_seed(COLLUDE_SEED))
             return {name: t + bias[name] for name, t in own.items()}
-        return own  # turncoat before it turns; replay and echo (handled in `compress`)
+        return own  # turncoat, replay and echo (handled in `compress`)
 
     def receive(self, item: outer_state.Received) -> None:
         """A checked summary entering the inbox (gossip threads): an echo keeps its victim's latest."""
@@ -175,10 +177,22 @@ class Bender:
             # A zero residual of its own: the victim's sparse values compress back to themselves.
             tensors, sent, _ = real_compress(echo, {}, config)
             return tensors, sent, residual
+        if self.attack == "turncoat":
+            return self._turncoat(real_compress, own, residual, config)
         result = real_compress(self.bend(own), residual, config)
         if self.attack == "replay" and self.made == REPLAY_FROM:
             self._replay = (result[0], result[1])
         return result
+
+    def _turncoat(self, real_compress, own: Tensors, residual: Tensors, config):
+        """Its honest summary, or after the turn -k x it (recompressed from its own sparse values,
+        which compress back to themselves), with the honest error feedback kept either way."""
+        self.made += 1
+        tensors, sent, kept = real_compress(own, residual, config)
+        if not self.turned():
+            return tensors, sent, kept
+        flipped, flipped_sent, _ = real_compress({name: -self.k * t for name, t in sent.items()}, {}, config)
+        return flipped, flipped_sent, kept
 
 
 def echo_home(environ: Mapping[str, str]) -> Path:

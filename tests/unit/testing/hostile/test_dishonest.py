@@ -47,12 +47,20 @@ def test_colluders_push_one_fixed_direction_and_alie_biases_a_few_coordinates():
     assert cosine(bent, own) > 0.9  # inside the spread: it still agrees
 
 
+def sent_by(bender: Bender, own, residual, cfg):
+    """What `bender` sends for `own` (dense) and the residual it keeps."""
+    _, sent, kept = bender.compress(compress, own, residual, cfg)
+    return sent, kept
+
+
 def test_turncoat_turns_after_earning_trust_and_replay_repeats_one_summary():
-    t = Bender("turncoat", 8.0)
-    outs = [t.bend(own_delta()) for _ in range(TURN_AFTER + 1)]
-    assert cosine(outs[TURN_AFTER - 1], own_delta()) == pytest.approx(1.0)
-    assert cosine(outs[TURN_AFTER], own_delta()) == pytest.approx(-1.0)
-    r, cfg = Bender("replay", 1.0), CompressionConfig(0.25, 8, 64)
+    t, cfg = Bender("turncoat", 8.0), CompressionConfig(0.25, 8, 64)
+    zero = {n: torch.zeros_like(x) for n, x in own_delta().items()}
+    outs = [sent_by(t, own_delta(), zero, cfg)[0] for _ in range(TURN_AFTER + 1)]
+    honest = compress(own_delta(), zero, cfg)[1]
+    assert cosine(outs[TURN_AFTER - 1], honest) == pytest.approx(1.0)
+    assert cosine(outs[TURN_AFTER], honest) == pytest.approx(-1.0, abs=1e-3)
+    r = Bender("replay", 1.0)
     residual = {n: torch.zeros_like(x) for n, x in own_delta().items()}
     sent = [r.compress(compress, own_delta(i), residual, cfg)[0] for i in range(REPLAY_FROM + 3)]
     assert sent[REPLAY_FROM - 1] == sent[REPLAY_FROM] == sent[-1] and sent[0] != sent[REPLAY_FROM - 1]
@@ -66,19 +74,27 @@ class FakeClock:
         return self.now
 
 
-def test_a_timed_turncoat_is_honest_until_its_time_then_flips_at_k_and_says_when():
-    clock, turns = FakeClock(1000.0), []
+def test_a_timed_turncoat_is_honest_until_its_time_then_flips_its_whole_summary_at_k_and_says_when():
+    clock, turns, cfg = FakeClock(1000.0), [], CompressionConfig(0.25, 8, 64)
     t = Bender("turncoat", 3.0, 90.0, clock=clock, on_turn=lambda at, n: turns.append((at, n)))
-    own = own_delta()
+    residual = honest_residual = {n: torch.zeros_like(x) for n, x in own_delta().items()}
     clock.now = 1089.0
-    before = [t.bend(own) for _ in range(TURN_AFTER + 2)]  # more summaries than TURN_AFTER: time decides
-    assert all(cosine(b, own) == pytest.approx(1.0) for b in before) and turns == []
+    for i in range(TURN_AFTER + 2):  # more summaries than TURN_AFTER: time decides
+        sent, residual = sent_by(t, own_delta(i), residual, cfg)
+        _, honest_sent, honest_residual = compress(own_delta(i), honest_residual, cfg)
+        assert all(torch.equal(sent[n], honest_sent[n]) for n in sent)
+    assert turns == []
     clock.now = 1090.0
-    after = t.bend(own)
-    assert cosine(after, own) == pytest.approx(-1.0) and global_norm(after) == pytest.approx(3 * global_norm(own), rel=1e-5)
+    sent, residual = sent_by(t, own_delta(20), residual, cfg)
+    _, honest_sent, honest_residual = compress(own_delta(20), honest_residual, cfg)
+    # The whole summary it would have sent, flipped at 3x; its error feedback stays the honest one.
+    assert cosine(sent, honest_sent) == pytest.approx(-1.0, abs=1e-3)
+    assert global_norm(sent) == pytest.approx(3 * global_norm(honest_sent), rel=0.02)
+    assert all(torch.equal(residual[n], honest_residual[n]) for n in residual)
     assert turns == [(1090.0, TURN_AFTER + 3)] and t.turned_at == 1090.0
     clock.now = 5000.0
-    assert cosine(t.bend(own), own) == pytest.approx(-1.0) and len(turns) == 1  # it says so once
+    assert cosine(sent_by(t, own_delta(21), residual, cfg)[0], compress(own_delta(21), honest_residual, cfg)[1]) \
+        == pytest.approx(-1.0, abs=1e-3) and len(turns) == 1  # it says so once
 
 
 def received(peer: str, tensors) -> Received:
