@@ -1,12 +1,12 @@
 """Earned trust: each same-base peer's summaries scored by what they do for this node.
 
 The evidence is the agreement a = cos(d_j, D) of a peer's summary d_j with this node's own
-direction D = sum_k decay^k own_{t-k}, its recent pseudo-gradients (OuterLoop.direction). Each
-own is the sum of this node's H optimizer steps on its own recent groups, so d_j . D is, to
-first order, how much applying the peer's delta lowers this node's loss on those groups:
-Templar's Gauntlet score (loss before minus loss after a peer's update, on data the receiver
-replays) without a forward pass. A summary this node merged and had to undo shows up too: its
-next own deltas point against it.
+direction D (OuterLoop.direction): a decaying sum of the loss gradients of this node's own
+local steps, about its last DIRECTION_MEMORY_STEPS (summaries/state.py), with the part of d_j
+that only echoes this node's own published summaries taken out (summaries/echo.py). So d_j . D
+is, to first order, how much applying the peer's delta lowers this node's loss on the groups it
+trained on: Templar's Gauntlet score (loss before minus loss after a peer's update, on data the
+receiver replays) without a forward pass.
 
 Agreement has no fixed scale (it depends on the model, H, the compression), so it is read
 against the typical agreement of the summaries this node judged lately:
@@ -27,35 +27,48 @@ votes with |a| above the honest peers', that is summaries that agree (or disagre
 node's own direction more than honest ones do: the agreeing ones help, the disagreeing ones
 are vetoed. Even then the scale only scales r, it cannot turn its sign.
 
-Each judged summary moves the peer's score s towards r, faster down than up (RISE < FALL), and
-the score sets its trust:
+A peer's score is what its summaries since its last veto say, on average, with its starting
+score (a newcomer's `initial`, or the standing a restart restored) counted as PRIOR_WEIGHT
+summaries; the score sets its trust:
 
-    s' = s + beta (r - s),  beta = RISE if r >= s else FALL
+    s = (sum of its last CREDIT_WINDOW r since its last veto + PRIOR_WEIGHT x s0)
+        / (their count + PRIOR_WEIGHT),
     trust = clamp(s / FULL_AT, 0, 1)
 
-(an honest newcomer reaches full trust in one or two summaries). Trust is credit for the next
-summaries, never for one that disagrees: a summary with r < 0 caps its own trust, and its
-sender's, at once,
+(an honest newcomer reaches full trust in one or two summaries that agree). A mean, not a
+score that jumps towards each r: where honest summaries share little direction (tiny batches,
+short H) an honest peer's r is close to a coin toss, and a score that fell by half the distance
+to every negative r left it under the skip threshold a third of the time; over its last 32
+summaries a mean of +0.3 stands clear of zero, and a sign flipper's -0.3 sinks under it.
 
-    trust' <= max(0, 1 + r / |VETO_AT|)      (r < 0),
+Trust is credit for the next summaries, never for one that turns against its sender's own
+record. A summary is *out of character* when r < 0 and, with at least SURPRISE_MIN earlier r
+of this peer to compare with,
 
-and one with r <= VETO_AT is vetoed: skipped whatever its sender's trust (`against_direction`)
-with the sender's trust at 0. A turncoat that earned full trust gets its first hostile summary
-in only at the weight its own evidence leaves (none from VETO_AT down), and each later one
-meets a score that the last at least halved.
-A newcomer starts at trust `initial` and earns more. Under `skip_below` a summary is judged but
-not merged. The score reacts within a summary or two, which is right for weights and wrong for
-blame: an honest peer's agreement is noisy (its sign flips now and then), so a strike waits for
-steady evidence. A peer is struck (`harmful_summary`) for a summary when the r of its last
-STRIKE_WINDOW judged summaries, at least STRIKE_MIN of them, have a mean under HARMFUL_MEAN that
-is also STEADY_Z standard errors under zero:
+    r < mean(recent r) - SURPRISE_Z x max(stdev(recent r), SPREAD_FLOOR):
+
+a peer whose summaries agreed steadily and now points the other way (a turncoat) is out of
+character with its first flipped summary; an honest peer whose r is a coin toss never is. The
+credit its sender earned before is then gone: its score starts again, as a newcomer's, from that
+r, which for any r under -PRIOR_WEIGHT x s0 leaves it under zero and the summary unmerged. One
+with r <= VETO_AT is counted as vetoed (`against_direction`), whatever its sender's trust was.
+A turncoat whose summaries agreed steadily gets none of its flipped ones in: its first is out
+of character, and its later ones meet a score made of hostile summaries alone. Where honest
+summaries share little direction a turn is no surprise: a turncoat's flipped summaries then go
+in until the credit of its honest ones runs out (about half of its next 15 in
+scripts/experiments/trust_rule_sim.py), each as little evidence either way as an honest one.
+Under `skip_below` a summary is judged but not merged. Blame waits for steady evidence: a peer
+is struck (`harmful_summary`) for a summary when the r of its last STRIKE_WINDOW judged
+summaries, at least STRIKE_MIN of them, have a mean under HARMFUL_MEAN that is also STEADY_Z
+standard errors under zero:
 
     mean(r) < HARMFUL_MEAN  and  mean(r) < -STEADY_Z x stdev(r) / sqrt(n)
 
 (a sign flip's r sits near -1 every time; an honest peer whose r is close to a coin toss has
 runs of negative ones, but not steady ones). An
 exact repeat of one of a peer's recent summaries (no honest node's error feedback sends the
-same values twice) counts as r = -1, is skipped and struck at once (`repeated_summary`).
+same values twice) counts as r = -1, is skipped and struck at once (`repeated_summary`), and
+ends its credit like a veto.
 """
 from __future__ import annotations
 
@@ -67,8 +80,16 @@ from dataclasses import dataclass, field
 
 from swarmnode.utils.lru_map import LRUMap
 
-RISE, FALL = 0.25, 0.5  # score steps towards the evidence, up and down
+PRIOR_WEIGHT = 2.0  # the starting score counts as this many summaries in the mean
+CREDIT_WINDOW = 32  # the summaries since its last veto a peer's score is the mean of
 FULL_AT = 0.3  # a score at which trust is full
+# Out of character: at least 6 earlier r to compare with, 3 spreads under their mean, the spread
+# at least 0.4, so that a steady agreer's first flipped summary is (mean 0.8: 0.8 - 1.2 = -0.4)
+# and a noisy honest peer's bad luck is not. On r like an honest peer's at 4 x 4, H = 4 (N(0.36,
+# 1) clamped), 2 spreads of at least 0.25 over 4 earlier r called enough of its summaries out of
+# character to merge 65% of them; these bounds merge 81%, and a steady agreer turned at 3x gets
+# 0.16 of 15 flipped summaries in against none (scripts/experiments/trust_rule_sim.py --runs 300).
+SURPRISE_MIN, SURPRISE_Z, SPREAD_FLOOR = 6, 3.0, 0.4
 # A strike needs the mean r of the peer's last 16 judged summaries (6 at least) under -0.5 and
 # 3 standard errors under zero. Where honest summaries carry little shared direction (tiny
 # batches, short H) an honest peer's r is nearly a coin toss: a mean of -0.25 over 4 came up about
@@ -79,7 +100,7 @@ FULL_AT = 0.3  # a score at which trust is full
 HARMFUL_MEAN = -0.5
 STRIKE_WINDOW, STRIKE_MIN = 16, 6
 STEADY_Z = 3.0
-VETO_AT = -0.5  # evidence at or under this vetoes a summary; between it and 0 it caps the trust
+VETO_AT = -0.5  # an out-of-character summary with evidence at or under this counts as vetoed
 SCALE_QUANTILE = 0.75  # the votes' quantile that sets the scale (see the module docstring)
 VOTE_WINDOW = 8  # a peer's recent |a| that make its vote in the scale
 SCALE_WINDOW = 32  # the peers most recently judged, whose typical |agreement| set the scale
@@ -103,10 +124,18 @@ def relative_agreement(agreement: float, scale: float) -> float:
     return max(-1.0, min(1.0, agreement / scale))
 
 
-def updated_score(score: float, evidence: float) -> float:
-    """s' = s + beta (r - s), beta = RISE when r >= s, FALL when r < s."""
-    beta = RISE if evidence >= score else FALL
-    return score + beta * (evidence - score)
+def credit_score(credit: list[float], prior: float) -> float:
+    """s = (sum(credit) + PRIOR_WEIGHT x prior) / (len(credit) + PRIOR_WEIGHT)."""
+    return (sum(credit) + PRIOR_WEIGHT * prior) / (len(credit) + PRIOR_WEIGHT)
+
+
+def out_of_character(evidence: float, record: list[float]) -> bool:
+    """r < 0, len(record) >= SURPRISE_MIN and
+    r < mean(record) - SURPRISE_Z x max(stdev(record), SPREAD_FLOOR)."""
+    if evidence >= 0 or len(record) < SURPRISE_MIN:
+        return False
+    spread = max(statistics.stdev(record), SPREAD_FLOOR)
+    return evidence < statistics.mean(record) - SURPRISE_Z * spread
 
 
 def harmful(recent_evidence: list[float]) -> bool:
@@ -116,14 +145,6 @@ def harmful(recent_evidence: list[float]) -> bool:
         return False
     mean = statistics.mean(recent_evidence)
     return mean < HARMFUL_MEAN and mean < -STEADY_Z * statistics.stdev(recent_evidence) / math.sqrt(n)
-
-
-def capped_score(score: float, evidence: float) -> float:
-    """The score after a summary with evidence r: for r < 0, at most the score of trust
-    max(0, 1 + r / |VETO_AT|) (0 from VETO_AT down); unchanged for r >= 0."""
-    if evidence >= 0:
-        return score
-    return min(score, score_of(max(0.0, 1.0 + evidence / abs(VETO_AT))))
 
 
 def trust_of(score: float) -> float:
@@ -136,18 +157,19 @@ def score_of(trust: float) -> float:
     return trust * FULL_AT
 
 
-def skip_reason(repeated: bool, evidence: float, trust: float, skip_below: float) -> str | None:
+def skip_reason(repeated: bool, vetoed: bool, trust: float, skip_below: float) -> str | None:
     """Why a judged summary is not merged (None: merged): a repeat, a veto, too little trust."""
     if repeated:
         return REPEATED
-    if evidence <= VETO_AT:
+    if vetoed:
         return VETOED
     return LOW_TRUST if trust < skip_below else None
 
 
 @dataclass
 class PeerTrust:
-    score: float
+    prior: float  # its starting score: a newcomer's initial, or a restored standing
+    score: float = field(init=False)
     judged: int = 0  # summaries scored
     merged: int = 0
     skipped: int = 0
@@ -155,7 +177,11 @@ class PeerTrust:
     agreement: float | None = None  # a of its last summary
     digests: deque = field(default_factory=lambda: deque(maxlen=DIGESTS_KEPT))
     evidence: deque = field(default_factory=lambda: deque(maxlen=STRIKE_WINDOW))  # its recent r
+    credit: deque = field(default_factory=lambda: deque(maxlen=CREDIT_WINDOW))  # its r since its last veto
     abs_recent: deque = field(default_factory=lambda: deque(maxlen=VOTE_WINDOW))  # its recent |a|: its vote
+
+    def __post_init__(self):
+        self.score = self.prior
 
 
 @dataclass(frozen=True)
@@ -217,12 +243,17 @@ class TrustBook:
                 self._votes[peer] = statistics.median(t.abs_recent)
             scale = agreement_scale(list(self._votes.values()), self.parameters)
             evidence = -1.0 if repeated else relative_agreement(agreement, scale)
-            t.score = capped_score(updated_score(t.score, evidence), evidence)
+            turned = out_of_character(evidence, list(t.evidence))
+            vetoed = turned and evidence <= VETO_AT
+            if repeated or turned:
+                t.credit.clear()  # what it earned before does not pay for what it sends now
+            t.credit.append(evidence)
+            t.score = credit_score(list(t.credit), t.prior)
             t.evidence.append(evidence)
             t.judged += 1
             t.agreement = agreement
             trust = trust_of(t.score)
-            skipped = skip_reason(repeated, evidence, trust, self.skip_below)
+            skipped = skip_reason(repeated, vetoed, trust, self.skip_below)
             struck = repeated or harmful(list(t.evidence))
             if not self.acting:
                 skipped, struck = None, False

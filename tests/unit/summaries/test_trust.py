@@ -7,12 +7,12 @@ from swarmnode.summaries.trust import (
     VETOED,
     TrustBook,
     agreement_scale,
-    capped_score,
+    credit_score,
     harmful,
+    out_of_character,
     relative_agreement,
     score_of,
     trust_of,
-    updated_score,
 )
 
 
@@ -39,17 +39,19 @@ def test_a_majority_of_directionless_voters_does_not_shrink_the_scale():
     assert relative_agreement(-0.005, agreement_scale(votes, 10**6)) == pytest.approx(-0.25)
 
 
-def test_negative_evidence_caps_the_score_at_once():
-    assert capped_score(0.9, 0.4) == 0.9  # r >= 0: no cap
-    assert capped_score(0.9, -0.25) == pytest.approx(0.15)  # trust <= 1 - 0.25 / 0.5 = 0.5: score 0.5 x 0.3
-    assert capped_score(0.9, -0.5) == 0.0 and capped_score(0.9, -1.0) == 0.0
-    assert capped_score(-0.2, -0.1) == -0.2  # already lower: kept
+def test_the_score_is_the_mean_of_the_credit_with_the_prior_counted_twice():
+    assert credit_score([], 0.06) == pytest.approx(0.06)
+    assert credit_score([0.5], 0.06) == pytest.approx((0.5 + 0.12) / 3)
+    assert credit_score([1.0, -1.0, 0.4], 0.06) == pytest.approx((0.4 + 0.12) / 5)
 
 
-def test_score_rises_slowly_and_falls_fast():
-    assert updated_score(0.1, 0.5) == pytest.approx(0.2)  # 0.1 + 0.25 x 0.4
-    assert updated_score(0.6, -0.6) == pytest.approx(0.0)  # 0.6 + 0.5 x -1.2
-    assert updated_score(0.3, 0.3) == pytest.approx(0.3)
+def test_out_of_character_needs_a_record_and_a_fall_of_three_spreads():
+    steady = [0.8, 0.9, 0.7, 0.8, 0.9, 0.7]  # mean 0.8, stdev 0.089: the floor 0.4 counts, 0.8 - 1.2 = -0.4
+    assert out_of_character(-0.41, steady) and not out_of_character(-0.39, steady)
+    assert not out_of_character(-1.0, steady[:5])  # 5 earlier r: too few to compare with
+    noisy = [1.0, -1.0, 0.6, 1.0, -0.4, 1.0, 0.2, -1.0]  # mean 0.175, stdev 0.83: 0.175 - 2.49 < -1
+    assert not out_of_character(-1.0, noisy)
+    assert not out_of_character(0.0, [1.0] * 8)  # only a negative r can be
 
 
 def test_trust_of_score():
@@ -67,11 +69,11 @@ def book():
 def test_an_honest_newcomer_earns_trust():
     b = book()
     assert b.trust("new") == pytest.approx(0.2)
-    v = b.judge("p", 0.03, b"1")  # r 0.5: score 0.06 -> 0.06 + 0.25 x 0.44 = 0.17, trust 0.567
-    assert (v.evidence, v.trust, v.skipped, v.harmful) == (pytest.approx(0.5), pytest.approx(0.17 / 0.3), None, False)
-    v = b.judge("p", 0.03, b"2")  # s_k = 0.5 - 0.44 x 0.75^k: 0.2525, trust 0.842
-    assert v.trust == pytest.approx((0.5 - 0.44 * 0.75 ** 2) / 0.3)
-    assert b.judge("p", 0.03, b"3").trust == 1.0  # 0.314
+    v = b.judge("p", 0.03, b"1")  # r 0.5: score (0.5 + 2 x 0.06) / 3 = 0.2067, trust 0.689
+    assert (v.evidence, v.trust, v.skipped, v.harmful) == (pytest.approx(0.5), pytest.approx(0.62 / 3 / 0.3), None, False)
+    v = b.judge("p", 0.03, b"2")  # (1.0 + 0.12) / 4 = 0.28, trust 0.933
+    assert v.trust == pytest.approx(0.28 / 0.3)
+    assert b.judge("p", 0.03, b"3").trust == 1.0  # (1.5 + 0.12) / 5 = 0.324
 
 
 def test_harmful_needs_steady_evidence():
@@ -88,8 +90,8 @@ def test_harmful_needs_steady_evidence():
 
 def test_a_sign_flipper_is_skipped_at_once_and_struck_from_its_sixth_summary():
     b = book()
-    v = b.judge("bad", -0.03, b"1")  # r -0.5... then -1: its own |a| sets its vote, the quartile stays 0.06
-    assert (v.trust, v.skipped, v.harmful) == (0.0, VETOED, False)
+    v = b.judge("bad", -0.03, b"1")  # r -0.5: score (-0.5 + 0.12) / 3 < 0; then -1 (the quartile stays 0.06)
+    assert (v.trust, v.skipped, v.harmful) == (0.0, LOW_TRUST, False)  # no record yet to be out of character with
     verdicts = [b.judge("bad", -0.06, bytes([i])) for i in range(2, 8)]
     assert [v.harmful for v in verdicts] == [False, False, False, False, True, True]  # mean r under -0.5 from 6 on
     snap = b.snapshot()["bad"]
@@ -108,32 +110,39 @@ def test_a_turncoat_loses_its_trust_with_its_first_flipped_summary():
     for i in range(12):
         b.judge("turn", 0.06, bytes([i]))  # r = 1
     assert b.trust("turn") == 1.0
-    v = b.judge("turn", -0.06, b"flip")  # r = -1: vetoed, whatever its trust was
+    v = b.judge("turn", -0.06, b"flip")  # r = -1, under 1 - 3 x 0.4: vetoed, its credit gone
     assert v.trust == 0.0 and v.skipped == VETOED
+    assert b.snapshot()["turn"]["score"] == pytest.approx((-1 + 0.12) / 3, abs=1e-3)
 
 
-def test_a_trusted_peers_weakly_negative_summary_goes_in_at_a_capped_weight_and_the_next_is_skipped():
+def test_a_trusted_peers_weakly_negative_summary_out_of_character_is_not_merged_either():
     b = book()
     for i in range(12):
-        b.judge("turn", 0.06, bytes([i]))  # r = 1: score ~ 0.97
-    v = b.judge("turn", -0.012, b"f1")  # r -0.2: score min(0.97 + 0.5 (-1.17), 0.6 x 0.3) = 0.18, trust 0.6
-    assert (v.evidence, v.skipped, v.trust) == (pytest.approx(-0.2), None, pytest.approx(0.6))
-    v = b.judge("turn", -0.012, b"f2")  # 0.18 + 0.5 (-0.38) = -0.01: trust 0
+        b.judge("turn", 0.06, bytes([i]))  # r = 1: score ~ 0.94
+    v = b.judge("turn", -0.018, b"f1")  # r -0.3 < 1 - 1.2: out of character, its score (-0.3 + 0.12) / 3
+    assert (v.evidence, v.skipped, v.trust) == (pytest.approx(-0.3), LOW_TRUST, 0.0)
+    v = b.judge("turn", -0.018, b"f2")  # no longer out of character (mean 0.9, stdev 0.36), but no credit left
     assert (v.skipped, v.trust) == (LOW_TRUST, 0.0)
+
+
+def test_an_honest_peers_noisy_evidence_keeps_it_merged():
+    b = book()
+    rs = [1.0, -1.0, 0.6, 1.0, -0.4, 1.0, 0.2, -1.0, 1.0, -0.6, 0.8, 1.0, -1.0, 0.4, 1.0, -0.8]  # mean 0.2
+    verdicts = [b.judge("honest", r * 0.06, bytes([i])) for i, r in enumerate(rs)]
+    # The rule before (a score halfway to each lower r, every r <= -0.5 vetoed) merged 6 of these 16.
+    assert [v.skipped for v in verdicts].count(None) == 15 and verdicts[1].skipped == LOW_TRUST
+    assert not any(v.harmful for v in verdicts) and b.trust("honest") > 0.5
 
 
 def test_an_honest_peers_occasional_veto_is_forgiven_within_two_agreeing_summaries():
     b = book()
-    score = score_of(0.2)
     for i in range(6):
-        b.judge("honest", 0.03, bytes([i]))  # r 0.5
-        score = updated_score(score, 0.5)
-    assert b.judge("honest", -0.04, b"bad luck").skipped == VETOED  # r -0.67
-    score = updated_score(score, -2 / 3)  # ~0.39 -> ~-0.14
-    assert b.trust("honest") == 0.0 and b.snapshot()["honest"]["score"] == pytest.approx(score, abs=1e-3)
-    assert b.judge("honest", 0.03, b"next").skipped == LOW_TRUST  # ~0.02: trust ~0.07
-    v = b.judge("honest", 0.03, b"next2")  # ~0.14: trust ~0.47, merged
-    assert v.skipped is None and v.trust == pytest.approx(updated_score(updated_score(score, 0.5), 0.5) / 0.3)
+        b.judge("honest", 0.03, bytes([i]))  # r 0.5: a record with mean 0.5, the floor 0.4 as its spread
+    assert b.judge("honest", -0.048, b"bad luck").skipped == VETOED  # r -0.8 < 0.5 - 1.2
+    assert b.trust("honest") == 0.0 and b.snapshot()["honest"]["score"] == pytest.approx((-0.8 + 0.12) / 3, abs=1e-3)
+    assert b.judge("honest", 0.03, b"next").skipped == LOW_TRUST  # (-0.3 + 0.12) / 4 < 0
+    v = b.judge("honest", 0.03, b"next2")  # (0.2 + 0.12) / 5 = 0.064: trust 0.213, merged
+    assert v.skipped is None and v.trust == pytest.approx(0.064 / 0.3)
 
 
 def test_a_repeated_summary_is_skipped_and_struck():

@@ -276,9 +276,10 @@ def test_verdicts_strike_dishonest_senders_and_trust_is_kept_with_their_standing
         # would be read as an echo of it (summaries/echo.py).
         gossip.take_verdicts(loop.step(publish=False))
     trust = loop.trust.snapshot()
+    # A flipper from its first summary is never trusted, so never out of character: low_trust.
     assert trust["flipper"]["skipped"] == 7 and trust["flipper"]["trust"] == 0.0
     assert trust["honest"]["merged"] == 7 and trust["honest"]["trust"] == 1.0
-    assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"against_direction": 7, "repeated_summary": 6}
+    assert trust["replayer"]["merged"] == 1 and gossip.skipped == {"low_trust": 7, "repeated_summary": 6}
     # flipper: r = -1 each time: struck from its 6th summary on (mean r of 6 or more under -0.5)
     assert sorted(standings.blamed) == [("flipper", ["harmful_summary"])] * 2 + [("replayer", ["repeated_summary"])] * 6
     assert gossip.judged.harmful == 8
