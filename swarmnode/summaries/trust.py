@@ -25,17 +25,17 @@ median down to the noise floor, every honest summary then read r = +-1 by its si
 a run of an honest peer's negative ones struck it. Raising the quartile takes a quarter of the
 votes with |a| above the honest peers', that is summaries that agree (or disagree) with this
 node's own direction more than honest ones do: the agreeing ones help, the disagreeing ones
-are vetoed. Even then the scale only scales r, it cannot turn its sign.
+end up distrusted. Even then the scale only scales r, it cannot turn its sign.
 
-A peer's score is what its summaries since its last veto say, on average, with its starting
-score (a newcomer's `initial`, or the standing a restart restored) counted as PRIOR_WEIGHT
-summaries; the score sets its trust:
+A peer's score is what its summaries since its credit last ended say, on average, with its
+starting score s0 (a newcomer's `initial`, or the standing a restart restored, at most FULL_AT)
+counted as PRIOR_WEIGHT summaries; the score sets its trust:
 
-    s = (sum of its last CREDIT_WINDOW r since its last veto + PRIOR_WEIGHT x s0)
+    s = (sum of its last CREDIT_WINDOW r since its credit last ended + PRIOR_WEIGHT x s0)
         / (their count + PRIOR_WEIGHT),
     trust = clamp(s / FULL_AT, 0, 1)
 
-(an honest newcomer reaches full trust in one or two summaries that agree). A mean, not a
+(an honest newcomer reaches full trust in one to three summaries that agree). A mean, not a
 score that jumps towards each r: where honest summaries share little direction (tiny batches,
 short H) an honest peer's r is close to a coin toss, and a score that fell by half the distance
 to every negative r left it under the skip threshold a third of the time; over its last 32
@@ -49,11 +49,15 @@ of this peer to compare with,
 
 a peer whose summaries agreed steadily and now points the other way (a turncoat) is out of
 character with its first flipped summary; an honest peer whose r is a coin toss never is. The
-credit its sender earned before is then gone: its score starts again, as a newcomer's, from that
-r, which for any r under -PRIOR_WEIGHT x s0 leaves it under zero and the summary unmerged. One
-with r <= VETO_AT is counted as vetoed (`against_direction`), whatever its sender's trust was.
-A turncoat whose summaries agreed steadily gets none of its flipped ones in: its first is out
-of character, and its later ones meet a score made of hostile summaries alone. Where honest
+credit its sender earned before is then gone, a restored standing's included: its score starts
+again, as a newcomer's (s0 at most `initial`), from that r, which for any r under
+-PRIOR_WEIGHT x s0 leaves it under zero and the summary unmerged; an out-of-character summary
+with r <= VETO_AT is counted as vetoed (`against_direction`). A turncoat whose summaries agreed
+steadily gets its flipped ones in only where their evidence is weak: its first clear one is out
+of character, and its later ones meet a score made of hostile summaries alone. What this does
+not catch: a turn too gradual or too weak to be out of character (each negative r widens the
+spread its next one is compared with), and a turn within a peer's first SURPRISE_MIN summaries
+after this node restarted (the record is not saved). Where honest
 summaries share little direction a turn is no surprise: a turncoat's flipped summaries then go
 in until the credit of its honest ones runs out (about half of its next 15 in
 scripts/experiments/trust_rule_sim.py), each as little evidence either way as an honest one.
@@ -81,14 +85,15 @@ from dataclasses import dataclass, field
 from swarmnode.utils.lru_map import LRUMap
 
 PRIOR_WEIGHT = 2.0  # the starting score counts as this many summaries in the mean
-CREDIT_WINDOW = 32  # the summaries since its last veto a peer's score is the mean of
+CREDIT_WINDOW = 32  # the summaries since its credit last ended a peer's score is the mean of
 FULL_AT = 0.3  # a score at which trust is full
 # Out of character: at least 6 earlier r to compare with, 3 spreads under their mean, the spread
 # at least 0.4, so that a steady agreer's first flipped summary is (mean 0.8: 0.8 - 1.2 = -0.4)
 # and a noisy honest peer's bad luck is not. On r like an honest peer's at 4 x 4, H = 4 (N(0.36,
 # 1) clamped), 2 spreads of at least 0.25 over 4 earlier r called enough of its summaries out of
-# character to merge 65% of them; these bounds merge 81%, and a steady agreer turned at 3x gets
-# 0.16 of 15 flipped summaries in against none (scripts/experiments/trust_rule_sim.py --runs 300).
+# character to merge 65% of them; these bounds merge 81%, and a steady agreer that flips gets
+# 0.16 of 15 flipped summaries in, against none with those bounds
+# (scripts/experiments/trust_rule_sim.py --runs 300).
 SURPRISE_MIN, SURPRISE_Z, SPREAD_FLOOR = 6, 3.0, 0.4
 # A strike needs the mean r of the peer's last 16 judged summaries (6 at least) under -0.5 and
 # 3 standard errors under zero. Where honest summaries carry little shared direction (tiny
@@ -177,7 +182,7 @@ class PeerTrust:
     agreement: float | None = None  # a of its last summary
     digests: deque = field(default_factory=lambda: deque(maxlen=DIGESTS_KEPT))
     evidence: deque = field(default_factory=lambda: deque(maxlen=STRIKE_WINDOW))  # its recent r
-    credit: deque = field(default_factory=lambda: deque(maxlen=CREDIT_WINDOW))  # its r since its last veto
+    credit: deque = field(default_factory=lambda: deque(maxlen=CREDIT_WINDOW))  # its r since its credit last ended
     abs_recent: deque = field(default_factory=lambda: deque(maxlen=VOTE_WINDOW))  # its recent |a|: its vote
 
     def __post_init__(self):
@@ -245,8 +250,9 @@ class TrustBook:
             evidence = -1.0 if repeated else relative_agreement(agreement, scale)
             turned = out_of_character(evidence, list(t.evidence))
             vetoed = turned and evidence <= VETO_AT
-            if repeated or turned:
-                t.credit.clear()  # what it earned before does not pay for what it sends now
+            if repeated or turned:  # what it earned before does not pay for what it sends now
+                t.credit.clear()
+                t.prior = min(t.prior, self.initial_score)
             t.credit.append(evidence)
             t.score = credit_score(list(t.credit), t.prior)
             t.evidence.append(evidence)
@@ -275,9 +281,10 @@ class TrustBook:
         return not self.acting or self.trust(peer) >= self.skip_below
 
     def restore(self, peer: str, score: float, judged: int) -> None:
-        """Bring back a standing saved by an earlier run (score clamped to [-1, 1])."""
+        """Bring back a standing saved by an earlier run (score clamped to [-1, FULL_AT])."""
         with self._lock:
-            self._peers[peer] = PeerTrust(max(-1.0, min(1.0, float(score))), judged=max(0, int(judged)))
+            # At most FULL_AT: a standing counts as PRIOR_WEIGHT summaries of full trust at best.
+            self._peers[peer] = PeerTrust(max(-1.0, min(FULL_AT, float(score))), judged=max(0, int(judged)))
 
     def saved(self, peers: list[str]) -> list[tuple[str, float, int]]:
         """(peer, score, judged) of `peers`, for the standing store."""

@@ -49,7 +49,7 @@ def test_out_of_character_needs_a_record_and_a_fall_of_three_spreads():
     steady = [0.8, 0.9, 0.7, 0.8, 0.9, 0.7]  # mean 0.8, stdev 0.089: the floor 0.4 counts, 0.8 - 1.2 = -0.4
     assert out_of_character(-0.41, steady) and not out_of_character(-0.39, steady)
     assert not out_of_character(-1.0, steady[:5])  # 5 earlier r: too few to compare with
-    noisy = [1.0, -1.0, 0.6, 1.0, -0.4, 1.0, 0.2, -1.0]  # mean 0.175, stdev 0.83: 0.175 - 2.49 < -1
+    noisy = [1.0, -1.0, 0.6, 1.0, -0.4, 1.0, 0.2, -1.0]  # mean 0.175, stdev 0.87: 0.175 - 2.61 < -1
     assert not out_of_character(-1.0, noisy)
     assert not out_of_character(0.0, [1.0] * 8)  # only a negative r can be
 
@@ -101,7 +101,7 @@ def test_a_sign_flipper_is_skipped_at_once_and_struck_from_its_sixth_summary():
 def test_a_random_direction_never_earns_weight():
     b = book()
     for i in range(6):
-        v = b.judge("rnd", 0.0005, bytes([i]))  # r ~ 0.008: the score sinks from 0.06 towards it (trust ~ 0.03)
+        v = b.judge("rnd", 0.0005, bytes([i]))  # r ~ 0.008: (6 x 0.008 + 0.12) / 8, trust ~ 0.07
     assert v.skipped == LOW_TRUST and not v.harmful
 
 
@@ -118,10 +118,10 @@ def test_a_turncoat_loses_its_trust_with_its_first_flipped_summary():
 def test_a_trusted_peers_weakly_negative_summary_out_of_character_is_not_merged_either():
     b = book()
     for i in range(12):
-        b.judge("turn", 0.06, bytes([i]))  # r = 1: score ~ 0.94
+        b.judge("turn", 0.06, bytes([i]))  # r = 1: score (12 + 0.12) / 14 = 0.866
     v = b.judge("turn", -0.018, b"f1")  # r -0.3 < 1 - 1.2: out of character, its score (-0.3 + 0.12) / 3
     assert (v.evidence, v.skipped, v.trust) == (pytest.approx(-0.3), LOW_TRUST, 0.0)
-    v = b.judge("turn", -0.018, b"f2")  # no longer out of character (mean 0.9, stdev 0.36), but no credit left
+    v = b.judge("turn", -0.018, b"f2")  # -0.3 is not under 0.9 - 3 x 0.4 (mean 0.9, stdev 0.36): no credit left all the same
     assert (v.skipped, v.trust) == (LOW_TRUST, 0.0)
 
 
@@ -167,8 +167,22 @@ def test_distrusted_peers_are_evicted_last_and_trust_round_trips():
     for peer, score, judged in saved:
         other.restore(peer, score, judged)
     assert other.trust("bad") == 0.0 and other.snapshot()["bad"]["judged"] == 3
-    other.restore("wild", 55.0, -3)  # a corrupt row is clamped
-    assert other.snapshot()["wild"]["score"] == 1.0 and other.snapshot()["wild"]["judged"] == 0
+    other.restore("wild", 55.0, -3)  # a corrupt row is clamped (a score over FULL_AT buys nothing more)
+    assert other.snapshot()["wild"]["score"] == 0.3 and other.snapshot()["wild"]["judged"] == 0
+
+
+def test_a_restored_standing_is_no_credit_for_a_turn():
+    b = book()
+    b.restore("fresh", 0.945, 40)  # a steady agreer's saved score, restored at FULL_AT
+    assert b.snapshot()["fresh"]["score"] == 0.3
+    v = b.judge("fresh", -0.06, b"x")  # r -1 with no record yet: (-1 + 2 x 0.3) / 3 < 0
+    assert (v.skipped, v.trust) == (LOW_TRUST, 0.0)
+    b.restore("turn", 0.945, 40)
+    for i in range(8):
+        b.judge("turn", 0.06, bytes([i]))  # r = 1
+    v = b.judge("turn", -0.024, b"f")  # r -0.4 < 1 - 1.2: its credit and its restored standing are gone
+    assert (v.skipped, v.trust) == (LOW_TRUST, 0.0)
+    assert b.snapshot()["turn"]["score"] == pytest.approx((-0.4 + 2 * 0.06) / 3, abs=1e-3)  # rounded in the snapshot
 
 
 def test_one_peer_has_one_vote_in_the_agreement_scale_and_scoring_alone_acts_on_nothing():
