@@ -47,14 +47,19 @@ def judged(book: TrustBook, peer: str, evidence: list[float]) -> list:
     return [book.judge(peer, r * SCALE, i.to_bytes(4, "big")) for i, r in enumerate(evidence)]
 
 
+def clamped_draws(rng: random.Random, mean: float, sd: float, n: int) -> list[float]:
+    """n draws of clamp(N(mean, sd), -1, 1): evidence r as TrustBook sees it."""
+    return [max(-1.0, min(1.0, rng.gauss(mean, sd))) for _ in range(n)]
+
+
 def one_run(rng: random.Random, mean: float, sd: float, args) -> dict:
-    honest = [max(-1.0, min(1.0, rng.gauss(mean, sd))) for _ in range(args.summaries)]
-    turn = [max(-1.0, min(1.0, rng.gauss(mean, sd))) for _ in range(args.summaries)]
-    turn = turn[:args.turn_after] + [-r for r in turn[args.turn_after:]]
-    noise = [max(-1.0, min(1.0, rng.gauss(0.0, sd))) for _ in range(args.summaries)]
+    honest = clamped_draws(rng, mean, sd, args.summaries)
+    turncoat = clamped_draws(rng, mean, sd, args.summaries)
+    turncoat = turncoat[:args.turn_after] + [-r for r in turncoat[args.turn_after:]]
+    noise = clamped_draws(rng, 0.0, sd, args.summaries)
     book = new_book()
     out = {}
-    for name, evidence in (("honest", honest), ("flipper", [-r for r in honest]), ("turncoat", turn),
+    for name, evidence in (("honest", honest), ("flipper", [-r for r in honest]), ("turncoat", turncoat),
                            ("random", noise)):
         verdicts = judged(book, name, evidence)
         if name == "turncoat":

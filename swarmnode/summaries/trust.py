@@ -289,7 +289,8 @@ class TrustBook:
     def saved(self, peers: list[str]) -> list[tuple[str, float, int]]:
         """(peer, score, judged) of `peers`, for the standing store."""
         with self._lock:
-            return [(p, t.score, t.judged) for p in peers if (t := self._peers.get(p)) is not None]
+            # peek: saving must not refresh a peer's place in the book (eviction follows judging)
+            return [(p, t.score, t.judged) for p in peers if (t := self._peers.peek(p)) is not None]
 
     def snapshot(self) -> dict[str, dict]:
         with self._lock:

@@ -147,11 +147,15 @@ class Bender:
             self.on_turn(now, self.made)
         return True
 
+    def flipped(self, tensors: Tensors) -> Tensors:
+        """-k x tensors: a sign flip's summary, and a turned turncoat's."""
+        return {name: -self.k * t for name, t in tensors.items()}
+
     def bend(self, own: Tensors) -> Tensors:
         self.made += 1
         honest_norm = global_norm(own)
         if self.attack == "sign_flip":
-            return {name: -self.k * t for name, t in own.items()}
+            return self.flipped(own)
         if self.attack == "random":
             return scaled_to(random_direction(own, self._rng), self.k * honest_norm)
         if self.attack == "collude":
@@ -191,7 +195,7 @@ class Bender:
         tensors, sent, kept = real_compress(own, residual, config)
         if not self.turned():
             return tensors, sent, kept
-        flipped, flipped_sent, _ = real_compress({name: -self.k * t for name, t in sent.items()}, {}, config)
+        flipped, flipped_sent, _ = real_compress(self.flipped(sent), {}, config)
         return flipped, flipped_sent, kept
 
 

@@ -194,3 +194,12 @@ def test_one_peer_has_one_vote_in_the_agreement_scale_and_scoring_alone_acts_on_
     verdicts = [quiet.judge("bad", -0.5, b"x") for _ in range(6)]  # repeated and disagreeing
     assert all(v.skipped is None and not v.harmful for v in verdicts) and quiet.merges("bad")
     assert quiet.snapshot()["bad"]["skipped"] == 0 and quiet.trust("bad") == 0.0
+
+
+def test_saving_standings_does_not_keep_a_peer_in_the_book():
+    b = TrustBook(2, initial=0.2, skip_below=0.15, parameters=10**6)
+    b.judge("old", 0.03, b"a")
+    b.judge("new", 0.03, b"a")
+    assert [p for p, _, _ in b.saved(["old"])] == ["old"]  # saved, but not judged again
+    b.judge("newest", 0.03, b"a")  # over capacity: the least recently judged goes
+    assert set(b.snapshot()) == {"new", "newest"}
