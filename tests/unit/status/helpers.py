@@ -1,6 +1,8 @@
 """Builders for status documents, shared by the status, cli and node tests."""
 import copy
 
+from prometheus_client import generate_latest
+
 from swarmnode.protocol.generated import peer_record_pb2
 from swarmnode.status.snapshot import (
     ClockSection,
@@ -11,6 +13,7 @@ from swarmnode.status.snapshot import (
     WorkSections,
     build_status,
 )
+from swarmnode.status.prometheus import make_registry
 from swarmnode.swarm.peers import MessageStats
 
 SUMMARIES = {
@@ -99,3 +102,12 @@ def bootstrap_status():
                "counters": {"forwarded": 12, "forwarded_bytes": 90_000, "dht_gets": 10, "dht_stores": 5}}
     limits = {**LIMITS, "tracked_senders": 0}
     return status(network=copy.deepcopy(network), limits=limits)
+
+
+def scrape_text(doc: dict) -> str:
+    """What /metrics serves for the status document `doc`."""
+    return generate_latest(make_registry(lambda: doc)).decode()
+
+
+def scrape_lines(doc: dict) -> list[str]:
+    return scrape_text(doc).splitlines()

@@ -4,12 +4,10 @@ and no training series but the phase; and the values follow the status document.
 import re
 from pathlib import Path
 
-from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from swarmnode.status.prometheus import make_registry
 from swarmnode.status.prometheus_swarm import TRANSPORT_COUNTERS
-from tests.unit.status.helpers import SUMMARIES, bootstrap_status, status, training_status
+from tests.unit.status.helpers import SUMMARIES, bootstrap_status, scrape_text, status, training_status
 
 DOC = (Path(__file__).parents[3] / "docs" / "status.md").read_text(encoding="utf-8")
 
@@ -82,10 +80,6 @@ LIBP2P_ONLY = {f"{name}_total" for name, _, _ in TRANSPORT_COUNTERS.values() if 
 def expected() -> dict[str, str]:
     return {**dict.fromkeys(COUNTERS.split(), "counter"), **dict.fromkeys(GAUGES.split(), "gauge"),
             **dict.fromkeys(HISTOGRAMS.split(), "histogram")}
-
-
-def scrape_text(doc: dict) -> str:
-    return generate_latest(make_registry(lambda: doc)).decode()
 
 
 def served(doc: dict) -> dict[str, str]:
