@@ -390,8 +390,11 @@ def tables(summary: dict) -> Group:
                      _f(a["staleness_external"]["mean_tau"], ".2f"), _pm(a["wire_bytes_per_s"], ".1f", 1 / 1024))
     ok = lambda g: "met" if (goals.get(g) or {}).get("met") else "not met"
     bound = " (upper bound)" if summary.get("time_to_target_ratio_is_upper_bound") else ""
+    later = ", ".join(f"{100 * float(t):.1f}% {_f(r['mean'], '.2f')}"
+                      for t, r in (summary.get("time_to_target_ratio_at_targets") or {}).items())
     arms.caption = (f"time to target, scheduler/fixed: {_f(ratio, '.2f')}{bound}, goal <= 0.7:\n"
-                    f"{ok('time_to_target_ratio')}; slow/fast trained share (scheduler), goal >= 0.5: "
+                    + (f"by target: {later}\n" if later else "")
+                    + f"{ok('time_to_target_ratio')}; slow/fast trained share (scheduler), goal >= 0.5: "
                     f"{ok('slow_fast_trained_share')}\n"
                     "to target: the swarm's last node; (n!): n seeds never got there\n"
                     "slow/fast: share of the slowest node's groups peers trained, over the\n"

@@ -161,6 +161,20 @@ def test_summary_by_hand(res):
     assert sched["per_node"][0]["time_to_target_s"]["mean"] == 60
 
 
+def test_the_ratio_at_later_targets_by_hand(res):
+    s = res.summarise(hand_runs(), arms=["scheduler", "fixed"], seeds=[0, 1], target_gain=0.05)
+    at = s["time_to_target_ratio_at_targets"]
+    assert list(at) == ["0.2500", "0.2750", "0.3000", "0.3250", "0.3500"]  # start 0.2 + 0.05, ..., 0.15
+    assert at["0.2500"]["mean"] == s["time_to_target_ratio"]  # the headline target is one of them
+    # 0.275: scheduler 200 s both seeds (slow node: mean(0.25, 0.3) at t = 200); fixed seed 0:
+    # 400 s (node1's mean(0.3, 0.3)), seed 1: never (its budget, 480 s: an upper bound)
+    assert at["0.2750"]["scheduler_s"] == [200, 200] and at["0.2750"]["fixed_s"] == [400, None]
+    assert at["0.2750"]["by_seed"] == [0.5, pytest.approx(0.4167)]
+    assert at["0.2750"]["mean"] == pytest.approx(0.4583, abs=1e-4) and at["0.2750"]["upper_bound"] is True
+    # 0.30: the scheduler's slow node never gets there: no ratio
+    assert at["0.3000"]["mean"] is None and at["0.3000"]["scheduler_s"] == [None, None]
+
+
 def test_summary_with_an_absolute_target_and_a_scheduler_that_never_gets_there(res):
     s = res.summarise(hand_runs(), arms=["scheduler", "fixed"], seeds=[0, 1], target=0.29)
     # scheduler: node1 tops out at mean(0.25, 0.3) = 0.275 -> never; no ratio, goal not met
