@@ -234,7 +234,8 @@ class RolloutGossip:
     async def share_loop(self) -> None:
         while True:
             drained = self.training.outputs.take_groups()
-            for groups, informative in (part for step in drained for part in split_informative(step)):
+            cap = self.config.training.local_rollouts  # the configured I: a batch a fetch is sized for
+            for groups, informative in (part for step in drained for part in split_informative(step, cap)):
                 start = time.perf_counter()
                 batch_id, envelope = await asyncio.to_thread(self._seal, groups)
                 self.outbox.add(batch_id, envelope, informative)

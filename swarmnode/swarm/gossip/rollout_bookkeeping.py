@@ -126,13 +126,20 @@ class _HasSpread(Protocol):
 Grouped = TypeVar("Grouped", bound=_HasSpread)
 
 
-def split_informative(groups: Sequence[Grouped]) -> list[tuple[list[Grouped], bool]]:
+def split_informative(groups: Sequence[Grouped], max_groups: int | None = None) -> list[tuple[list[Grouped], bool]]:
     """A step's groups as the batches to seal: (groups whose rewards differ, True) and (flat
-    groups, whose samples all scored the same, False), each left out when empty. A flat group
-    has zero advantage: a peer that draws only informative groups asks for the first kind."""
+    groups, whose samples all scored the same, False), each left out when empty and cut into
+    batches of at most `max_groups` groups (None: no cut). A flat group has zero advantage: a
+    peer that draws only informative groups asks for the first kind. Why the cut: a peer's fetch
+    asks for a number of batches (a new peer's backlog, the newest few), sized for steps of the
+    configured split; one batch of a node whose plan raised its own groups far past that (the
+    scheduler's fast node: 45-64 a step instead of 8) would bring a slow peer many steps' worth
+    of groups at once, to age in its pool while it trains on them."""
     informative = [g for g in groups if g.reward_spread > 0]
     flat = [g for g in groups if not g.reward_spread > 0]
-    return [(part, kind) for part, kind in ((informative, True), (flat, False)) if part]
+    size = max(1, max_groups) if max_groups is not None else max(1, len(groups))
+    return [(part[i:i + size], kind) for part, kind in ((informative, True), (flat, False))
+            for i in range(0, len(part), size)]
 
 
 def fetch_wanted(usable: int, per_step: int, ahead_steps: float) -> bool:

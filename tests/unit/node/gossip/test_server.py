@@ -37,28 +37,42 @@ def test_a_long_poll_is_answered_when_a_batch_is_added(tmp_path, make_identity):
     gossip.close()
 
 
+async def share_once(gossip, groups: int) -> None:
+    """Run share_loop until it published `groups` groups."""
+    task = asyncio.create_task(gossip.share_loop())
+    while gossip.counters.groups_published < groups:
+        await asyncio.sleep(0.02)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def rewards(envelope):
+    batch = rollout_batch_pb2.RolloutBatch.FromString(envelope_pb2.SignedEnvelope.FromString(envelope).body)
+    return [[c.reported_reward for c in g.completions] for g in batch.groups]
+
+
 def test_a_step_is_sealed_as_an_informative_and_a_flat_batch_and_served_apart(tmp_path, make_identity):
     gossip, _, _ = make_gossip(tmp_path, make_identity)
     gossip.training.steps_to_share.append([group(rewards=(1.0, 0.0)), group(rewards=(1.0, 1.0)), group(rewards=(0.0, 1.0))])
-
-    async def share_once():
-        task = asyncio.create_task(gossip.share_loop())
-        while gossip.counters.groups_published < 3:
-            await asyncio.sleep(0.02)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-
-    asyncio.run(share_once())
+    asyncio.run(share_once(gossip, 3))
     assert gossip.counters.batches_published == 2
-
-    def rewards(envelope):
-        batch = rollout_batch_pb2.RolloutBatch.FromString(envelope_pb2.SignedEnvelope.FromString(envelope).body)
-        return [[c.reported_reward for c in g.completions] for g in batch.groups]
 
     everything = envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0), "peer")))
     assert [rewards(e) for e in everything] == [[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]]
     informative = envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0, informative_only=True), "peer")))
     assert informative == everything[:1]
+    gossip.close()
+
+
+def test_a_step_larger_than_the_configured_split_goes_out_in_batches_of_that_size(tmp_path, make_identity):
+    # A scheduler that raised this node's own groups past training.local_rollouts: a peer's fetch
+    # of a few batches must not bring it many steps' worth at once.
+    gossip, _, _ = make_gossip(tmp_path, make_identity)
+    size = gossip.config.training.local_rollouts
+    gossip.training.steps_to_share.append([group(rewards=(1.0, 0.0)) for _ in range(size + 3)])
+    asyncio.run(share_once(gossip, size + 3))
+    everything = envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0), "peer")))
+    assert [len(rewards(e)) for e in everything] == [size, 3]
     gossip.close()
 
 

@@ -95,6 +95,16 @@ def test_a_steps_groups_split_into_an_informative_and_a_flat_batch():
     assert split_informative([]) == []
 
 
+def test_split_informative_cuts_each_kind_into_batches_of_at_most_max_groups():
+    informative = [Spread(f"i{k}", 0.5) for k in range(5)]
+    flat = [Spread(f"f{k}", 0.0) for k in range(2)]
+    batches = split_informative(informative + flat, max_groups=2)
+    assert [([g.name for g in part], kind) for part, kind in batches] == [
+        (["i0", "i1"], True), (["i2", "i3"], True), (["i4"], True), (["f0", "f1"], False)]
+    assert [len(part) for part, _ in split_informative(informative, max_groups=8)] == [5]
+
+
+
 def test_the_outbox_serves_only_informative_batches_to_who_asks_and_forgets_flat_ids_it_evicts():
     box = RolloutOutbox(first_batch_id=1, capacity=3)
     for envelope, informative in ((b"i1", True), (b"f2", False), (b"i3", True), (b"f4", False)):
