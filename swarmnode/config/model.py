@@ -277,8 +277,10 @@ class LimitsConfig(_Section):
     max_batch_age_s: float = Field(300.0, gt=0, description="a fetched rollout batch older than this is rejected as expired")
     serve_requests_per_s: float = Field(4.0, gt=0, description="fetch requests one peer may make of this node, per second")
     serve_burst: int = Field(8, ge=1, description="requests one peer may make at once above its rate")
-    # Above an honest peer's own rate: the tiny policy makes up to ~8 batches/s, and a deferred
-    # batch waits for the next fetch (a peer keeps rollouts.keep_batches of them).
+    # A node asks only for what its steps take (rollouts.fetch_ahead_steps), well under this. A
+    # fast peer can publish more (the tiny policy on most of a core: ~22 batches/s, flat and
+    # informative apart); a node that fetches everything (fetch_ahead_steps 0) then defers the
+    # rest to its next fetch and skips what the peer no longer keeps (rollouts.keep_batches).
     accept_batches_per_s: float = Field(16.0, gt=0, description="batches taken in from one peer, per second")
     accept_burst: int = Field(64, ge=1, description="batches one peer may deliver at once above its rate")
     max_concurrent_fetches: int = Field(8, ge=1, description="peers fetched from at the same time")

@@ -127,18 +127,21 @@ Grouped = TypeVar("Grouped", bound=_HasSpread)
 
 
 def split_informative(groups: Sequence[Grouped], max_groups: int | None = None) -> list[tuple[list[Grouped], bool]]:
-    """A step's groups as the batches to seal: (groups whose rewards differ, True) and (flat
-    groups, whose samples all scored the same, False), each left out when empty and cut into
-    batches of at most `max_groups` groups (None: no cut). A flat group has zero advantage: a
-    peer that draws only informative groups asks for the first kind. Why the cut: a peer's fetch
-    asks for a number of batches (a new peer's backlog, the newest few), sized for steps of the
-    configured split; one batch of a node whose plan raised its own groups far past that (the
-    scheduler's fast node: 45-64 a step instead of 8) would bring a slow peer many steps' worth
-    of groups at once, to age in its pool while it trains on them."""
+    """A step's groups as the batches to seal, in order: the flat groups (all samples scored the
+    same: zero advantage), then the groups whose rewards differ, each kind left out when empty and
+    cut into batches of at most `max_groups` (>= 1; None: no cut). A peer that draws only
+    informative groups asks for the second kind; the informative ones come last so that a fetch
+    of a peer's newest batches ends with them. Why the cut: a peer's fetch asks for a number of
+    batches (a new peer's backlog, the newest few), sized for steps of the configured split; one
+    batch of a node whose plan raised its own groups far past that (the scheduler's fast node:
+    45-64 a step instead of 8) would bring a slow peer many steps' worth of groups at once, to
+    age in its pool while it trains on them."""
+    if max_groups is not None and max_groups < 1:
+        raise ValueError(f"max_groups must be >= 1, not {max_groups}")
     informative = [g for g in groups if g.reward_spread > 0]
     flat = [g for g in groups if not g.reward_spread > 0]
-    size = max(1, max_groups) if max_groups is not None else max(1, len(groups))
-    return [(part[i:i + size], kind) for part, kind in ((informative, True), (flat, False))
+    size = max_groups or max(1, len(groups))
+    return [(part[i:i + size], kind) for part, kind in ((flat, False), (informative, True))
             for i in range(0, len(part), size)]
 
 

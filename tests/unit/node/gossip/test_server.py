@@ -58,9 +58,9 @@ def test_a_step_is_sealed_as_an_informative_and_a_flat_batch_and_served_apart(tm
     assert gossip.counters.batches_published == 2
 
     everything = envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0), "peer")))
-    assert [rewards(e) for e in everything] == [[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0]]]
+    assert [rewards(e) for e in everything] == [[[1.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]]]  # flat first
     informative = envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0, informative_only=True), "peer")))
-    assert informative == everything[:1]
+    assert informative == everything[1:]
     gossip.close()
 
 
@@ -69,10 +69,14 @@ def test_a_step_larger_than_the_configured_split_goes_out_in_batches_of_that_siz
     # of a few batches must not bring it many steps' worth at once.
     gossip, _, _ = make_gossip(tmp_path, make_identity)
     size = gossip.config.training.local_rollouts
-    gossip.training.steps_to_share.append([group(rewards=(1.0, 0.0)) for _ in range(size + 3)])
-    asyncio.run(share_once(gossip, size + 3))
+    flat = [group(rewards=(1.0, 1.0)) for _ in range(size + 1)]
+    gossip.training.steps_to_share.append(flat + [group(rewards=(1.0, 0.0)) for _ in range(size + 3)])
+    asyncio.run(share_once(gossip, 2 * size + 4))
     everything = envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0), "peer")))
-    assert [len(rewards(e)) for e in everything] == [size, 3]
+    assert [len(rewards(e)) for e in everything] == [size, 1, size, 3]
+    # A peer that draws any group and asks for the newest two batches gets the informative ones.
+    newest = envelopes(asyncio.run(gossip.server.answer(rollout_fetch_request(0, max_batches=2, newest=True), "peer")))
+    assert newest == everything[2:]
     gossip.close()
 
 

@@ -89,7 +89,7 @@ class Spread:
 def test_a_steps_groups_split_into_an_informative_and_a_flat_batch():
     a, b, c = Spread("a", 1.0), Spread("b", 0.0), Spread("c", 0.25)
     assert [([g.name for g in part], kind) for part, kind in split_informative([a, b, c])] == [
-        (["a", "c"], True), (["b"], False)]
+        (["b"], False), (["a", "c"], True)]  # the informative ones last: the newest batch of a step
     assert [kind for _, kind in split_informative([b])] == [False]  # no empty batch
     assert [kind for _, kind in split_informative([a])] == [True]
     assert split_informative([]) == []
@@ -100,8 +100,11 @@ def test_split_informative_cuts_each_kind_into_batches_of_at_most_max_groups():
     flat = [Spread(f"f{k}", 0.0) for k in range(2)]
     batches = split_informative(informative + flat, max_groups=2)
     assert [([g.name for g in part], kind) for part, kind in batches] == [
-        (["i0", "i1"], True), (["i2", "i3"], True), (["i4"], True), (["f0", "f1"], False)]
+        (["f0", "f1"], False), (["i0", "i1"], True), (["i2", "i3"], True), (["i4"], True)]
     assert [len(part) for part, _ in split_informative(informative, max_groups=8)] == [5]
+    assert split_informative([], max_groups=2) == []
+    with pytest.raises(ValueError):
+        split_informative(informative, max_groups=0)
 
 
 
