@@ -390,7 +390,7 @@ def tables(summary: dict) -> Group:
                      _f(a["staleness_external"]["mean_tau"], ".2f"), _pm(a["wire_bytes_per_s"], ".1f", 1 / 1024))
     ok = lambda g: "met" if (goals.get(g) or {}).get("met") else "not met"
     bound = " (upper bound)" if summary.get("time_to_target_ratio_is_upper_bound") else ""
-    later = ", ".join(f"{100 * float(t):.1f}% {_f(r['mean'], '.2f')}"
+    later = ", ".join(f"{100 * float(t):.1f}% {'<=' if r['upper_bound'] else ''}{_f(r['mean'], '.2f')}"
                       for t, r in (summary.get("time_to_target_ratio_at_targets") or {}).items())
     arms.caption = (f"time to target, scheduler/fixed: {_f(ratio, '.2f')}{bound}, goal <= 0.7:\n"
                     + (f"by target: {later}\n" if later else "")

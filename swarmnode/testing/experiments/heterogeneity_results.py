@@ -291,7 +291,7 @@ def summarise(runs: list[dict], *, arms: list[str], seeds: list[int], target: fl
         "time_to_target_ratio_note": ("a fixed run that never reached the target counts as its budget (a lower "
                                       "bound), which makes that seed's ratio, and the mean, an upper bound"),
         "time_to_target_ratio_at_targets": ratios_at_targets(
-            runs, seeds, sorted({target, *(start + g for g in SWEEP_GAINS)}) if start is not None else []),
+            runs, seeds, sorted({round(target, 4), *(round(start + g, 4) for g in SWEEP_GAINS)}) if start is not None else []),
         "time_to_target_ratio_at_targets_definition": (f"the same ratio at the mean initial accuracy + each of "
                                                        f"{list(SWEEP_GAINS)} (and at the target)"),
         "share_trained_definition": ("node k: sum over other nodes j of external_trained_by_sender_j[peer_id_k] / "
