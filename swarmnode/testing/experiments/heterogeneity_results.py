@@ -94,6 +94,13 @@ def seed_ratio(scheduler_s: float | None, fixed_s: float | None, budget_s: float
             "fixed_never_reached": fixed_lower_bound, "upper_bound": fixed_lower_bound and ratio is not None}
 
 
+def seed_ratios(swarm_s: dict[tuple[str, int], tuple[float | None, float]], seeds: list[int]) -> dict[str, dict]:
+    """{str(seed): seed_ratio} for each seed with both a "scheduler" and a "fixed" run, from
+    swarm_s[(arm, seed)] = (that run's swarm time to target, its budget)."""
+    return {str(s): seed_ratio(swarm_s[("scheduler", s)][0], swarm_s[("fixed", s)][0], swarm_s[("fixed", s)][1])
+            for s in seeds if ("scheduler", s) in swarm_s and ("fixed", s) in swarm_s}
+
+
 def mean_ratio(per_seed: list[dict]) -> dict:
     """Mean over seeds of the per-seed ratios, ± half range. None when any seed has no ratio
     (its scheduler run never reached the target): a mean over the other seeds would flatter it.
@@ -238,8 +245,7 @@ def ratios_at_targets(runs: list[dict], seeds: list[int], targets: Iterable[floa
         swarm_s = {(r["arm"], r["seed"]): (swarm_time_to_target([time_to_target(n["curve"], target) for n in r["nodes"]]),
                                            r.get("budget_s"))
                    for r in runs}
-        per_seed = [seed_ratio(swarm_s[("scheduler", s)][0], swarm_s[("fixed", s)][0], swarm_s[("fixed", s)][1])
-                    for s in seeds if ("scheduler", s) in swarm_s and ("fixed", s) in swarm_s]
+        per_seed = list(seed_ratios(swarm_s, seeds).values())
         ratio = mean_ratio(per_seed)
         out[f"{target:.4f}"] = {**ratio, "scheduler_s": [p["scheduler_s"] for p in per_seed],
                                 "fixed_s": [p["fixed_s"] for p in per_seed]}
@@ -262,16 +268,14 @@ def summarise(runs: list[dict], *, arms: list[str], seeds: list[int], target: fl
     """Every run -> the results document. The target is `target`, else default_target(runs,
     target_gain); the ratio compares the "scheduler" arm with the "fixed" arm seed by seed."""
     given = target is not None
+    start = default_target(runs, 0.0)  # the mean initial accuracy
     if not given:
-        target = default_target(runs, target_gain)
-    start = default_target(runs, 0.0)
+        target = None if start is None else round(start + target_gain, 4)  # default_target(runs, target_gain)
     by_arm = {arm: [run_summary(r, target) for s in seeds for r in runs if r["arm"] == arm and r["seed"] == s]
               for arm in arms}
     summaries = {arm: arm_summary(rs) for arm, rs in by_arm.items() if rs}
-    sched = {r["seed"]: r for r in by_arm.get("scheduler", [])}
-    fixed = {r["seed"]: r for r in by_arm.get("fixed", [])}
-    per_seed = {str(s): seed_ratio(sched[s]["swarm_time_to_target_s"], fixed[s]["swarm_time_to_target_s"],
-                                   fixed[s]["budget_s"]) for s in seeds if s in sched and s in fixed}
+    per_seed = seed_ratios({(r["arm"], r["seed"]): (r["swarm_time_to_target_s"], r["budget_s"])
+                            for rs in by_arm.values() for r in rs}, seeds)
     ratio = mean_ratio(list(per_seed.values()))
     share = (summaries.get("scheduler") or {}).get("slow_fast_share_ratio") or {}
     return {

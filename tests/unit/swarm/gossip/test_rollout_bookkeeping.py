@@ -107,7 +107,6 @@ def test_split_informative_cuts_each_kind_into_batches_of_at_most_max_groups():
         split_informative(informative, max_groups=0)
 
 
-
 def test_the_outbox_serves_only_informative_batches_to_who_asks_and_forgets_flat_ids_it_evicts():
     box = RolloutOutbox(first_batch_id=1, capacity=3)
     for envelope, informative in ((b"i1", True), (b"f2", False), (b"i3", True), (b"f4", False)):
