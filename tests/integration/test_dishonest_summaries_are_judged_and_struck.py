@@ -13,8 +13,11 @@ summaries per outer step.
 
 node0 must end with finite weights and not below where it started (a collapse check: merged
 plainly, one 8x flipper took a node from 13% to 3% over 240 s); every dishonest peer's summaries
-must be judged, skipped or down-weighted (none earning trust), counted under their reason (low_trust;
-repeated_summary strikes for the replayer) and attributed to the identity that sent them; node1
+must be judged, those of the steady liars skipped or down-weighted (a random one, colluders and
+the echo never earning trust), counted under their reason (low_trust; repeated_summary strikes
+for the replayer) and attributed to the identity that sent them; the turncoat must be judged on
+what it sent after turning but need not be skipped: at this size its flipped summaries are as weak
+evidence as its honest ones (docs/security.md, "Small batches carry little evidence"); node1
 is never struck. These bookkeeping assertions are what fail for an unprotected node: with
 summaries.robust_merge off (measured 2026-11-25) every dishonest peer was merged every time and
 the replayer never struck, while node0's accuracy only stalled (7.8% -> 8.9%) in this short run.
@@ -149,7 +152,9 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
             problems.append(f"{name}: judged {t}, refused {struck}")
             continue
         kind = attack.split(":")[0]
-        if kind in ("sign_flip", "random", "turncoat", "collude", "replay") and not t["skipped"]:  # low_trust / repeated
+        # Not the turncoat: at 4 x 4, H = 4 its flipped summaries are as weak evidence as its honest
+        # ones and go in on their credit (below); one CI run merged all 15 it sent, at trust 1.0.
+        if kind in ("sign_flip", "random", "collude", "replay") and not t["skipped"]:  # low_trust / repeated
             problems.append(f"{name}: none of its {t['judged']} summaries skipped: {t}")
         # Not asserted: a flipper's harmful_summary strike. With 4 groups x 4 samples and H = 4
         # honest deltas share little direction, so a flipped one disagrees only weakly: one run
@@ -164,11 +169,19 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
             # flip is no surprise and its flipped summaries go in until the credit of its honest
             # ones runs out (5 of 5 in one of three runs, 0 of 2 and 0 of 4 in the others); the count is
             # measured at 8 x 8, H = 20 by scripts/experiments/byzantine_experiment.py (turncoat:3@90).
+            # A turncoat distrusted before it turned (its honest summaries read as disagreeing: a
+            # coin toss here) has nothing to cash in, and may not be fetched again before node0
+            # is done (trusted peers are fetched first; 0 judged in 40 s after one run's turn).
             turned = re.search(r"turned at ([0-9.]+)", bent[i])
-            after = [m for m in re.finditer(rf"judged the summary of {ids[i]} made at ([0-9.]+)", victim_log)
-                     if turned and float(m.group(1)) >= float(turned.group(1))]
-            if not turned or not after:
-                problems.append(f"{name}: turned {bool(turned)}, judged {len(after)} summaries made after")
+            verdicts = [(float(m.group(1)), m.group(2)) for m in re.finditer(
+                rf"judged the summary of {ids[i]} made at ([0-9.]+): .*, (merged|low_trust|against_direction|"
+                rf"repeated_summary)$", victim_log, re.MULTILINE)]
+            before = [v for made, v in verdicts if turned and made < float(turned.group(1))]
+            after = [v for made, v in verdicts if turned and made >= float(turned.group(1))]
+            trusted_at_turn = bool(before) and before[-1] == "merged"
+            if not turned or (trusted_at_turn and not after):
+                problems.append(f"{name}: turned {bool(turned)}, judged {len(after)} summaries made after "
+                                f"(its last before: {before[-1:]})")
         # A random direction is no evidence either way: its score hovers near zero, so its
         # summaries go in and out of the skip threshold (merged 6 / skipped 5 in one run, 2 / 14
         # in another; clipped to |own| and weighted by that low trust when merged). It must never
