@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""The two transports side by side: the same local training swarm on hivemind, then on libp2p.
+"""The transports side by side: the same local training swarm on hivemind, on libp2p with its host
+on a thread of the node (network.libp2p_host: thread) and with its host in a child process
+(`libp2p-process`: network.libp2p_host: process).
 
 Each arm starts N real `swarmnode run` daemons on 127.0.0.1 (configs/local-train.yaml, the
 bundled tiny policy, SAPO 4/4 rollout sharing, network.transport set to the arm's), every node
@@ -20,10 +22,12 @@ bootstrap node) joined to them. Per arm it measures:
   idle node CPU               the model-less node's process + children, % of one core over
                               --idle-seconds, from when it lists every training node
 
-Then the ratio libp2p/hivemind of each figure, a table, and --json (docs/results/transports.json).
-The arms run one after the other on the same machine; other load on it stretches both.
+Then the ratio of each figure to hivemind's, per libp2p arm, a table, and --json
+(docs/results/transports.json). The arms run one after the other on the same machine; other load
+on it stretches them all.
 
     .venv/bin/python scripts/bench/transport_compare.py --nodes 8 --steps 100 --seed 0
+    .venv/bin/python scripts/bench/transport_compare.py --arms hivemind,libp2p-process
 """
 from __future__ import annotations
 
@@ -55,7 +59,7 @@ from swarmnode.testing.experiments.process_samples import sample
 
 ROOT = Path(__file__).resolve().parents[2]
 
-TRANSPORTS = ("hivemind", "libp2p")
+ARMS = ("hivemind", "libp2p", "libp2p-process")  # libp2p-process: network.libp2p_host: process
 SEED_STRIDE, NODE_STRIDE, BASE_DATA_SEED = 100_000, 1000, 1000
 POLL_S, WATCH_S, JOIN_TIMEOUT_S = 2.0, 0.25, 120.0
 # (key, label, format) of each figure in the table and the ratio line
@@ -208,10 +212,13 @@ def follow_training(swarm: TimedSwarm, label: str, console: Console) -> tuple[li
 
 # -- one arm ---------------------------------------------------------------------------------------
 
-def arm_config(base: dict, transport: str, args: argparse.Namespace) -> dict:
+def arm_config(base: dict, arm: str, args: argparse.Namespace) -> dict:
     """The config of every training node of the arm (pure: `base` is not changed)."""
     cfg = json.loads(json.dumps(base))
-    cfg.setdefault("network", {}).update(transport=transport, p2pd_startup_timeout_s=120)
+    network = cfg.setdefault("network", {})
+    network.update(transport="hivemind" if arm == "hivemind" else "libp2p", p2pd_startup_timeout_s=120)
+    if arm != "hivemind":
+        network["libp2p_host"] = "process" if arm == "libp2p-process" else "thread"
     cfg.setdefault("training", {}).update(
         max_steps=args.steps, local_rollouts=4, external_rollouts=4, external_wait_s=2.0, threads=1,
         data_seed=BASE_DATA_SEED + SEED_STRIDE * args.seed, eval_every=1_000_000, checkpoint_every=1_000_000)
@@ -271,14 +278,15 @@ def summarise_arm(transport: str, rows: list[dict], peaks: list[float | None], s
 
 # -- report ----------------------------------------------------------------------------------------
 
-def figures_table(arms: dict[str, dict], ratio: dict[str, float | None], title: str) -> Table:
+def figures_table(arms: dict[str, dict], over_hivemind: dict[str, dict[str, float | None]], title: str) -> Table:
     table = Table(title=title, width=80)
     table.add_column("figure", justify="left")
-    for name in (*TRANSPORTS, "libp2p/hivemind"):
+    for name in (*arms, *(f"{arm}/hm" for arm in over_hivemind)):
         table.add_column(name, justify="right")
     for key, label, fmt in FIGURES:
-        cells = [fmt.format(arms[t][key]) if arms[t].get(key) is not None else "-" for t in TRANSPORTS]
-        table.add_row(label, *cells, f"{ratio[key]:.2f}" if ratio[key] is not None else "-")
+        cells = [fmt.format(a[key]) if a.get(key) is not None else "-" for a in arms.values()]
+        cells += [f"{r[key]:.2f}" if r[key] is not None else "-" for r in over_hivemind.values()]
+        table.add_row(label, *cells)
     return table
 
 
@@ -301,7 +309,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="override a key of the config in both arms (repeatable)")
     p.add_argument("--root", type=Path, default=ROOT / "runs" / "transport-compare", help="the nodes' homes")
     p.add_argument("--json", type=Path, default=ROOT / "docs" / "results" / "transports.json")
-    return p.parse_args(argv)
+    p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
+    args = p.parse_args(argv)
+    args.arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    unknown = [a for a in args.arms if a not in ARMS]
+    if unknown or not args.arms:
+        p.error(f"--arms {','.join(unknown) or '(none)'}: choose from {', '.join(ARMS)}")
+    return args
 
 
 def main(argv: list[str]) -> int:
@@ -309,19 +323,22 @@ def main(argv: list[str]) -> int:
     console = Console(width=80)
     base = yaml.safe_load(args.config.read_text(encoding="utf-8"))
     began, arms = time.monotonic(), {}
-    for transport in TRANSPORTS:
-        arms[transport] = run_arm(base, transport, args, console)
-        console.print(f"{transport}: trained in {arms[transport]['seconds_to_trained']:.0f} s")
-    ratio = ratios(arms["hivemind"], arms["libp2p"])
-    console.print("libp2p/hivemind: " + ", ".join(f"{k} {v}" for k, v in ratio.items()))
-    console.print(figures_table(arms, ratio, f"transports, {args.nodes} nodes x {args.steps} steps (seed {args.seed})"))
+    for arm in args.arms:
+        arms[arm] = run_arm(base, arm, args, console)
+        console.print(f"{arm}: trained in {arms[arm]['seconds_to_trained']:.0f} s")
+    over_hivemind = {arm: ratios(arms["hivemind"], arms[arm]) for arm in args.arms
+                     if arm != "hivemind" and "hivemind" in arms}
+    for arm, ratio in over_hivemind.items():
+        console.print(f"{arm}/hivemind: " + ", ".join(f"{k} {v}" for k, v in ratio.items()))
+    console.print(figures_table(arms, over_hivemind, f"transports, {args.nodes} nodes x {args.steps} steps "
+                                                     f"(seed {args.seed})"))
     report = {"command": " ".join(["python", "scripts/bench/transport_compare.py", *argv]),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "machine": machine(), "nodes": args.nodes, "steps": args.steps, "seed": args.seed,
               "idle_seconds": args.idle_seconds, "config": str(args.config.resolve().relative_to(ROOT)), "set": args.set,
               "wall_s": round(time.monotonic() - began, 1), "latency": "publish (signed, sender's clock) to accepted "
               "(fetched, checked, handed to training) at a peer: median of nodes' p50, max of nodes' p99",
-              "arms": arms, "libp2p_over_hivemind": ratio}
+              "arms": arms, "over_hivemind": over_hivemind}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     console.print(f"wrote {args.json} ({report['wall_s']:.0f} s)")

@@ -2,7 +2,8 @@
 """A request's round trip between two nodes' transports when each process also runs a Python-busy
 thread (as a node's trainer and generator do between their torch calls), per GIL switch interval.
 
-Two processes on 127.0.0.1, each holding one transport (hivemind or libp2p); the server answers
+Two processes on 127.0.0.1, each holding one transport (hivemind, libp2p, or libp2p with its host
+in a child process); the server answers
 20 KB, the client times --requests requests in a row. Each case runs with no busy thread (the
 baseline) and with --busy Python threads per process, at each --switch interval (Python's
 default is 5 ms). Prints p50/p90/max and each case's p50 as a ratio to the same transport's
@@ -11,6 +12,7 @@ docs/transports.md.)
 
     .venv/bin/python scripts/bench/transport_gil.py --transport libp2p
     .venv/bin/python scripts/bench/transport_gil.py --transport hivemind
+    .venv/bin/python scripts/bench/transport_gil.py --transport libp2p-process --switch 0.005
 """
 from __future__ import annotations
 
@@ -41,6 +43,11 @@ def busy() -> None:
 
 def open_transport(kind: str, identity: Path):
     maddrs = ["/ip4/127.0.0.1/tcp/0"]
+    if kind == "libp2p-process":
+        from swarmnode.swarm.transports.libp2p.process_transport import LibP2PProcessTransport
+
+        return LibP2PProcessTransport(identity_path=identity, host_maddrs=maddrs, announce_maddrs=[], client_mode=False,
+                                      startup_timeout_s=60, policy=None, swarm="bench")
     if kind == "libp2p":
         from swarmnode.swarm.transports.libp2p.transport import LibP2PTransport
 
@@ -127,7 +134,8 @@ def main() -> None:
             print(" ".join(repr(s) for s in asyncio.run(measure(kind, threads, switch, sys.argv[6], int(sys.argv[7])))))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--transport", choices=("libp2p", "hivemind"), default="libp2p")
+    parser.add_argument("--transport", choices=("libp2p", "libp2p-process", "hivemind"), default="libp2p",
+                        help="libp2p-process: the libp2p host in a child process (network.libp2p_host: process)")
     parser.add_argument("--busy", type=int, default=1, help="Python-busy threads per process")
     parser.add_argument("--switch", type=float, nargs="+", default=[0.005, 0.001, 0.0002], help="GIL switch intervals (s)")
     parser.add_argument("--requests", type=int, default=100)

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import ctypes
-import os
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from swarmnode.home import NodeHome, init_home, read_runtime
 from swarmnode.status.client import NoDaemon, fetch
+from swarmnode.utils.child_process import child_environment, python_module_command  # noqa: F401 - re-exported
 
 START_TIMEOUT_S = 90.0
 
@@ -28,30 +28,6 @@ def exited_row(name: str, exit_code: int | None) -> dict[str, Any]:
     failed = exit_code is not None and exit_code > 0
     return {"name": name, "error": f"failed (exit {exit_code})" if failed else "not running",
             "exited": True, "exit_code": exit_code}
-
-
-# The folder this swarmnode package was imported from: site-packages, or a checkout's root.
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-
-
-def python_module_command(module: str, *args: str) -> list[str]:
-    """`python -P -m <module> <args>` with this interpreter. -P keeps the working folder off
-    sys.path: run from a folder that holds a clone (`~/swarmnode`), the child would otherwise import
-    that folder as the `swarmnode` package instead of the installed one. Start it with
-    child_environment(), which says where this package is when it is not installed."""
-    return [sys.executable, "-P", "-m", module, *args]
-
-
-def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """This environment for a child of python_module_command: unbuffered output, and, when this
-    package runs from a checkout (installed in place, or not installed at all: the working
-    folder), that checkout first on PYTHONPATH, so the child runs the very package its parent
-    does. An installed package's site-packages is found anyway, and is not put before the
-    standard library."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    if PACKAGE_ROOT.name not in ("site-packages", "dist-packages"):
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
-    return {**env, **(extra or {})}
 
 
 def _die_with_parent() -> None:

@@ -195,7 +195,10 @@ def make_transport(config: NodeConfig, home: NodeHome, policy: RecordPolicy, rou
     net, limits = config.network, config.limits
     inner: Transport
     if net.transport == "libp2p":
-        from swarmnode.swarm.transports.libp2p.transport import LibP2PTransport
+        if net.libp2p_host == "process":
+            from swarmnode.swarm.transports.libp2p.process_transport import LibP2PProcessTransport as LibP2PTransport
+        else:
+            from swarmnode.swarm.transports.libp2p.transport import LibP2PTransport
 
         inner = LibP2PTransport(identity_path=home.p2p_identity, host_maddrs=net.host_maddrs,
                                 announce_maddrs=net.announce_maddrs, client_mode=net.client_mode,

@@ -365,6 +365,24 @@ class RecordIntake:
                                                              record.software_version, record.timestamp,
                                                              record.expires_at)
 
+    def remember_incompatible(self, peer: IncompatiblePeer) -> None:
+        """A peer of other protocol versions met by this node's libp2p host process (its own
+        intake, in another process): counted once, kept as if met here."""
+        held = self.incompatible.peek(peer.peer_id)
+        if held is None:
+            self.stats.reject(RejectReason.INCOMPATIBLE_VERSION, peer.peer_id)
+        elif peer.timestamp <= held.timestamp:
+            return
+        self.incompatible[peer.peer_id] = peer
+
+    def remember_foreign(self, origin: RecordOrigin) -> None:
+        """A peer of another swarm, window or version met by this node's libp2p host process."""
+        self.foreign[origin.peer_id] = origin
+
+    def count_over_key_cap(self, count: int) -> None:
+        """Values this node's libp2p host process refused for a key full of peers."""
+        self.values_over_key_cap += max(0, int(count))
+
     def incompatible_peers(self, now: float) -> list[IncompatiblePeer]:
         """The peers of other protocol versions whose newest record has not expired by `now`."""
         return [p for p in self.incompatible.values() if p.expires_at > now]

@@ -84,8 +84,8 @@ async def restart_after_sigkill(kind: str, workdir: Path) -> None:
             assert ready["peer_id"] == node_a.peer_id, "the holder runs another identity than its key file's"
             assert ready["stored"], f"generation {generation} could not store its record"
             await reached_again(b, node_a.peer_id, generation, ready["key"], base64.b64decode(ready["record"]))
-            if kind == "hivemind":
-                assert ready["child_pids"], "a hivemind transport names no child process (its p2pd)"
+            if kind in ("hivemind", "libp2p-process"):
+                assert ready["child_pids"], f"a {kind} transport names no child process (its p2pd, its host)"
             left = await holder.kill()
             await eventually(lambda: none_alive(left), 15.0, f"processes {left} the killed holder started are gone")
     finally:

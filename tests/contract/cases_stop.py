@@ -5,6 +5,8 @@ The case is `async def case(kind, workdir)`, run in an interpreter of its own (r
 """
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -43,3 +45,32 @@ async def stop_closes_connections(kind: str, workdir: Path) -> None:
             assert elapsed < STORE_AFTER_STOP_S, f"A's store and read {attempt + 1} after B stopped took {elapsed:.1f}s"
     finally:
         await stop_all([a, b])
+
+
+async def a_helper_process_that_dies_is_a_failure(kind: str, workdir: Path) -> None:
+    """A transport whose helper process (hivemind's p2pd, libp2p's host process) dies says so in
+    one line (the node stops on it rather than run on without a network), and a request then
+    fails as a request, not as a hang. A transport without a helper process has nothing to kill."""
+    node_a = make_node(workdir / "a")
+    (a,) = await start_all([node_a.open(kind)])
+    try:
+        children = a.child_processes()
+        if not children:
+            assert kind == "libp2p", f"a {kind} transport names no helper process"
+            return
+        assert a.failure() is None
+        os.kill(children[0], signal.SIGKILL)
+
+        async def failed() -> bool:
+            return a.failure() is not None
+
+        await eventually(failed, TIMEOUT_S, "the transport to say its helper process died")
+        assert "\n" not in a.failure() and "no network" in a.failure(), a.failure()
+        started = time.monotonic()
+        try:
+            await a.request(node_a.peer_id[:-1] + "x", "swarmnode/v1/none", b"?", 5.0)
+        except Exception:  # noqa: BLE001 - any failure will do; it must come, and soon
+            pass
+        assert time.monotonic() - started < 10.0, "a request to a dead helper process hung"
+    finally:
+        await stop_all([a])

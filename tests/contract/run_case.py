@@ -22,7 +22,7 @@ from tests.contract.cases_records import records_and_membership
 from tests.contract.cases_requests import rate_limits_at_the_boundary, requests_and_connect
 from tests.contract.cases_restart import restart_after_sigkill
 from tests.contract.cases_start import start_on_a_taken_port_fails_in_one_line
-from tests.contract.cases_stop import stop_closes_connections
+from tests.contract.cases_stop import a_helper_process_that_dies_is_a_failure, stop_closes_connections
 
 Case = Callable[[str, Path], Awaitable[None]]
 CASES: dict[str, Case] = {
@@ -34,6 +34,7 @@ CASES: dict[str, Case] = {
     "shard_pushes_reach_the_shard_only": shard_pushes_reach_the_shard_only,
     "start_on_a_taken_port_fails_in_one_line": start_on_a_taken_port_fails_in_one_line,
     "stop_closes_connections": stop_closes_connections,
+    "a_helper_process_that_dies_is_a_failure": a_helper_process_that_dies_is_a_failure,
 }
 
 

@@ -23,7 +23,7 @@ from swarmnode.swarm.transports.base import RecordPolicy, Transport
 from swarmnode.swarm.windows import peer_records_key, window_index
 from tests.helpers import record_fields
 
-KINDS = ("hivemind", "libp2p")
+KINDS = ("hivemind", "libp2p", "libp2p-process")  # libp2p-process: the libp2p host in a child process
 SWARM = "contract"
 WINDOW_S = 30.0
 RECORD_TTL_S = 60.0
@@ -38,7 +38,7 @@ def why_unavailable(kind: str) -> str | None:
     """Why transports of `kind` cannot be opened here, or None (found without importing them)."""
     if kind == "hivemind":
         return None if importlib.util.find_spec("hivemind") else "hivemind is not installed"
-    if kind == "libp2p":
+    if kind in ("libp2p", "libp2p-process"):
         if importlib.util.find_spec("swarmnode.swarm.transports.libp2p.transport") is None:
             return "swarmnode/swarm/transports/libp2p/transport.py (LibP2PTransport) does not exist yet"
         if importlib.util.find_spec("libp2p") is None:
@@ -61,6 +61,12 @@ def open_transport(kind: str, identity_path: Path, port: int, policy: RecordPoli
 
         return LibP2PTransport(identity_path=identity_path, host_maddrs=host_maddrs, announce_maddrs=[],
                                client_mode=False, startup_timeout_s=STARTUP_TIMEOUT_S, policy=policy, swarm=SWARM)
+    if kind == "libp2p-process":
+        from swarmnode.swarm.transports.libp2p.process_transport import LibP2PProcessTransport
+
+        return LibP2PProcessTransport(identity_path=identity_path, host_maddrs=host_maddrs, announce_maddrs=[],
+                                      client_mode=False, startup_timeout_s=STARTUP_TIMEOUT_S, policy=policy,
+                                      swarm=SWARM)
     raise ValueError(f"unknown transport kind {kind!r}; known: {', '.join(KINDS)}")
 
 

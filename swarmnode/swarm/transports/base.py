@@ -57,6 +57,9 @@ class RequestFailed(Exception):
         super().__init__(message)
         self.reason = message if reason is None else reason
 
+    def __reduce__(self):  # pickled whole (with its reason) across a host process's channel
+        return type(self), (str(self), self.reason)
+
 
 # (request bytes, the requesting peer's id) -> response bytes
 RequestHandler = Callable[[bytes, str], Awaitable[bytes]]

@@ -64,27 +64,3 @@ def test_a_node_that_fails_before_its_log_opens_is_named_with_its_console_output
     message = str(info.value)
     assert message.startswith("node0 exited with code 2: error: config error in environment variable SWARMNODE__RECORDS__TTL_S")
     assert message.endswith(f"(its output: {node.stdout_path}; its log: {node.log_path})") and "\n" not in message
-
-
-def test_a_child_imports_its_parents_package_never_the_working_folders(tmp_path, monkeypatch):
-    """python_module_command + child_environment, from a folder holding a `swarmnode/` of its own
-    (a home folder with the clone in it): the child imports the package its parent runs."""
-    import os
-    import subprocess
-
-    from swarmnode.node import local_swarm
-
-    (tmp_path / "swarmnode").mkdir()
-    (tmp_path / "swarmnode" / "__init__.py").write_text("raise ImportError('the working folder was imported')\n")
-    (tmp_path / "swarmnode" / "__main__.py").write_text("")
-    argv = local_swarm.python_module_command("swarmnode.testing.other_version", "--help")
-    proc = subprocess.run(argv[:2] + ["-c", "import swarmnode, sys; print(swarmnode.__file__)"], cwd=tmp_path,
-                          env=local_swarm.child_environment({"SWARMNODE_X": "1"}), capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == str(local_swarm.PACKAGE_ROOT / "swarmnode" / "__init__.py")
-    assert local_swarm.child_environment({"SWARMNODE_X": "1"})["SWARMNODE_X"] == "1"
-    # An installed package's site-packages never goes before the standard library.
-    monkeypatch.setattr(local_swarm, "PACKAGE_ROOT", tmp_path / "lib" / "site-packages")
-    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
-    assert local_swarm.child_environment()["PYTHONPATH"] == "/elsewhere"
-    assert argv[1] == "-P" and os.path.samefile(argv[0], local_swarm.sys.executable)

@@ -42,7 +42,7 @@ def test_first_peer_counts_joiners_only_and_names_nodes_that_never_saw_one(bench
                        "first_peer_s_by_node": {0: 20.0, 1: 5.0, 2: 8.0, 3: 2.0}, "never_saw_a_peer": [4]}
 
 
-def test_ratios_are_libp2p_over_hivemind_and_none_without_both(bench):
+def test_ratios_are_an_arm_over_hivemind_and_none_without_both(bench):
     hivemind = {"latency_p50_s": 2.0, "rss_mean_mib": 600.0, "idle_cpu_percent": 0.0}
     libp2p = {"latency_p50_s": 3.0, "rss_mean_mib": 450.0, "idle_cpu_percent": 5.0, "first_peer_p50_s": 4.0}
     ratio = bench.ratios(hivemind, libp2p)
@@ -65,13 +65,21 @@ def test_log_findings_count_levels_and_tracebacks_and_keep_distinct_lines(bench)
     assert bench.log_findings(log, keep=1)["first"] == ["WARNING swarmnode: lost every peer"]
 
 
-def test_both_arms_run_one_config_but_for_the_transport(bench):
+def test_the_arms_run_one_config_but_for_the_transport(bench):
     base = {"network": {"transport": "hivemind", "p2pd_startup_timeout_s": 30}, "training": {"local_rollouts": 8},
             "rollouts": {"share": False}}
     args = argparse.Namespace(steps=40, seed=2, set=["training.lr=0.0002"])
-    hivemind, libp2p = (bench.arm_config(base, t, args) for t in ("hivemind", "libp2p"))
+    hivemind, libp2p, process = (bench.arm_config(base, t, args) for t in ("hivemind", "libp2p", "libp2p-process"))
     assert base["network"]["transport"] == "hivemind" and base["training"] == {"local_rollouts": 8}
     assert (hivemind["network"]["transport"], libp2p["network"]["transport"]) == ("hivemind", "libp2p")
-    assert {**libp2p, "network": None} == {**hivemind, "network": None}
+    assert "libp2p_host" not in hivemind["network"] and libp2p["network"]["libp2p_host"] == "thread"
+    assert process["network"]["transport"] == "libp2p" and process["network"]["libp2p_host"] == "process"
+    assert {**libp2p, "network": None} == {**hivemind, "network": None} == {**process, "network": None}
     assert hivemind["training"]["max_steps"] == 40 and hivemind["training"]["data_seed"] == 1000 + 2 * 100_000
     assert hivemind["training"]["lr"] == 0.0002 and hivemind["rollouts"]["share"] is True
+
+
+def test_arms_are_named_from_the_known_ones(bench):
+    assert bench.parse_args(["--arms", "hivemind,libp2p-process"]).arms == ["hivemind", "libp2p-process"]
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--arms", "hivemind,quic"])

@@ -1,6 +1,14 @@
-"""The py-libp2p transport: Kademlia, GossipSub push and streams on a trio loop in a thread.
+"""The py-libp2p transport: Kademlia, GossipSub push and streams on a trio loop in a thread, of the
+node's process or of a host process of its own (network.libp2p_host).
 
-- transport.py: `LibP2PTransport`, its public face (the Transport the node uses)
+- transport.py: `LibP2PTransport`, its public face (the Transport the node uses) with the host on
+  a thread of this process
+- process_transport.py: `LibP2PProcessTransport`, the same Transport with the host in a child
+  process (host_process.py), out of reach of the trainer's GIL
+- host_process.py: the child's main: a LibP2PTransport, its own record policy built from the
+  node's settings, the node's calls and handlers over the channel, and HostNews back
+- host_channel.py: the channel between the two (framed, pickled messages over a Unix socket
+  pair) and HostNews
 - trio_thread.py: TrioThread, a trio loop in a thread of its own, with calls across it both
   ways (asyncio -> trio and trio -> asyncio) and cancellation that follows them
 - entry_book.py: HeardEntries (entries heard by push or read; when a read asks the DHT) and

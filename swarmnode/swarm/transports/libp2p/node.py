@@ -390,6 +390,9 @@ class Libp2pNode:
     def routing_table_size(self) -> int:
         return self.dht.get_routing_table_size() if self.dht is not None else 0
 
+    def connected_peers(self) -> list[str]:
+        return [peer.to_base58() for peer, connections in self.host.get_network().connections.items() if connections]
+
     def multiaddrs(self) -> list[str]:
         return [str(m) for m in self.host.get_addrs()]
 

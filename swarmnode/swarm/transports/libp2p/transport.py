@@ -152,6 +152,10 @@ class LibP2PTransport(Transport):
         if size == 0:
             raise JoinError("connected, but it did not answer a DHT lookup (is it a swarmnode node?)")
 
+    async def connected_peers(self) -> list[str]:
+        """The peers this host has a connection with now."""
+        return await self._thread.call(_sync, self._node.connected_peers)
+
     def routing_table_size(self) -> int:
         return self._node.routing_table_size() if self._node is not None else 0
 

@@ -1,0 +1,291 @@
+"""The libp2p host in a process of its own: `python -m swarmnode.swarm.transports.libp2p.host_process <fd>`.
+
+py-libp2p's whole stack is Python; on a thread of the node's process it shares the GIL with the
+trainer and the generator, and a request's round trip went from 6.5 ms to 45.5 ms beside one busy
+Python thread (docs/transports.md). Here it runs as hivemind's p2pd does: in a child process the
+node starts and owns (process_transport.py), with the thread transport (transport.py) inside and
+nothing else competing for this process's GIL but the loop that talks to the node.
+
+The channel is the socket `fd` the node passed (host_channel.py says what travels on it). The
+first frame is ("settings", HostSettings). Values stored into this host's DHT or pushed to it are
+checked here, by a RecordIntake of the node's own settings (`PolicySettings`); what it refuses
+and learns goes to the node every NEWS_EVERY_S (HostNews), so the node's counters, strikes and
+GossipSub penalties are what they would be in one process. The node's penalties for the peers
+connected here come back as ("penalties", ...). When the channel closes (the node stopped, or
+was killed) the host stops and the process exits.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from swarmnode.identity.keys import load_p2p_identity, peer_id_from_ed25519
+from swarmnode.protocol.versions import ProtocolVersions
+from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
+from swarmnode.protocol import RejectReason
+from swarmnode.swarm.transports.libp2p.host_channel import ChannelClosed, FrameWriter, HostNews, read_frame
+
+log = logging.getLogger(__name__)
+
+# The Transport methods the node may call here (the rest are answered on the node's side).
+CALLS = frozenset({"store", "get", "request", "join", "connect", "multiaddrs", "remote_ip", "reserve_circuit",
+                   "punch_hole"})
+NEWS_EVERY_S = 0.5
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """What the node's RecordIntake was built from."""
+
+    swarm: str
+    window_s: float
+    max_ttl_s: float
+    max_values_per_key: int
+    versions: ProtocolVersions
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    identity_path: Path
+    host_maddrs: list[str]
+    announce_maddrs: list[str]
+    client_mode: bool
+    startup_timeout_s: float
+    swarm: str
+    relay_slots: int
+    policy: PolicySettings | None
+
+
+class ForwardedStats(MessageStats):
+    """The host's message counts: each rejection is also kept for the node's next HostNews,
+    except incompatible_version (the node counts a peer of other versions once itself, from
+    the IncompatiblePeer it is sent: its own reads may meet the same peer first)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_senders=64)
+        self._outbox: list[tuple[str, str | None]] = []
+
+    def reject(self, reason: RejectReason, sender: str | None) -> None:
+        super().reject(reason, sender)
+        if reason != RejectReason.INCOMPATIBLE_VERSION:
+            with self._lock:
+                self._outbox.append((reason.value, sender))
+
+    def take_rejections(self) -> list[tuple[str, str | None]]:
+        with self._lock:
+            taken, self._outbox = self._outbox, []
+        return taken
+
+
+class CachedPenalties:
+    """PeerPenalty from the table the node last sent (read on the trio thread: one dict swap)."""
+
+    def __init__(self) -> None:
+        self._table: dict[str, float] = {}
+
+    def replace(self, table: dict[str, float]) -> None:
+        self._table = dict(table)
+
+    def penalty(self, peer_id: str) -> float:
+        return self._table.get(peer_id, 0.0)
+
+
+def intake_of(settings: PolicySettings, peer_id: str, stats: MessageStats) -> RecordIntake:
+    return RecordIntake(PeerTable(peer_id), stats, settings.swarm, settings.window_s,
+                        max_ttl_s=settings.max_ttl_s, max_values_per_key=settings.max_values_per_key,
+                        versions=settings.versions)
+
+
+class IntakeWatch:
+    """Which of an intake's remembered foreign and incompatible peers are new or newer since the
+    last look, and how many values it refused over a key's cap."""
+
+    def __init__(self, intake: RecordIntake):
+        self._intake = intake
+        self._foreign_seen: dict[str, float] = {}
+        self._incompatible_seen: dict[str, float] = {}
+        self._over_cap_seen = 0
+
+    def news(self, news: HostNews) -> None:
+        try:  # the maps change on the trio thread: a copy taken mid-change is taken again next tick
+            foreign, incompatible = list(self._intake.foreign.values()), list(self._intake.incompatible.values())
+        except RuntimeError:
+            foreign, incompatible = [], []
+        news.foreign = _changed(foreign, self._foreign_seen, "expires_at")
+        news.incompatible = _changed(incompatible, self._incompatible_seen, "timestamp")
+        over_cap = self._intake.values_over_key_cap
+        news.over_key_cap, self._over_cap_seen = over_cap - self._over_cap_seen, over_cap
+
+
+def _changed(items: list[Any], seen: dict[str, float], stamp: str) -> list[Any]:
+    """The items whose `stamp` moved since `seen` (which is updated; bounded like the intake's maps)."""
+    fresh = [item for item in items if seen.get(item.peer_id) != getattr(item, stamp)]
+    for item in fresh:
+        seen[item.peer_id] = getattr(item, stamp)
+    if len(seen) > 4 * max(1, len(items)):
+        keep = {item.peer_id for item in items}
+        for peer in [p for p in seen if p not in keep]:
+            del seen[peer]
+    return fresh
+
+
+class Host:
+    """The host process's side: the thread transport, the calls the node makes on it, the
+    node's handlers for peers' requests, and the news it sends back."""
+
+    def __init__(self, settings: HostSettings, out: FrameWriter):
+        from swarmnode.swarm.transports.libp2p.transport import LibP2PTransport
+
+        self.out = out
+        self.stats = ForwardedStats()
+        self.penalties = CachedPenalties()
+        peer_id = peer_id_from_ed25519(load_p2p_identity(settings.identity_path).public_bytes)
+        self.intake = intake_of(settings.policy, peer_id, self.stats) if settings.policy is not None else None
+        self.watch = IntakeWatch(self.intake) if self.intake is not None else None
+        self.transport = LibP2PTransport(
+            identity_path=settings.identity_path, host_maddrs=settings.host_maddrs,
+            announce_maddrs=settings.announce_maddrs, client_mode=settings.client_mode,
+            startup_timeout_s=settings.startup_timeout_s, policy=self.intake, swarm=settings.swarm,
+            penalties=self.penalties, relay_slots=settings.relay_slots)
+        self._calls: dict[int, asyncio.Task] = {}
+        self._handled: dict[int, asyncio.Future] = {}
+        self._next_handle = 0
+
+    async def run(self, reader: asyncio.StreamReader) -> None:
+        try:
+            await self.transport.start()
+        except Exception as e:  # noqa: BLE001 - the node reports it in one line
+            self.out.send(("failed", str(e) or type(e).__name__))
+            await self.out.drain()
+            return
+        self.transport.watch_pushes(lambda key, subkey: self._send(("pushed", key, subkey)))
+        self.out.send(("started", self.transport.peer_id))
+        news = asyncio.create_task(self._news_loop())
+        try:
+            await self._receive(reader)
+        finally:
+            news.cancel()
+            for task in list(self._calls.values()):
+                task.cancel()
+            await self.transport.stop()
+
+    def _send(self, message: tuple) -> None:
+        with contextlib.suppress(ChannelClosed):
+            self.out.send(message)
+
+    async def _receive(self, reader: asyncio.StreamReader) -> None:
+        while True:
+            try:
+                message = await read_frame(reader)
+            except ChannelClosed:
+                return  # the node is gone: stop
+            kind = message[0]
+            if kind == "call":
+                _, call_id, method, args = message
+                task = asyncio.create_task(self._call(call_id, method, args))
+                self._calls[call_id] = task
+                task.add_done_callback(lambda _, i=call_id: self._calls.pop(i, None))
+            elif kind == "cancel":
+                task = self._calls.get(message[1])
+                if task is not None:
+                    task.cancel()
+            elif kind == "answer":
+                future = self._handled.pop(message[1], None)
+                if future is not None and not future.done():
+                    future.set_result(message[2:])
+            elif kind == "penalties":
+                self.penalties.replace(message[1])
+            elif kind == "stop":
+                return
+
+    async def _call(self, call_id: int, method: str, args: tuple) -> None:
+        if method == "serve":
+            await self.transport.serve(args[0], self._handler_for(args[0]))
+            self._send(("result", call_id, True, None, self.transport.routing_table_size()))
+            return
+        if method not in CALLS:
+            self._send(("result", call_id, False, ValueError(f"no such call: {method}"), 0))
+            return
+        try:
+            value = await getattr(self.transport, method)(*args)
+        except asyncio.CancelledError:
+            return  # the node gave up on it: nobody waits for an answer
+        except Exception as e:  # noqa: BLE001 - handed to the node's caller
+            self._send(("result", call_id, False, _picklable(e), self.transport.routing_table_size()))
+            return
+        # The routing table rides along: after a join the node reads it at once, not at the next news.
+        self._send(("result", call_id, True, value, self.transport.routing_table_size()))
+
+    def _handler_for(self, protocol: str):
+        async def handle(payload: bytes, requester: str) -> bytes:
+            self._next_handle += 1
+            handle_id = self._next_handle
+            future = self._handled[handle_id] = asyncio.get_running_loop().create_future()
+            try:
+                self.out.send(("handle", handle_id, protocol, payload, requester))
+                ok, value = await future
+            finally:
+                self._handled.pop(handle_id, None)
+            if not ok:
+                raise RuntimeError(value)
+            return value
+
+        return handle
+
+    async def _news_loop(self) -> None:
+        while True:
+            await asyncio.sleep(NEWS_EVERY_S)
+            news = HostNews(counters=self.transport.counters(), routing_table_size=self.transport.routing_table_size(),
+                            connected=await self._connected(), rejections=self.stats.take_rejections())
+            if self.watch is not None:
+                self.watch.news(news)
+            self._send(("news", news))
+            with contextlib.suppress(ChannelClosed):
+                await self.out.drain()
+
+    async def _connected(self) -> list[str]:
+        try:
+            return await self.transport.connected_peers()
+        except Exception:  # noqa: BLE001 - no list this tick: the penalties stay as they were
+            return []
+
+
+def _picklable(error: BaseException) -> BaseException:
+    """`error` if it crosses the channel whole, else a RuntimeError saying what it was."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:  # noqa: BLE001 - any exception type that does not pickle
+        return RuntimeError(f"{type(error).__name__}: {error}")
+
+
+async def serve_node(fd: int) -> None:
+    sock = socket.socket(fileno=fd)
+    reader, writer = await asyncio.open_unix_connection(sock=sock)
+    out = FrameWriter(writer)
+    try:
+        kind, settings = await read_frame(reader)
+    except ChannelClosed:
+        return
+    if kind != "settings":
+        return
+    await Host(settings, out).run(reader)
+    out.close()
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s libp2p host: %(message)s")
+    asyncio.run(serve_node(int(argv[0])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
