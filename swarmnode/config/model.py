@@ -37,8 +37,9 @@ class NetworkConfig(_Section):
         "hivemind", description="hivemind: its DHT over the p2pd daemon it ships; libp2p: py-libp2p, pure Python. "
                                 "Every node of one swarm uses the same one (docs/transports.md)")
     libp2p_host: Literal["thread", "process"] = Field(
-        "thread", description="where the libp2p transport's host runs: a thread of the node's process, or a child "
-                              "process of its own, out of reach of the trainer's GIL (docs/transports.md)")
+        "process", description="where the libp2p transport's host runs: a child process of its own, out of reach "
+                               "of the trainer's GIL, or a thread of the node's process (one process less: for "
+                               "model-less nodes) (docs/transports.md)")
     host_maddrs: list[str] = Field(default_factory=lambda: ["/ip4/0.0.0.0/tcp/0"])
     announce_maddrs: list[str] = Field(default_factory=list)
     client_mode: bool = Field(False, description="for nodes that cannot accept inbound connections")

@@ -13,6 +13,7 @@ A frame is a 4-byte big-endian length and a pickled tuple whose first item names
                    ("handle", id, protocol, payload, requester)   a peer's request to serve
                    ("pushed", key, subkey)        an entry that came by push, first heard
                    ("news", HostNews)             counters and what the host's record policy saw
+                   ("log", level, logger, message)   a log record, for the node's own log
 """
 from __future__ import annotations
 

@@ -60,6 +60,7 @@ class HostSettings:
     swarm: str
     relay_slots: int
     policy: PolicySettings | None
+    log_level: int = logging.INFO  # the node's: the host's records at or above it go to the node's log
 
 
 class ForwardedStats(MessageStats):
@@ -81,6 +82,23 @@ class ForwardedStats(MessageStats):
         with self._lock:
             taken, self._outbox = self._outbox, []
         return taken
+
+
+class ChannelLogHandler(logging.Handler):
+    """Sends each log record to the node (from any thread: the send is made on the host's loop),
+    so that the transport's lines (hole punching, failures) land in the node's own log."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, send):
+        super().__init__()
+        self._loop = loop
+        self._send = send
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = ("log", record.levelno, record.name, record.getMessage())
+            self._loop.call_soon_threadsafe(self._send, message)
+        except Exception:  # noqa: BLE001 - a closed loop or a bad format: the record is dropped
+            pass
 
 
 class CachedPenalties:
@@ -164,7 +182,7 @@ class Host:
             self.out.send(("failed", str(e) or type(e).__name__))
             await self.out.drain()
             return
-        self.transport.watch_pushes(lambda key, subkey: self._send(("pushed", key, subkey)))
+        self.transport.watch_pushes(lambda key, subkey: self.send(("pushed", key, subkey)))
         self.out.send(("started", self.transport.peer_id))
         news = asyncio.create_task(self._news_loop())
         try:
@@ -175,7 +193,8 @@ class Host:
                 task.cancel()
             await self.transport.stop()
 
-    def _send(self, message: tuple) -> None:
+    def send(self, message: tuple) -> None:
+        """Send to the node, if it is still there (on the host's loop)."""
         with contextlib.suppress(ChannelClosed):
             self.out.send(message)
 
@@ -207,20 +226,20 @@ class Host:
     async def _call(self, call_id: int, method: str, args: tuple) -> None:
         if method == "serve":
             await self.transport.serve(args[0], self._handler_for(args[0]))
-            self._send(("result", call_id, True, None, self.transport.routing_table_size()))
+            self.send(("result", call_id, True, None, self.transport.routing_table_size()))
             return
         if method not in CALLS:
-            self._send(("result", call_id, False, ValueError(f"no such call: {method}"), 0))
+            self.send(("result", call_id, False, ValueError(f"no such call: {method}"), 0))
             return
         try:
             value = await getattr(self.transport, method)(*args)
         except asyncio.CancelledError:
             return  # the node gave up on it: nobody waits for an answer
         except Exception as e:  # noqa: BLE001 - handed to the node's caller
-            self._send(("result", call_id, False, _picklable(e), self.transport.routing_table_size()))
+            self.send(("result", call_id, False, _picklable(e), self.transport.routing_table_size()))
             return
         # The routing table rides along: after a join the node reads it at once, not at the next news.
-        self._send(("result", call_id, True, value, self.transport.routing_table_size()))
+        self.send(("result", call_id, True, value, self.transport.routing_table_size()))
 
     def _handler_for(self, protocol: str):
         async def handle(payload: bytes, requester: str) -> bytes:
@@ -245,7 +264,7 @@ class Host:
                             connected=await self._connected(), rejections=self.stats.take_rejections())
             if self.watch is not None:
                 self.watch.news(news)
-            self._send(("news", news))
+            self.send(("news", news))
             with contextlib.suppress(ChannelClosed):
                 await self.out.drain()
 
@@ -277,11 +296,16 @@ async def serve_node(fd: int) -> None:
         return
     if kind != "settings":
         return
-    await Host(settings, out).run(reader)
+    host = Host(settings, out)
+    root = logging.getLogger()
+    root.handlers[:] = [ChannelLogHandler(asyncio.get_running_loop(), host.send)]
+    root.setLevel(settings.log_level)
+    await host.run(reader)
     out.close()
 
 
 def main(argv: list[str]) -> int:
+    # Until the channel is up (and if it never is): to stderr, which is the node's console.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s libp2p host: %(message)s")
     asyncio.run(serve_node(int(argv[0])))
     return 0

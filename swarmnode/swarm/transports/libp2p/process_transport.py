@@ -56,7 +56,8 @@ class LibP2PProcessTransport(Transport):
         self._settings = HostSettings(identity_path=Path(identity_path), host_maddrs=list(host_maddrs),
                                       announce_maddrs=list(announce_maddrs), client_mode=client_mode,
                                       startup_timeout_s=startup_timeout_s, swarm=swarm, relay_slots=relay_slots,
-                                      policy=policy_settings(policy))
+                                      policy=policy_settings(policy),
+                                      log_level=logging.getLogger().getEffectiveLevel())
         self._startup_timeout_s = startup_timeout_s
         self._policy = policy
         self._penalties = penalties
@@ -225,6 +226,8 @@ class LibP2PProcessTransport(Transport):
                         callback(message[1], message[2])
                 elif kind == "news":
                     self._take_news(message[1])
+                elif kind == "log":
+                    logging.getLogger(message[2]).log(message[1], "%s", message[3])
         except ChannelClosed:
             if not self._stopping:
                 log.warning("the libp2p host process closed its channel")

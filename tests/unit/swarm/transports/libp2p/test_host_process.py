@@ -107,3 +107,26 @@ def test_the_hosts_intake_is_built_from_the_nodes_settings():
 def test_a_failed_request_keeps_its_reason_across_the_channel():
     error = pickle.loads(pickle.dumps(RequestFailed("fetch to 12D3: timed out", "timed out")))
     assert isinstance(error, RequestFailed) and str(error) == "fetch to 12D3: timed out" and error.reason == "timed out"
+
+
+def test_the_hosts_log_records_go_to_the_node_from_any_thread():
+    import logging
+    import threading
+
+    from swarmnode.swarm.transports.libp2p.host_process import ChannelLogHandler
+
+    async def main():
+        sent = []
+        handler = ChannelLogHandler(asyncio.get_running_loop(), sent.append)
+        logger = logging.getLogger("swarmnode.test.host")
+        logger.addHandler(handler)
+        try:
+            thread = threading.Thread(target=lambda: logger.warning("punched %s", "a hole"))
+            thread.start()
+            thread.join()
+            await asyncio.sleep(0.05)  # the send runs on the loop
+        finally:
+            logger.removeHandler(handler)
+        assert sent == [("log", logging.WARNING, "swarmnode.test.host", "punched a hole")]
+
+    asyncio.run(main())
