@@ -91,7 +91,7 @@ class LibP2PProcessTransport(Transport):
         self._out = FrameWriter(writer)
         self._out.send(("settings", self._settings))
         try:
-            first = await asyncio.wait_for(read_frame(reader), self._startup_timeout_s + CALL_SLACK_S)
+            first = await asyncio.wait_for(self._first_word(reader), self._startup_timeout_s + CALL_SLACK_S)
         except (asyncio.TimeoutError, ChannelClosed) as e:
             await self.stop()
             why = "did not start in time" if isinstance(e, asyncio.TimeoutError) else "exited while starting"
@@ -102,6 +102,15 @@ class LibP2PProcessTransport(Transport):
             raise TransportStartError(str(first[1]) if first[0] == "failed" else f"the libp2p host said {first[0]!r}")
         self._peer_id = first[1]
         self._reader_task = asyncio.create_task(self._read(reader), name="libp2p-host-channel")
+
+    @staticmethod
+    async def _first_word(reader: asyncio.StreamReader) -> tuple:
+        """The host's "started" or "failed", its log records before it written as they come."""
+        while True:
+            message = await read_frame(reader)
+            if message[0] != "log":
+                return message
+            _log_record(message)
 
     async def stop(self, timeout_s: float = STOP_WAIT_S) -> None:
         self._stopping = True
@@ -227,7 +236,7 @@ class LibP2PProcessTransport(Transport):
                 elif kind == "news":
                     self._take_news(message[1])
                 elif kind == "log":
-                    logging.getLogger(message[2]).log(message[1], "%s", message[3])
+                    _log_record(message)
         except ChannelClosed:
             if not self._stopping:
                 log.warning("the libp2p host process closed its channel")
@@ -281,3 +290,9 @@ class LibP2PProcessTransport(Transport):
             table = {peer: p for peer in news.connected if (p := self._penalties.penalty(peer)) > 0}
             with contextlib.suppress(ChannelClosed):
                 self._out.send(("penalties", table))
+
+
+def _log_record(message: tuple) -> None:
+    """A ("log", level, logger, text) frame of the host, written as this process's own record."""
+    _, level, name, text = message
+    logging.getLogger(name).log(level, "%s", text)

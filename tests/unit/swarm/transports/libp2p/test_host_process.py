@@ -130,3 +130,19 @@ def test_the_hosts_log_records_go_to_the_node_from_any_thread():
         assert sent == [("log", logging.WARNING, "swarmnode.test.host", "punched a hole")]
 
     asyncio.run(main())
+
+
+def test_log_records_the_host_writes_while_it_starts_are_logged_not_taken_for_its_answer(caplog):
+    import logging
+
+    from swarmnode.swarm.transports.libp2p.host_channel import encode_frame
+
+    async def main():
+        reader = asyncio.StreamReader()
+        reader.feed_data(encode_frame(("log", logging.INFO, "swarmnode.test.start", "listening"))
+                         + encode_frame(("started", "12D3KooWpeer")))
+        return await LibP2PProcessTransport._first_word(reader)
+
+    with caplog.at_level(logging.INFO, logger="swarmnode.test.start"):
+        assert asyncio.run(main()) == ("started", "12D3KooWpeer")
+    assert [r.getMessage() for r in caplog.records if r.name == "swarmnode.test.start"] == ["listening"]
