@@ -39,7 +39,7 @@ class HostNews:
 
     counters: dict[str, int] = field(default_factory=dict)
     routing_table_size: int = 0
-    connected: list[str] = field(default_factory=list)  # peers with a connection now (for penalties)
+    connected: list[str] | None = field(default_factory=list)  # peers with a connection now (None: not known)
     rejections: list[tuple[str, str | None]] = field(default_factory=list)  # (RejectReason value, sender)
     over_key_cap: int = 0  # values refused for a key holding max_values_per_key peers, since the last tick
     foreign: list[Any] = field(default_factory=list)  # RecordOrigin, new or newer

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import socket
 import sys
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from swarmnode.identity.keys import load_p2p_identity, peer_id_from_ed25519
 from swarmnode.protocol.versions import ProtocolVersions
 from swarmnode.swarm.peers import MessageStats, PeerTable, RecordIntake
 from swarmnode.protocol import RejectReason
+from swarmnode.swarm.transports.base import Transport
 from swarmnode.swarm.transports.libp2p.host_channel import ChannelClosed, FrameWriter, HostNews, read_frame
 
 log = logging.getLogger(__name__)
@@ -130,15 +132,17 @@ class IntakeWatch:
         self._incompatible_seen: dict[str, float] = {}
         self._over_cap_seen = 0
 
-    def news(self, news: HostNews) -> None:
+    def changes(self) -> tuple[list[Any], list[Any], int]:
+        """(foreign peers new or newer, incompatible peers new or newer, values over a key's cap)
+        since the last call."""
         try:  # the maps change on the trio thread: a copy taken mid-change is taken again next tick
             foreign, incompatible = list(self._intake.foreign.values()), list(self._intake.incompatible.values())
         except RuntimeError:
             foreign, incompatible = [], []
-        news.foreign = _changed(foreign, self._foreign_seen, "expires_at")
-        news.incompatible = _changed(incompatible, self._incompatible_seen, "timestamp")
         over_cap = self._intake.values_over_key_cap
-        news.over_key_cap, self._over_cap_seen = over_cap - self._over_cap_seen, over_cap
+        over_cap_since, self._over_cap_seen = over_cap - self._over_cap_seen, over_cap
+        return (_changed(foreign, self._foreign_seen, "expires_at"),
+                _changed(incompatible, self._incompatible_seen, "timestamp"), over_cap_since)
 
 
 def _changed(items: list[Any], seen: dict[str, float], stamp: str) -> list[Any]:
@@ -157,23 +161,17 @@ class Host:
     """The host process's side: the thread transport, the calls the node makes on it, the
     node's handlers for peers' requests, and the news it sends back."""
 
-    def __init__(self, settings: HostSettings, out: FrameWriter):
-        from swarmnode.swarm.transports.libp2p.transport import LibP2PTransport
-
+    def __init__(self, out: FrameWriter, transport: Transport, stats: ForwardedStats, penalties: CachedPenalties,
+                 watch: IntakeWatch | None):
         self.out = out
-        self.stats = ForwardedStats()
-        self.penalties = CachedPenalties()
-        peer_id = peer_id_from_ed25519(load_p2p_identity(settings.identity_path).public_bytes)
-        self.intake = intake_of(settings.policy, peer_id, self.stats) if settings.policy is not None else None
-        self.watch = IntakeWatch(self.intake) if self.intake is not None else None
-        self.transport = LibP2PTransport(
-            identity_path=settings.identity_path, host_maddrs=settings.host_maddrs,
-            announce_maddrs=settings.announce_maddrs, client_mode=settings.client_mode,
-            startup_timeout_s=settings.startup_timeout_s, policy=self.intake, swarm=settings.swarm,
-            penalties=self.penalties, relay_slots=settings.relay_slots)
+        self.transport = transport  # a LibP2PTransport (connected_peers besides the Transport's methods)
+        self.stats = stats
+        self.penalties = penalties
+        self.watch = watch
         self._calls: dict[int, asyncio.Task] = {}
         self._handled: dict[int, asyncio.Future] = {}
         self._next_handle = 0
+        self.failed: str | None = None  # why the host stopped on its own (its trio side ended)
 
     async def run(self, reader: asyncio.StreamReader) -> None:
         try:
@@ -184,12 +182,15 @@ class Host:
             return
         self.transport.watch_pushes(lambda key, subkey: self.send(("pushed", key, subkey)))
         self.out.send(("started", self.transport.peer_id))
+        receive = asyncio.create_task(self._receive(reader))
         news = asyncio.create_task(self._news_loop())
         try:
-            await self._receive(reader)
+            # Until the node stops (or is gone), or the host itself fails: then this process
+            # exits, and the node's transport reports it as it reports p2pd's death.
+            await asyncio.wait([receive, news], return_when=asyncio.FIRST_COMPLETED)
+            self.failed = self.transport.failure()  # before stop(), after which it says None
         finally:
-            news.cancel()
-            for task in list(self._calls.values()):
+            for task in [receive, news, *self._calls.values()]:
                 task.cancel()
             await self.transport.stop()
 
@@ -224,22 +225,28 @@ class Host:
                 return
 
     async def _call(self, call_id: int, method: str, args: tuple) -> None:
-        if method == "serve":
-            await self.transport.serve(args[0], self._handler_for(args[0]))
-            self.send(("result", call_id, True, None, self.transport.routing_table_size()))
-            return
-        if method not in CALLS:
-            self.send(("result", call_id, False, ValueError(f"no such call: {method}"), 0))
-            return
+        """Run one call of the node's and always answer it (unless the node cancelled it)."""
         try:
-            value = await getattr(self.transport, method)(*args)
+            if method == "serve":
+                value = await self.transport.serve(args[0], self._handler_for(args[0]))
+            elif method in CALLS:
+                value = await getattr(self.transport, method)(*args)
+            else:
+                raise ValueError(f"no such call: {method}")
         except asyncio.CancelledError:
             return  # the node gave up on it: nobody waits for an answer
-        except Exception as e:  # noqa: BLE001 - handed to the node's caller
-            self.send(("result", call_id, False, _picklable(e), self.transport.routing_table_size()))
+        except BaseException as e:  # noqa: BLE001 - handed to the node's caller, groups included
+            self._answer(call_id, False, _picklable(e))
             return
+        self._answer(call_id, True, value)
+
+    def _answer(self, call_id: int, ok: bool, value: Any) -> None:
         # The routing table rides along: after a join the node reads it at once, not at the next news.
-        self.send(("result", call_id, True, value, self.transport.routing_table_size()))
+        size = self.transport.routing_table_size()
+        try:
+            self.send(("result", call_id, ok, value, size))
+        except Exception as e:  # noqa: BLE001 - e.g. a value over the frame bound: the caller still hears
+            self.send(("result", call_id, False, RuntimeError(f"the answer could not be sent ({e})"), size))
 
     def _handler_for(self, protocol: str):
         async def handle(payload: bytes, requester: str) -> bytes:
@@ -258,21 +265,29 @@ class Host:
         return handle
 
     async def _news_loop(self) -> None:
-        while True:
+        """Every NEWS_EVERY_S: the news to the node. Ends when the host's trio side has failed."""
+        while self.transport.failure() is None:
             await asyncio.sleep(NEWS_EVERY_S)
-            news = HostNews(counters=self.transport.counters(), routing_table_size=self.transport.routing_table_size(),
-                            connected=await self._connected(), rejections=self.stats.take_rejections())
-            if self.watch is not None:
-                self.watch.news(news)
-            self.send(("news", news))
-            with contextlib.suppress(ChannelClosed):
+            try:
+                self.send(("news", await self._news()))
                 await self.out.drain()
+            except ChannelClosed:
+                return
+            except Exception as e:  # noqa: BLE001 - one bad tick must not end the news for the run
+                log.warning("the host's news failed (%s: %s)", type(e).__name__, e)
+        log.error("%s", self.transport.failure())
 
-    async def _connected(self) -> list[str]:
+    async def _news(self) -> HostNews:
+        foreign, incompatible, over_cap = self.watch.changes() if self.watch is not None else ([], [], 0)
+        return HostNews(counters=self.transport.counters(), routing_table_size=self.transport.routing_table_size(),
+                        connected=await self._connected(), rejections=self.stats.take_rejections(),
+                        over_key_cap=over_cap, foreign=foreign, incompatible=incompatible)
+
+    async def _connected(self) -> list[str] | None:
         try:
             return await self.transport.connected_peers()
-        except Exception:  # noqa: BLE001 - no list this tick: the penalties stay as they were
-            return []
+        except Exception:  # noqa: BLE001 - no list this tick (None): the node leaves the penalties as they are
+            return None
 
 
 def _picklable(error: BaseException) -> BaseException:
@@ -286,29 +301,52 @@ def _picklable(error: BaseException) -> BaseException:
         return RuntimeError(f"{type(error).__name__}: {error}")
 
 
-async def serve_node(fd: int) -> None:
+def host_of(settings: HostSettings, out: FrameWriter) -> Host:
+    """The host the node's settings describe: a thread-mode LibP2PTransport checking values with
+    an intake of the node's settings, scoring peers by the penalties the node sends."""
+    from swarmnode.swarm.transports.libp2p.transport import LibP2PTransport
+
+    stats, penalties = ForwardedStats(), CachedPenalties()
+    peer_id = peer_id_from_ed25519(load_p2p_identity(settings.identity_path).public_bytes)
+    intake = intake_of(settings.policy, peer_id, stats) if settings.policy is not None else None
+    transport = LibP2PTransport(
+        identity_path=settings.identity_path, host_maddrs=settings.host_maddrs,
+        announce_maddrs=settings.announce_maddrs, client_mode=settings.client_mode,
+        startup_timeout_s=settings.startup_timeout_s, policy=intake, swarm=settings.swarm,
+        penalties=penalties, relay_slots=settings.relay_slots)
+    return Host(out, transport, stats, penalties, IntakeWatch(intake) if intake is not None else None)
+
+
+async def serve_node(fd: int) -> int:
+    """Serve the node on the channel `fd` until it stops; 1 if the host failed on its own."""
     sock = socket.socket(fileno=fd)
     reader, writer = await asyncio.open_unix_connection(sock=sock)
     out = FrameWriter(writer)
     try:
         kind, settings = await read_frame(reader)
     except ChannelClosed:
-        return
+        return 0
     if kind != "settings":
-        return
-    host = Host(settings, out)
+        return 2
+    host = host_of(settings, out)
     root = logging.getLogger()
     root.handlers[:] = [ChannelLogHandler(asyncio.get_running_loop(), host.send)]
     root.setLevel(settings.log_level)
     await host.run(reader)
+    with contextlib.suppress(ChannelClosed):
+        await out.drain()  # the last log records (why it failed) before the exit
     out.close()
+    return 1 if host.failed else 0
 
 
 def main(argv: list[str]) -> int:
     # Until the channel is up (and if it never is): to stderr, which is the node's console.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s libp2p host: %(message)s")
-    asyncio.run(serve_node(int(argv[0])))
-    return 0
+    # The node stops this process by closing the channel; a Ctrl-C or SIGTERM meant for the node
+    # must not kill it mid-shutdown (it runs in a session of its own too).
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)
+    return asyncio.run(serve_node(int(argv[0])))
 
 
 if __name__ == "__main__":

@@ -49,6 +49,11 @@ def policy_settings(policy: RecordIntake | None) -> PolicySettings | None:
     return PolicySettings(policy.swarm, policy.window_s, policy.max_ttl_s, policy.max_values_per_key, policy.versions)
 
 
+def penalty_table(penalties: PeerPenalty, peers: list[str]) -> dict[str, float]:
+    """What this node holds against each of `peers`, the peers held nothing against left out."""
+    return {peer: p for peer in peers if (p := penalties.penalty(peer)) > 0}
+
+
 class LibP2PProcessTransport(Transport):
     def __init__(self, *, identity_path: Path, host_maddrs: list[str], announce_maddrs: list[str], client_mode: bool,
                  startup_timeout_s: float, policy: RecordIntake | None, swarm: str,
@@ -82,12 +87,17 @@ class LibP2PProcessTransport(Transport):
     async def start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            # A session of its own: a Ctrl-C or SIGTERM for the node's process group must not
+            # kill the host while the node shuts down in order (it exits when the channel closes).
             self._process = await asyncio.create_subprocess_exec(
                 *python_module_command(HOST_MODULE, str(theirs.fileno())), pass_fds=(theirs.fileno(),),
-                env=child_environment(), stdin=asyncio.subprocess.DEVNULL)
+                env=child_environment(), stdin=asyncio.subprocess.DEVNULL, start_new_session=True)
+            reader, writer = await asyncio.open_unix_connection(sock=ours)
+        except BaseException:
+            ours.close()
+            raise
         finally:
             theirs.close()
-        reader, writer = await asyncio.open_unix_connection(sock=ours)
         self._out = FrameWriter(writer)
         self._out.send(("settings", self._settings))
         try:
@@ -137,9 +147,13 @@ class LibP2PProcessTransport(Transport):
 
     def failure(self) -> str | None:
         process = self._process
-        if process is None or self._stopping or process.returncode is None:
+        if process is None or self._stopping:
             return None
-        return f"the libp2p host process exited (code {process.returncode}): the node has no network"
+        if process.returncode is not None:
+            return f"the libp2p host process exited (code {process.returncode}): the node has no network"
+        if self._channel_closed:
+            return "the libp2p host process stopped answering (its channel closed): the node has no network"
+        return None
 
     def watch_pushes(self, callback: Callable[[str, str], None]) -> None:
         self._push_watchers.append(callback)
@@ -223,26 +237,33 @@ class LibP2PProcessTransport(Transport):
         try:
             while True:
                 message = await read_frame(reader)
-                kind = message[0]
-                if kind == "result":
-                    self._settle(*message[1:])
-                elif kind == "handle":
-                    task = asyncio.create_task(self._handle(*message[1:]))
-                    self._handler_tasks.add(task)
-                    task.add_done_callback(self._handler_tasks.discard)
-                elif kind == "pushed":
-                    for callback in self._push_watchers:
-                        callback(message[1], message[2])
-                elif kind == "news":
-                    self._take_news(message[1])
-                elif kind == "log":
-                    _log_record(message)
+                try:
+                    self._dispatch(message)
+                except Exception as e:  # noqa: BLE001 - one message must not end the channel
+                    log.warning("a %r message of the libp2p host failed here (%s: %s)", message[0],
+                                type(e).__name__, e)
         except ChannelClosed:
             if not self._stopping:
                 log.warning("the libp2p host process closed its channel")
         finally:
             self._channel_closed = True  # later calls fail at once
             self._fail_pending()
+
+    def _dispatch(self, message: tuple) -> None:
+        kind = message[0]
+        if kind == "result":
+            self._settle(*message[1:])
+        elif kind == "handle":
+            task = asyncio.create_task(self._handle(*message[1:]))
+            self._handler_tasks.add(task)
+            task.add_done_callback(self._handler_tasks.discard)
+        elif kind == "pushed":
+            for callback in self._push_watchers:
+                asyncio.get_running_loop().call_soon(callback, message[1], message[2])  # as the thread transport does
+        elif kind == "news":
+            self._take_news(message[1])
+        elif kind == "log":
+            _log_record(message)
 
     def _settle(self, call_id: int, ok: bool, value: Any, routing_table_size: int) -> None:
         self._routing_table_size = routing_table_size
@@ -286,10 +307,9 @@ class LibP2PProcessTransport(Transport):
             for peer in news.incompatible:
                 self._policy.remember_incompatible(peer)
             self._policy.count_over_key_cap(news.over_key_cap)
-        if self._penalties is not None and self._out is not None:
-            table = {peer: p for peer in news.connected if (p := self._penalties.penalty(peer)) > 0}
+        if self._penalties is not None and self._out is not None and news.connected is not None:
             with contextlib.suppress(ChannelClosed):
-                self._out.send(("penalties", table))
+                self._out.send(("penalties", penalty_table(self._penalties, news.connected)))
 
 
 def _log_record(message: tuple) -> None:

@@ -36,17 +36,11 @@ def test_the_watch_sends_what_is_new_or_newer_once():
     intake.foreign["f1"] = RecordOrigin("f1", "other", (1, 1), 10.0, 100.0)
     intake.incompatible["i1"] = _incompatible("i1", 5.0)
     intake.values_over_key_cap += 3
-    news = HostNews()
-    watch.news(news)
-    assert [o.peer_id for o in news.foreign] == ["f1"] and [p.peer_id for p in news.incompatible] == ["i1"]
-    assert news.over_key_cap == 3
-    again = HostNews()
-    watch.news(again)
-    assert again.foreign == [] and again.incompatible == [] and again.over_key_cap == 0
+    foreign, incompatible, over_cap = watch.changes()
+    assert [o.peer_id for o in foreign] == ["f1"] and [p.peer_id for p in incompatible] == ["i1"] and over_cap == 3
+    assert watch.changes() == ([], [], 0)
     intake.incompatible["i1"] = _incompatible("i1", 6.0)  # a newer record of the same peer
-    newer = HostNews()
-    watch.news(newer)
-    assert [p.timestamp for p in newer.incompatible] == [6.0]
+    assert [p.timestamp for p in watch.changes()[1]] == [6.0]
 
 
 def test_the_node_counts_and_keeps_the_hosts_news_as_its_own():
@@ -84,6 +78,7 @@ def test_penalties_go_back_for_the_connected_peers_held_something_against():
                                            client_mode=False, startup_timeout_s=1, policy=None, swarm="s",
                                            penalties=Held())
         transport._out = FrameWriter(writer)
+        transport._take_news(HostNews(connected=None))  # the host could not tell: no table sent
         transport._take_news(HostNews(connected=["bad", "good"]))
         assert await read_frame(reader) == ("penalties", {"bad": 60.0})
         writer.close()
@@ -146,3 +141,103 @@ def test_log_records_the_host_writes_while_it_starts_are_logged_not_taken_for_it
     with caplog.at_level(logging.INFO, logger="swarmnode.test.start"):
         assert asyncio.run(main()) == ("started", "12D3KooWpeer")
     assert [r.getMessage() for r in caplog.records if r.name == "swarmnode.test.start"] == ["listening"]
+
+
+def test_a_message_that_fails_here_does_not_end_the_channel_and_a_closed_channel_is_a_failure():
+    import logging
+
+    from swarmnode.swarm.transports.libp2p.host_channel import encode_frame
+
+    async def main():
+        transport = LibP2PProcessTransport(identity_path="unused", host_maddrs=[], announce_maddrs=[],
+                                           client_mode=False, startup_timeout_s=1, policy=None, swarm="s")
+        heard = []
+
+        def broken(key, subkey):
+            raise KeyError(key)
+
+        transport.watch_pushes(broken)
+        transport.watch_pushes(lambda key, subkey: heard.append((key, subkey)))
+        reader = asyncio.StreamReader()
+        reader.feed_data(encode_frame(("news", "not news")) + encode_frame(("pushed", "k", "peer"))
+                         + encode_frame(("log", logging.INFO, "swarmnode.test.read", "still here")))
+        reader.feed_eof()
+        transport._process = type("Running", (), {"returncode": None, "pid": 1})()  # a child still alive
+        await transport._read(reader)
+        await asyncio.sleep(0)  # the watchers run on the loop, as the thread transport's do
+        assert heard == [("k", "peer")]
+        assert "stopped answering" in transport.failure()
+
+    asyncio.run(main())
+
+
+class _StandIn:
+    """The few Transport methods a Host uses, with a trio side that can be made to fail."""
+
+    peer_id = "12D3KooWhost"
+
+    def __init__(self):
+        self.broken = None
+        self.stopped = False
+
+    async def start(self):
+        pass
+
+    async def stop(self):
+        self.stopped = True
+
+    def watch_pushes(self, callback):
+        pass
+
+    def failure(self):
+        return None if self.stopped else self.broken
+
+    def counters(self):
+        return {"pushed_entries": 1}
+
+    def routing_table_size(self):
+        return 2
+
+    async def connected_peers(self):
+        return []
+
+    async def get(self, key):
+        return [key]
+
+    async def store(self, *args):
+        raise BaseExceptionGroup("two at once", [ValueError("a"), KeyError("b")])
+
+
+def test_the_host_answers_every_call_and_exits_when_its_trio_side_fails(monkeypatch):
+    import socket
+
+    from swarmnode.swarm.transports.libp2p import host_process
+    from swarmnode.swarm.transports.libp2p.host_channel import FrameWriter, encode_frame
+
+    monkeypatch.setattr(host_process, "NEWS_EVERY_S", 0.01)
+
+    async def main():
+        ours, theirs = socket.socketpair()
+        node_reader, node_writer = await asyncio.open_unix_connection(sock=ours)
+        host_reader, host_writer = await asyncio.open_unix_connection(sock=theirs)
+        stand_in = _StandIn()
+        host = host_process.Host(FrameWriter(host_writer), stand_in, ForwardedStats(), CachedPenalties(), None)
+        running = asyncio.create_task(host.run(host_reader))
+        assert await read_frame(node_reader) == ("started", "12D3KooWhost")
+        for message in (("call", 1, "get", ("k",)), ("call", 2, "store", ("k", "s", b"v", 1.0)),
+                        ("call", 3, "no_such_call", ())):
+            node_writer.write(encode_frame(message))
+        results = {}
+        while len(results) < 3:
+            message = await read_frame(node_reader)
+            if message[0] == "result":
+                results[message[1]] = message[2:]
+        assert results[1] == (True, ["k"], 2)
+        assert results[2][0] is False and isinstance(results[2][1], Exception)  # the group, or what it became
+        assert results[3][0] is False and "no such call" in str(results[3][1])
+        stand_in.broken = "the libp2p transport stopped (OSError: gone): the node has no network"
+        await asyncio.wait_for(running, 5)
+        assert host.failed == stand_in.broken and stand_in.stopped
+        node_writer.close()
+
+    asyncio.run(main())
