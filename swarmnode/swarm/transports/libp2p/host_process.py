@@ -340,13 +340,20 @@ async def serve_node(fd: int) -> int:
 
 
 def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m swarmnode.swarm.transports.libp2p.host_process",
+                                     description="The libp2p host of a node that started it (network.libp2p_host: "
+                                                 "process); not a command for people to run.")
+    parser.add_argument("fd", type=int, help="the channel: this process's end of the node's Unix socket pair")
+    fd = parser.parse_args(argv).fd
     # Until the channel is up (and if it never is): to stderr, which is the node's console.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s libp2p host: %(message)s")
     # The node stops this process by closing the channel; a Ctrl-C or SIGTERM meant for the node
     # must not kill it mid-shutdown (it runs in a session of its own too).
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, signal.SIG_IGN)
-    return asyncio.run(serve_node(int(argv[0])))
+    return asyncio.run(serve_node(fd))
 
 
 if __name__ == "__main__":
