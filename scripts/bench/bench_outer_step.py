@@ -12,7 +12,6 @@ echo-free agreement, timed on their own.
 
     .venv/bin/python scripts/bench/bench_outer_step.py
     .venv/bin/python scripts/bench/bench_outer_step.py --partners 4 --steps 40
-    .venv/bin/python scripts/bench/bench_outer_step.py --partners 4 --steps 60 --every 4
 """
 from __future__ import annotations
 
@@ -33,8 +32,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--model", default="bundled:tiny-policy")
     p.add_argument("--partners", type=int, default=2, help="summaries merged per outer step (partners_per_step)")
     p.add_argument("--steps", type=int, default=30, help="outer steps per arm")
-    p.add_argument("--every", type=int, default=20, help="H: local steps per outer step (sets how many of its own "
-                                                         "summaries a node looks for echoes among)")
     return p.parse_args(argv)
 
 
@@ -67,8 +64,7 @@ def main(argv: list[str]) -> int:
     arms = {}
     for robust in (False, True):
         model = load_policy(args.model).model
-        config = OuterConfig(every_steps=args.every, partners_per_step=args.partners, compression=compression,
-                             robust=robust)
+        config = OuterConfig(partners_per_step=args.partners, compression=compression, robust=robust)
         arms[robust] = (OuterLoop(model, config), model)
     shapes = arms[True][0].shapes
     peers = [peer_summary(shapes, compression, generator) for _ in range(args.partners)]

@@ -4,8 +4,8 @@ the part that only repeats this node's own published summaries taken out.
 A peer judged by cos(d_j, D) (summaries/trust.py) could earn full trust by sending back this
 node's own summaries, which it fetches like anyone else: they agree with D better than any
 honest summary (cos ~ 0.23 on the bundled policy against honest peers' ~ 0.01 - 0.02), and the
-trust earned is then cashed in. So the agreement leaves out what d_j shares with the last K
-summaries this node published, S = [s_1 .. s_K]:
+trust earned is then cashed in. So the agreement leaves out what d_j shares with the last
+OWN_KEPT summaries this node published, S = [s_1 .. s_K]:
 
     e_j = S c,   c = G^+ S^T d_j,   G = S^T S        (e_j: d_j projected on their span)
 
@@ -21,14 +21,10 @@ peer that learns the same thing agrees with.
 
 The summaries are kept sparse (indices and values over the parameters flattened in one order);
 G is updated as each one is added, so judging a peer costs one flattening, K sparse dot
-products and a K x K solve. K covers the direction's memory (OuterLoop keeps about as many
-summaries as D remembers outer steps: an echo of any summary D still holds is taken out; with 5
-kept, an echo of older ones earned full trust), at most as many entries as the model has
-parameters in all (with the usual 2% of entries a summary that is ~50 summaries).
+products and a K x K solve.
 """
 from __future__ import annotations
 
-import warnings
 from collections import deque
 
 import torch
@@ -37,6 +33,7 @@ from torch import Tensor
 from swarmnode.summaries.robust import dot
 
 Tensors = dict[str, Tensor]
+OWN_KEPT = 5  # an echo sends back what this node published lately; older ones weigh little in it
 
 
 def flat(tensors: Tensors, names: list[str]) -> Tensor:
@@ -64,31 +61,12 @@ def echo_free_agreement(d_dot_direction: float, d_norm: float, direction_norm: f
     return (d_dot_direction - max(0.0, echo_on_direction)) / (d_norm * direction_norm)
 
 
-def sparse_rows(index: Tensor, values: Tensor, sizes: list[int], columns: int) -> Tensor:
-    """The rows (sizes[i] entries each, in order) as one CSR matrix: its product with a vector
-    is one pass over the entries (a Python loop of K dot products cost ~3x as much at K = 50)."""
-    crow = torch.zeros(len(sizes) + 1, dtype=torch.long)
-    crow[1:] = torch.tensor(sizes, dtype=torch.long).cumsum(0)
-    with warnings.catch_warnings():  # "sparse CSR support is in beta": matrix-vector products are what is used
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(crow, index, values, size=(len(sizes), columns))
-
-
 class OwnSummaries:
-    """This node's last `kept` published summaries (sparse, over the parameters flattened in one
-    order) and their Gram matrix; older ones leave first, also while the kept hold more than
-    `max_entries` entries in all (the newest always stays)."""
+    """This node's last OWN_KEPT published summaries (sparse, over the parameters flattened in
+    one order) and their Gram matrix."""
 
-    def __init__(self, kept: int, max_entries: int):
-        if kept < 1 or max_entries < 1:
-            raise ValueError(f"OwnSummaries keeps at least one summary of one entry, not {kept} of {max_entries}")
-        self.kept, self.max_entries = kept, max_entries
-        # All kept summaries' entries in one sparse list, oldest first: S^T x is one gather and
-        # one segmented sum, whatever the number kept.
-        self._index = torch.zeros(0, dtype=torch.long)
-        self._values = torch.zeros(0)
-        self._sizes: deque[int] = deque()  # entries of each kept summary
-        self._matrix: Tensor | None = None  # S^T as a sparse K x P matrix (CSR)
+    def __init__(self, kept: int = OWN_KEPT):
+        self._sent: deque[tuple[Tensor, Tensor]] = deque(maxlen=kept)
         self._gram = torch.zeros(0, 0, dtype=torch.float64)
         self._names: list[str] | None = None  # the order of the flattening, from the first summary
 
@@ -97,22 +75,16 @@ class OwnSummaries:
         if self._names is None:
             self._names = list(sent)
         vector = flat(sent, self._names)
-        row = self.on(vector)
-        n = len(self._sizes)
+        row = [float(torch.dot(vector[index], values)) for index, values in self._sent]
+        n = len(self._sent)
         gram = torch.zeros(n + 1, n + 1, dtype=torch.float64)
         gram[:n, :n] = self._gram
-        gram[n, :n] = gram[:n, n] = row
+        gram[n, :n] = gram[:n, n] = torch.tensor(row, dtype=torch.float64)
         gram[n, n] = float(torch.dot(vector, vector))
-        index, values = sparse_of(vector)
-        self._index, self._values = torch.cat([self._index, index]), torch.cat([self._values, values])
-        self._sizes.append(len(index))
-        dropped = entries_dropped = 0
-        while len(self._sizes) > 1 and (len(self._sizes) > self.kept or len(self._index) - entries_dropped > self.max_entries):
-            entries_dropped += self._sizes.popleft()
-            dropped += 1
-        self._index, self._values = self._index[entries_dropped:], self._values[entries_dropped:]
-        self._gram = gram[dropped:, dropped:]
-        self._matrix = sparse_rows(self._index, self._values, list(self._sizes), len(vector))
+        if n == self._sent.maxlen:
+            gram = gram[1:, 1:]
+        self._sent.append(sparse_of(vector))
+        self._gram = gram
 
     @property
     def gram(self) -> Tensor:
@@ -125,9 +97,10 @@ class OwnSummaries:
 
     def on(self, vector: Tensor | None) -> Tensor:
         """S^T x for a flattened x (float64, oldest first; empty before the first summary)."""
-        if vector is None or self._matrix is None:
-            return torch.zeros(len(self._sizes), dtype=torch.float64)
-        return torch.mv(self._matrix, vector).double()
+        if vector is None:
+            return torch.zeros(0, dtype=torch.float64)
+        return torch.tensor([float(torch.dot(vector[index], values)) for index, values in self._sent],
+                            dtype=torch.float64)
 
     def agreement(self, d: Tensors, d_norm: float, direction: Tensors, direction_norm: float,
                   own_on_direction: Tensor) -> float:
@@ -137,4 +110,4 @@ class OwnSummaries:
                                    own_on_direction)
 
     def __len__(self) -> int:
-        return len(self._sizes)
+        return len(self._sent)

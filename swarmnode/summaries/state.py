@@ -138,12 +138,6 @@ def direction_decay(every_steps: int) -> float:
     return math.exp(-every_steps / DIRECTION_MEMORY_STEPS)
 
 
-def own_summaries_kept(every_steps: int) -> int:
-    """ceil(DIRECTION_MEMORY_STEPS / H): the outer steps the direction remembers (50 at H = 4,
-    10 at H = 20), the own summaries an echo is looked for among."""
-    return math.ceil(DIRECTION_MEMORY_STEPS / max(1, every_steps))
-
-
 class OuterLoop:
     """DiLoCo-style outer loop over a model's trainable parameters."""
 
@@ -159,13 +153,11 @@ class OuterLoop:
         # gradients' device: a GPU node copies them to the CPU once an outer step, not every step.
         self.gradient_sum: dict[str, Tensor] = {}
         self.gradients_added = 0
-        parameters = sum(t.numel() for t in self.anchor.values())
-        # What this node published while its direction remembers it: an echo of it earns nothing.
-        self.own_sent = OwnSummaries(own_summaries_kept(config.every_steps), max_entries=parameters)
+        self.own_sent = OwnSummaries()  # what this node published lately: an echo of it earns nothing
         self.direction_decay = direction_decay(config.every_steps)
         self.inbox = SummaryInbox(max_peers)
         self.trust = TrustBook(max_peers, initial=config.trust_initial, skip_below=config.trust_skip_below,
-                               parameters=parameters, acting=config.robust)
+                               parameters=sum(t.numel() for t in self.anchor.values()), acting=config.robust)
         self.outer_steps = 0
         self.own_norms: deque[float] = deque(maxlen=OWN_NORMS_KEPT)
         # The partners of the last outer steps (bounded: MERGES_REMEMBERED x partners_per_step ids).

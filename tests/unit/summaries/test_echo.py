@@ -35,32 +35,18 @@ def test_echo_free_agreement_by_hand():
 
 
 def test_own_summaries_keep_the_last_few_and_their_gram_matrix():
-    own = OwnSummaries(kept=2, max_entries=100)
+    own = OwnSummaries(kept=2)
     own.add(vec(1.0, 0.0, 0.0))
     own.add(vec(1.0, 1.0, 0.0))
     own.add(vec(0.0, 0.0, 2.0))  # the first leaves
     assert len(own) == 2
     assert own.gram.tolist() == [[2.0, 0.0], [0.0, 4.0]]
     assert own.on(own.flat(vec(1.0, 2.0, 3.0))).tolist() == [3.0, 6.0]
-    nothing = OwnSummaries(kept=2, max_entries=100)
-    assert nothing.on(nothing.flat(vec(1.0))).tolist() == []  # nothing published yet
-
-
-def test_own_summaries_keep_at_most_max_entries_and_always_the_newest():
-    own = OwnSummaries(kept=10, max_entries=3)
-    own.add(vec(1.0, 0.0, 0.0))  # 1 entry
-    own.add(vec(0.0, 1.0, 0.0))  # 2
-    own.add(vec(0.0, 3.0, 2.0))  # 4 > 3: the first leaves (3 entries)
-    assert len(own) == 2
-    assert own.gram.tolist() == [[1.0, 3.0], [3.0, 13.0]]
-    own.add(vec(1.0, 1.0, 1.0))  # 3 entries alone: the newest stays, whatever its size
-    assert len(own) == 1 and own.gram.tolist() == [[3.0]]
-    with pytest.raises(ValueError):
-        OwnSummaries(kept=0, max_entries=3)
+    assert OwnSummaries().on(OwnSummaries().flat(vec(1.0))).tolist() == []  # nothing published yet
 
 
 def test_a_mixed_echo_is_judged_on_what_it_adds():
-    own = OwnSummaries(kept=5, max_entries=100)
+    own = OwnSummaries()
     s1, s2 = vec(1.0, 0.0, 0.0, 0.0), vec(0.0, 1.0, 0.0, 0.0)
     own.add(s1)
     own.add(s2)
