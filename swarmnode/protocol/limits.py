@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 from google.protobuf.message import Message
 
+from swarmnode.protocol.chunk_offsets import chunk_entry_counts, gap_low_bits, gap_offsets
 from swarmnode.protocol.generated import gradient_summary_pb2, peer_record_pb2, rollout_batch_pb2
 
 MAX_PEER_ID_CHARS = 128
@@ -64,14 +65,17 @@ _VALUE_BYTES = {
     gradient_summary_pb2.VALUE_DTYPE_BFLOAT16: 2,
     gradient_summary_pb2.VALUE_DTYPE_INT8: 1,
 }
-# Bits per code of COMPRESSION_SCHEME_CHUNKED_TOPK values (INT2 / INT4 only valid there).
+# Bits per code of chunked top-k values (INT2 / INT4 only valid there).
 _CODE_BITS = {
     gradient_summary_pb2.VALUE_DTYPE_INT2: 2,
     gradient_summary_pb2.VALUE_DTYPE_INT4: 4,
     gradient_summary_pb2.VALUE_DTYPE_INT8: 8,
 }
+# Chunked top-k, its offsets as uint16 or gap-coded (swarmnode/protocol/chunk_offsets.py).
+CHUNKED_SCHEMES = (gradient_summary_pb2.COMPRESSION_SCHEME_CHUNKED_TOPK,
+                   gradient_summary_pb2.COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS)
 _SCHEMES = (gradient_summary_pb2.COMPRESSION_SCHEME_DENSE, gradient_summary_pb2.COMPRESSION_SCHEME_TOPK,
-            gradient_summary_pb2.COMPRESSION_SCHEME_CHUNKED_TOPK)
+            *CHUNKED_SCHEMES)
 
 
 def _finite(x: float) -> bool:
@@ -153,8 +157,9 @@ def check_rollout_announcement_structure(announcement: rollout_batch_pb2.Rollout
 
 
 def _chunked_topk_problem(t: gradient_summary_pb2.CompressedTensor, numel: int, chunk_size: int,
-                          per_chunk: int) -> str | None:
-    """Lengths and offsets of one COMPRESSION_SCHEME_CHUNKED_TOPK tensor, as the .proto lays them out.
+                          per_chunk: int, gaps: bool) -> str | None:
+    """Lengths and offsets of one chunked top-k tensor (uint16 offsets, or gap-coded with `gaps`:
+    COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS), as the .proto lays them out.
 
     Every length follows from shape, chunk_size and per_chunk, so they are compared before
     anything is decoded; offsets are then checked with numpy, never entry by entry.
@@ -167,12 +172,18 @@ def _chunked_topk_problem(t: gradient_summary_pb2.CompressedTensor, numel: int, 
     bits = _CODE_BITS.get(t.value_dtype)
     if bits is None:
         return f"tensor {t.name}: value dtype {t.value_dtype} is not a chunked-top-k code (INT2, INT4, INT8)"
-    if len(t.indices) != 2 * count:
+    if not gaps and len(t.indices) != 2 * count:
         return f"tensor {t.name}: {len(t.indices)} index bytes for {count} entries"
     if len(t.values) != (count * bits + 7) // 8:
         return f"tensor {t.name}: {len(t.values)} value bytes for {count} {bits}-bit codes"
     if len(t.scales) != 2 * n_chunks:
         return f"tensor {t.name}: {len(t.scales)} scale bytes for {n_chunks} chunks"
+    if gaps:
+        # Ascending within each chunk and inside it by construction, or not decoded at all.
+        counts = chunk_entry_counts(numel, chunk_size, per_chunk)
+        lengths = np.minimum(chunk_size, numel - chunk_size * np.arange(n_chunks))
+        decoded = gap_offsets(t.indices, counts, lengths, gap_low_bits(chunk_size, per_chunk))
+        return f"tensor {t.name}: {decoded}" if isinstance(decoded, str) else None
     offsets = np.frombuffer(t.indices, dtype="<u2")
     head = offsets[: full * k].reshape(full, k)
     tail = offsets[full * k:]
@@ -195,7 +206,7 @@ def check_gradient_summary_structure(summary: gradient_summary_pb2.GradientSumma
         return "step_end before step_start"
     if summary.scheme not in _SCHEMES:
         return f"unknown compression scheme {summary.scheme}"
-    chunked = summary.scheme == gradient_summary_pb2.COMPRESSION_SCHEME_CHUNKED_TOPK
+    chunked = summary.scheme in CHUNKED_SCHEMES
     if chunked and not (0 < summary.chunk_size <= MAX_CHUNK_SIZE and 0 < summary.per_chunk <= summary.chunk_size):
         return f"chunk_size {summary.chunk_size} / per_chunk {summary.per_chunk} outside 1..{MAX_CHUNK_SIZE} / 1..chunk_size"
     if not 0 < len(summary.tensors) <= MAX_TENSORS_PER_SUMMARY:
@@ -213,7 +224,8 @@ def check_gradient_summary_structure(summary: gradient_summary_pb2.GradientSumma
         if not _finite(t.scale):
             return f"tensor {t.name}: scale not finite"
         if chunked:
-            problem = _chunked_topk_problem(t, numel, summary.chunk_size, summary.per_chunk)
+            problem = _chunked_topk_problem(t, numel, summary.chunk_size, summary.per_chunk,
+                                            summary.scheme == gradient_summary_pb2.COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS)
             if problem:
                 return problem
             continue

@@ -2,7 +2,8 @@
 merge them robustly with an outer optimizer (DiLoCo / NoLoCo without a barrier). Pure math and
 state; the node's loops (node/gossip/summaries.py) move the bytes.
 
-- compress.py: CompressionConfig, compress (chunked top-k with error feedback), decode_tensor, dense_bytes
+- compress.py: CompressionConfig, compress (chunked top-k with error feedback), gap_coded (its
+  offsets gap-coded for the wire), decode_tensor, dense_bytes
 - checks.py: check_summary (base, names, shapes, finite values, norm bound), norm_bound
 - outer.py: pseudo_gradient, peer_weights, frequency_corrections, merge_pseudo_gradients (the plain
   weighted mean), outer_update
@@ -15,7 +16,7 @@ state; the node's loops (node/gossip/summaries.py) move the bytes.
   and OuterResult, SummaryInbox and Received (peers' summaries waiting), fetch_allowance
 """
 from swarmnode.summaries.checks import check_summary, norm_bound
-from swarmnode.summaries.compress import CompressionConfig, compress, decode_tensor, dense_bytes
+from swarmnode.summaries.compress import CompressionConfig, compress, decode_tensor, dense_bytes, gap_coded
 from swarmnode.summaries.outer import (
     frequency_corrections,
     merge_pseudo_gradients,
@@ -30,7 +31,7 @@ from swarmnode.summaries.trust import TrustBook, Verdict
 __all__ = [
     "CompressionConfig", "OuterConfig", "OuterLoop", "OuterResult", "Received", "SummaryInbox", "TrustBook", "Verdict",
     "check_summary", "compress", "cosine", "decode_tensor", "dense_bytes", "fetch_allowance", "frequency_corrections",
-    "merge_pseudo_gradients",
+    "gap_coded", "merge_pseudo_gradients",
     "norm_bound",
     "outer_update", "peer_weights", "pseudo_gradient", "robust_merge",
 ]

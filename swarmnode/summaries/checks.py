@@ -14,6 +14,7 @@ from torch import Tensor
 
 from swarmnode.protocol.codec import Rejected, RejectReason
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
+from swarmnode.protocol.limits import CHUNKED_SCHEMES
 from swarmnode.summaries.compress import BITS_OF_VALUE_DTYPE, decode_tensor
 from swarmnode.summaries.outer import global_norm
 
@@ -40,8 +41,9 @@ def check_summary(summary: pb.GradientSummary, *, sender: str, base_fingerprint:
 
     if summary.base_fingerprint != base_fingerprint:
         raise reject(RejectReason.WRONG_BASE, f"base {summary.base_fingerprint[:32]!r}, this node's is {base_fingerprint!r}")
-    if summary.scheme != pb.COMPRESSION_SCHEME_CHUNKED_TOPK:
+    if summary.scheme not in CHUNKED_SCHEMES:
         raise reject(RejectReason.BAD_TENSOR, f"compression scheme {summary.scheme} is not chunked top-k")
+    gaps = summary.scheme == pb.COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS
     names = [t.name for t in summary.tensors]
     if len(names) != len(set(names)) or set(names) != set(shapes):
         missing, extra = set(shapes) - set(names), set(names) - set(shapes)
@@ -53,7 +55,7 @@ def check_summary(summary: pb.GradientSummary, *, sender: str, base_fingerprint:
             raise reject(RejectReason.BAD_TENSOR, f"{t.name}: shape {tuple(t.shape)}, expected {tuple(shapes[t.name])}")
         if t.value_dtype not in BITS_OF_VALUE_DTYPE:
             raise reject(RejectReason.BAD_TENSOR, f"{t.name}: value dtype {t.value_dtype} is not a chunked code")
-        value = decode_tensor(t, summary.chunk_size, summary.per_chunk)
+        value = decode_tensor(t, summary.chunk_size, summary.per_chunk, gaps=gaps)
         if not bool(torch.isfinite(value).all()):
             raise reject(RejectReason.NON_FINITE, f"{t.name}: NaN or Inf")
         decoded[t.name] = value

@@ -1,9 +1,9 @@
 """Chunked top-k compression of a pseudo-gradient, with low-bit values and error feedback.
 
 SparseLoCo's scheme: each tensor is flattened and cut into chunks of
-`chunk_size` elements; each chunk keeps its `per_chunk` largest-magnitude entries, sent as a
-uint16 offset within the chunk and a `bits`-bit code against one float16 scale per chunk
-(the chunk's largest kept magnitude). Code q of b bits stands for
+`chunk_size` elements; each chunk keeps its `per_chunk` largest-magnitude entries, ascending by
+offset, sent as an offset within the chunk (uint16, or gap-coded: protocol/chunk_offsets.py) and
+a `bits`-bit code against one float16 scale per chunk (the chunk's largest kept magnitude). Code q of b bits stands for
 
     value(q) = scale * (2q + 1 - 2^b) / (2^b - 1),      q in 0 .. 2^b - 1
 
@@ -11,8 +11,8 @@ uint16 offset within the chunk and a `bits`-bit code against one float16 scale p
 and keeps residual' = e - decode(sent), so what one summary leaves out is carried into the
 next, never dropped.
 
-Bytes per kept entry: 2 (offset) + b/8 (code), plus 2 per chunk for the scale: at 2% density
-and 2 bits, about 89x fewer bytes than the dense fp32 delta.
+Bytes per kept entry: 2 (uint16 offset) or about (L + 2) / 8 (gap-coded, L = 5 at 2% density),
+plus b/8 (code), plus 2 per chunk for the scale.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from swarmnode.protocol.chunk_offsets import chunk_entry_counts, encode_gaps, gap_low_bits, gap_offsets
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 
 VALUE_DTYPE_OF_BITS = {2: pb.VALUE_DTYPE_INT2, 4: pb.VALUE_DTYPE_INT4, 8: pb.VALUE_DTYPE_INT8}
@@ -39,14 +40,6 @@ class CompressionConfig:
     def per_chunk(self) -> int:
         """Entries kept per full chunk: round(density * chunk_size), at least 1."""
         return max(1, round(self.density * self.chunk_size))
-
-
-def chunk_counts(numel: int, chunk_size: int, per_chunk: int) -> np.ndarray:
-    """Entries sent by each chunk of a numel-element tensor: min(per_chunk, chunk length)."""
-    n_chunks = math.ceil(numel / chunk_size)
-    lengths = np.full(n_chunks, chunk_size, dtype=np.int64)
-    lengths[-1] = numel - chunk_size * (n_chunks - 1)
-    return np.minimum(lengths, per_chunk)
 
 
 def quantize(values: Tensor, scale: Tensor, bits: int) -> Tensor:
@@ -88,7 +81,7 @@ def _chunk_layout(numels: list[int], chunk_size: int, per_chunk: int) -> tuple[n
     (first chunk of each tensor, plus the total at the end; entries kept by each chunk)."""
     n_chunks = [math.ceil(n / chunk_size) for n in numels]
     first = np.concatenate([[0], np.cumsum(n_chunks)]).astype(np.int64)
-    counts = np.concatenate([chunk_counts(n, chunk_size, per_chunk) for n in numels])
+    counts = np.concatenate([chunk_entry_counts(n, chunk_size, per_chunk) for n in numels])
     return first, counts
 
 
@@ -114,8 +107,11 @@ def compress(delta: dict[str, Tensor], residual: dict[str, Tensor], config: Comp
         magnitude[c * cs:c * cs + x.numel()] = x.abs()
     k = min(config.per_chunk, cs)
     top, offsets = magnitude.view(-1, cs).topk(k, dim=1)  # [chunks, k], largest first
-    keep = torch.arange(k)[None, :] < torch.from_numpy(counts)[:, None]  # short last chunks keep fewer
     scales = top[:, 0].to(torch.float16).to(torch.float32)  # the largest kept |e|, as the receiver sees it
+    # Ascending offsets (gap coding needs them; uint16 does not mind). Padding lies past a
+    # tensor's elements, so a short last chunk's real entries still come first.
+    offsets = torch.sort(offsets, dim=1).values
+    keep = torch.arange(k)[None, :] < torch.from_numpy(counts)[:, None]  # short last chunks keep fewer
     chunk_of = torch.arange(len(counts))[:, None].expand(-1, k)[keep]
     offsets = offsets[keep]
     positions = chunk_of * cs + offsets
@@ -139,12 +135,41 @@ def compress(delta: dict[str, Tensor], residual: dict[str, Tensor], config: Comp
     return tensors, sent, new_residual
 
 
-def decode_tensor(t: pb.CompressedTensor, chunk_size: int, per_chunk: int) -> Tensor:
-    """The dense fp32 tensor a structurally checked (protocol.limits) CompressedTensor stands for."""
+def gap_coded(tensors: list[pb.CompressedTensor], chunk_size: int, per_chunk: int) -> list[pb.CompressedTensor]:
+    """`compress`'s tensors (uint16 offsets, ascending in each chunk) with their offsets gap-coded
+    (COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS); values and scales unchanged."""
+    low_bits = gap_low_bits(chunk_size, per_chunk)
+    out = []
+    for t in tensors:
+        coded = pb.CompressedTensor()
+        coded.CopyFrom(t)
+        counts = chunk_entry_counts(math.prod(t.shape), chunk_size, per_chunk)
+        coded.indices = encode_gaps(np.frombuffer(t.indices, dtype="<u2"), counts, low_bits)
+        out.append(coded)
+    return out
+
+
+def chunk_offsets(t: pb.CompressedTensor, chunk_size: int, per_chunk: int, *, gaps: bool) -> np.ndarray:
+    """A structurally checked (protocol.limits) tensor's offsets within their chunks, in the order
+    of its values: uint16, or gap-coded (`gaps`)."""
+    if not gaps:
+        return np.frombuffer(t.indices, dtype="<u2").astype(np.int64)
     numel = math.prod(t.shape)
-    counts = chunk_counts(numel, chunk_size, per_chunk)
+    counts = chunk_entry_counts(numel, chunk_size, per_chunk)
+    lengths = np.minimum(chunk_size, numel - chunk_size * np.arange(len(counts)))
+    offsets = gap_offsets(t.indices, counts, lengths, gap_low_bits(chunk_size, per_chunk))
+    if isinstance(offsets, str):
+        raise ValueError(f"tensor {t.name}: {offsets} (not checked by protocol.limits)")
+    return offsets
+
+
+def decode_tensor(t: pb.CompressedTensor, chunk_size: int, per_chunk: int, *, gaps: bool = False) -> Tensor:
+    """The dense fp32 tensor a structurally checked (protocol.limits) CompressedTensor stands for
+    (offsets gap-coded with `gaps`: COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS)."""
+    numel = math.prod(t.shape)
+    counts = chunk_entry_counts(numel, chunk_size, per_chunk)
     chunks = np.repeat(np.arange(len(counts)), counts)
-    offsets = np.frombuffer(t.indices, dtype="<u2").astype(np.int64)
+    offsets = chunk_offsets(t, chunk_size, per_chunk, gaps=gaps)
     bits = BITS_OF_VALUE_DTYPE[t.value_dtype]
     codes = torch.from_numpy(unpack_codes(t.values, bits, len(offsets)))
     scales = torch.from_numpy(np.frombuffer(t.scales, dtype="<f2").astype(np.float32))

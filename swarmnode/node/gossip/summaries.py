@@ -46,7 +46,15 @@ from swarmnode.protocol.codec import Rejected, RejectReason, VersionedSigner
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.signed_values import age_problem
 from swarmnode.protocol.summary_messages import CheckedSummaryAnnouncement, build_summary_announcement, open_summary, seal_summary
-from swarmnode.summaries import CompressionConfig, OuterResult, Received, check_summary, dense_bytes, fetch_allowance
+from swarmnode.summaries import (
+    CompressionConfig,
+    OuterResult,
+    Received,
+    check_summary,
+    dense_bytes,
+    fetch_allowance,
+    gap_coded,
+)
 from swarmnode.summaries.trust import REPEATED
 from swarmnode.utils.lru_map import LRUMap
 from swarmnode.swarm.key_layout import KeyLayout
@@ -152,11 +160,13 @@ class SummaryGossip:
 
     # -- publish -------------------------------------------------------------------------------
 
-    def _seal(self, outgoing: OutgoingSummary, summary_id: int) -> bytes:
+    def _seal(self, outgoing: OutgoingSummary, summary_id: int) -> tuple[bytes, bytes]:
         with self._timed():
             return self._seal_summary(outgoing, summary_id)
 
-    def _seal_summary(self, outgoing: OutgoingSummary, summary_id: int) -> bytes:
+    def _seal_summary(self, outgoing: OutgoingSummary, summary_id: int) -> tuple[bytes, bytes]:
+        """The summary sealed with gap-coded offsets (announced) and with uint16 ones (for nodes
+        of an earlier release, which do not read the first)."""
         now = self.transport.dht_time()
         compression = self.outer.compression()  # the settings the tensors were made with
         chunk, per_chunk = compression.chunk_size, compression.per_chunk
@@ -167,7 +177,11 @@ class SummaryGossip:
             window=window_index(now, self.config.swarm.window_s), num_samples=min(outgoing.num_samples, 2**32 - 1),
             created_at=now, summary_id=summary_id,
         )
-        return seal_summary(self.identity, summary)
+        older = seal_summary(self.identity, summary)
+        summary.scheme = pb.COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS
+        del summary.tensors[:]
+        summary.tensors.extend(gap_coded(outgoing.tensors, chunk, per_chunk))
+        return seal_summary(self.identity, summary), older
 
     async def publish_loop(self) -> None:
         while True:
@@ -176,8 +190,8 @@ class SummaryGossip:
                 await asyncio.sleep(0.2)
                 continue
             self._next_id += 1
-            envelope = await asyncio.to_thread(self._seal, outgoing, self._next_id)
-            self.outbox.add(self._next_id, envelope)
+            envelope, older = await asyncio.to_thread(self._seal, outgoing, self._next_id)
+            self.outbox.add(self._next_id, envelope, older)
             self.counters.sent += 1
             self.counters.bytes_sent += len(envelope)
             self._new_summary.set()

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#swarmnode/v1/gradient_summary.proto\x12\x0cswarmnode.v1\"\xa2\x01\n\x10\x43ompressedTensor\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\x05shape\x18\x02 \x03(\rB\x02\x10\x01\x12\x0f\n\x07indices\x18\x03 \x01(\x0c\x12\x0e\n\x06values\x18\x04 \x01(\x0c\x12-\n\x0bvalue_dtype\x18\x05 \x01(\x0e\x32\x18.swarmnode.v1.ValueDtype\x12\r\n\x05scale\x18\x06 \x01(\x02\x12\x0e\n\x06scales\x18\x07 \x01(\x0c\"\xd8\x02\n\x0fGradientSummary\x12\x19\n\x11model_fingerprint\x18\x01 \x01(\t\x12\x14\n\x0c\x62\x61se_version\x18\x02 \x01(\x04\x12\x12\n\nstep_start\x18\x03 \x01(\x04\x12\x10\n\x08step_end\x18\x04 \x01(\x04\x12/\n\x06scheme\x18\x05 \x01(\x0e\x32\x1f.swarmnode.v1.CompressionScheme\x12/\n\x07tensors\x18\x06 \x03(\x0b\x32\x1e.swarmnode.v1.CompressedTensor\x12\x0e\n\x06window\x18\x07 \x01(\x04\x12\x13\n\x0bnum_samples\x18\x08 \x01(\r\x12\x12\n\ncreated_at\x18\t \x01(\x01\x12\x18\n\x10\x62\x61se_fingerprint\x18\n \x01(\t\x12\x12\n\nsummary_id\x18\x0b \x01(\x04\x12\x12\n\nchunk_size\x18\x0c \x01(\r\x12\x11\n\tper_chunk\x18\r \x01(\r\"\xb8\x01\n\x13SummaryAnnouncement\x12\x0f\n\x07peer_id\x18\x01 \x01(\t\x12\x0e\n\x06window\x18\x02 \x01(\x04\x12\x12\n\nsummary_id\x18\x03 \x01(\x04\x12\x18\n\x10\x62\x61se_fingerprint\x18\x04 \x01(\t\x12\x12\n\nsize_bytes\x18\x05 \x01(\x04\x12\x11\n\ttimestamp\x18\x06 \x01(\x01\x12\x12\n\nexpires_at\x18\x07 \x01(\x01\x12\x17\n\x0fpeer_id_binding\x18\x08 \x01(\x0c\")\n\x13SummaryFetchRequest\x12\x12\n\nsummary_id\x18\x01 \x01(\x04\"(\n\x14SummaryFetchResponse\x12\x10\n\x08\x65nvelope\x18\x01 \x01(\x0c*\x97\x01\n\x11\x43ompressionScheme\x12\"\n\x1e\x43OMPRESSION_SCHEME_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x43OMPRESSION_SCHEME_DENSE\x10\x01\x12\x1b\n\x17\x43OMPRESSION_SCHEME_TOPK\x10\x02\x12#\n\x1f\x43OMPRESSION_SCHEME_CHUNKED_TOPK\x10\x03*\xb7\x01\n\nValueDtype\x12\x1b\n\x17VALUE_DTYPE_UNSPECIFIED\x10\x00\x12\x17\n\x13VALUE_DTYPE_FLOAT32\x10\x01\x12\x17\n\x13VALUE_DTYPE_FLOAT16\x10\x02\x12\x18\n\x14VALUE_DTYPE_BFLOAT16\x10\x03\x12\x14\n\x10VALUE_DTYPE_INT8\x10\x04\x12\x14\n\x10VALUE_DTYPE_INT2\x10\x05\x12\x14\n\x10VALUE_DTYPE_INT4\x10\x06\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#swarmnode/v1/gradient_summary.proto\x12\x0cswarmnode.v1\"\xa2\x01\n\x10\x43ompressedTensor\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\x05shape\x18\x02 \x03(\rB\x02\x10\x01\x12\x0f\n\x07indices\x18\x03 \x01(\x0c\x12\x0e\n\x06values\x18\x04 \x01(\x0c\x12-\n\x0bvalue_dtype\x18\x05 \x01(\x0e\x32\x18.swarmnode.v1.ValueDtype\x12\r\n\x05scale\x18\x06 \x01(\x02\x12\x0e\n\x06scales\x18\x07 \x01(\x0c\"\xd8\x02\n\x0fGradientSummary\x12\x19\n\x11model_fingerprint\x18\x01 \x01(\t\x12\x14\n\x0c\x62\x61se_version\x18\x02 \x01(\x04\x12\x12\n\nstep_start\x18\x03 \x01(\x04\x12\x10\n\x08step_end\x18\x04 \x01(\x04\x12/\n\x06scheme\x18\x05 \x01(\x0e\x32\x1f.swarmnode.v1.CompressionScheme\x12/\n\x07tensors\x18\x06 \x03(\x0b\x32\x1e.swarmnode.v1.CompressedTensor\x12\x0e\n\x06window\x18\x07 \x01(\x04\x12\x13\n\x0bnum_samples\x18\x08 \x01(\r\x12\x12\n\ncreated_at\x18\t \x01(\x01\x12\x18\n\x10\x62\x61se_fingerprint\x18\n \x01(\t\x12\x12\n\nsummary_id\x18\x0b \x01(\x04\x12\x12\n\nchunk_size\x18\x0c \x01(\r\x12\x11\n\tper_chunk\x18\r \x01(\r\"\xb8\x01\n\x13SummaryAnnouncement\x12\x0f\n\x07peer_id\x18\x01 \x01(\t\x12\x0e\n\x06window\x18\x02 \x01(\x04\x12\x12\n\nsummary_id\x18\x03 \x01(\x04\x12\x18\n\x10\x62\x61se_fingerprint\x18\x04 \x01(\t\x12\x12\n\nsize_bytes\x18\x05 \x01(\x04\x12\x11\n\ttimestamp\x18\x06 \x01(\x01\x12\x12\n\nexpires_at\x18\x07 \x01(\x01\x12\x17\n\x0fpeer_id_binding\x18\x08 \x01(\x0c\"<\n\x13SummaryFetchRequest\x12\x12\n\nsummary_id\x18\x01 \x01(\x04\x12\x11\n\tgap_coded\x18\x02 \x01(\x08\"(\n\x14SummaryFetchResponse\x12\x10\n\x08\x65nvelope\x18\x01 \x01(\x0c*\xc1\x01\n\x11\x43ompressionScheme\x12\"\n\x1e\x43OMPRESSION_SCHEME_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x43OMPRESSION_SCHEME_DENSE\x10\x01\x12\x1b\n\x17\x43OMPRESSION_SCHEME_TOPK\x10\x02\x12#\n\x1f\x43OMPRESSION_SCHEME_CHUNKED_TOPK\x10\x03\x12(\n$COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS\x10\x04*\xb7\x01\n\nValueDtype\x12\x1b\n\x17VALUE_DTYPE_UNSPECIFIED\x10\x00\x12\x17\n\x13VALUE_DTYPE_FLOAT32\x10\x01\x12\x17\n\x13VALUE_DTYPE_FLOAT16\x10\x02\x12\x18\n\x14VALUE_DTYPE_BFLOAT16\x10\x03\x12\x14\n\x10VALUE_DTYPE_INT8\x10\x04\x12\x14\n\x10VALUE_DTYPE_INT2\x10\x05\x12\x14\n\x10VALUE_DTYPE_INT4\x10\x06\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,10 +33,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_COMPRESSEDTENSOR'].fields_by_name['shape']._loaded_options = None
   _globals['_COMPRESSEDTENSOR'].fields_by_name['shape']._serialized_options = b'\020\001'
-  _globals['_COMPRESSIONSCHEME']._serialized_start=838
-  _globals['_COMPRESSIONSCHEME']._serialized_end=989
-  _globals['_VALUEDTYPE']._serialized_start=992
-  _globals['_VALUEDTYPE']._serialized_end=1175
+  _globals['_COMPRESSIONSCHEME']._serialized_start=857
+  _globals['_COMPRESSIONSCHEME']._serialized_end=1050
+  _globals['_VALUEDTYPE']._serialized_start=1053
+  _globals['_VALUEDTYPE']._serialized_end=1236
   _globals['_COMPRESSEDTENSOR']._serialized_start=54
   _globals['_COMPRESSEDTENSOR']._serialized_end=216
   _globals['_GRADIENTSUMMARY']._serialized_start=219
@@ -44,7 +44,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SUMMARYANNOUNCEMENT']._serialized_start=566
   _globals['_SUMMARYANNOUNCEMENT']._serialized_end=750
   _globals['_SUMMARYFETCHREQUEST']._serialized_start=752
-  _globals['_SUMMARYFETCHREQUEST']._serialized_end=793
-  _globals['_SUMMARYFETCHRESPONSE']._serialized_start=795
-  _globals['_SUMMARYFETCHRESPONSE']._serialized_end=835
+  _globals['_SUMMARYFETCHREQUEST']._serialized_end=812
+  _globals['_SUMMARYFETCHRESPONSE']._serialized_start=814
+  _globals['_SUMMARYFETCHRESPONSE']._serialized_end=854
 # @@protoc_insertion_point(module_scope)

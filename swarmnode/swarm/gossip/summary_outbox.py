@@ -15,7 +15,7 @@ from swarmnode.protocol.codec import MessageKind, max_envelope_bytes
 from swarmnode.protocol.generated import gradient_summary_pb2
 
 SUMMARY_PROTOCOL = "swarmnode/v1/summaries"
-MAX_SUMMARY_FETCH_REQUEST_BYTES = 32  # one uint64 field: at most 11 bytes
+MAX_SUMMARY_FETCH_REQUEST_BYTES = 32  # a uint64 and a bool field: at most 13 bytes
 # A response is one sealed envelope plus its field's tag and length (at most 6 bytes).
 MAX_SUMMARY_FETCH_RESPONSE_BYTES = max_envelope_bytes(MessageKind.GRADIENT_SUMMARY) + 16
 
@@ -24,31 +24,37 @@ class SummaryOutbox:
     """This node's last `capacity` sealed summaries by summary_id (thread-safe), served to fetching peers.
 
     Kept as sealed bytes: a fetch costs a dictionary lookup, never a re-serialisation or a
-    signature, and every peer gets the very bytes that were announced (size_bytes).
+    signature. A summary may be held in two codings: the announced one (size_bytes; offsets
+    gap-coded), served to peers whose request says they read it, and the older one, served to
+    the rest (nodes of an earlier release).
     """
 
     def __init__(self, capacity: int):
         if capacity < 1:
             raise ValueError("an outbox holds at least one summary")
         self._capacity = capacity
-        self._summaries: OrderedDict[int, bytes] = OrderedDict()
+        self._summaries: OrderedDict[int, tuple[bytes, bytes]] = OrderedDict()  # id -> (announced, older)
         self._lock = threading.Lock()
         self.summaries_served = 0
         self.bytes_served = 0
 
-    def add(self, summary_id: int, envelope: bytes) -> None:
-        """Hold a sealed summary (the oldest goes past `capacity`)."""
-        if len(envelope) > max_envelope_bytes(MessageKind.GRADIENT_SUMMARY):
-            raise ValueError(f"a sealed summary of {len(envelope)} bytes cannot be served in one response")
+    def add(self, summary_id: int, envelope: bytes, older: bytes | None = None) -> None:
+        """Hold a sealed summary (the oldest goes past `capacity`): `envelope` as announced and,
+        when given, `older`, the same summary for peers that do not read gap-coded offsets."""
+        for sealed in (envelope, older or b""):
+            if len(sealed) > max_envelope_bytes(MessageKind.GRADIENT_SUMMARY):
+                raise ValueError(f"a sealed summary of {len(sealed)} bytes cannot be served in one response")
         with self._lock:
             self._summaries.pop(summary_id, None)
-            self._summaries[summary_id] = envelope
+            self._summaries[summary_id] = (envelope, older or envelope)
             while len(self._summaries) > self._capacity:
                 self._summaries.popitem(last=False)
 
     def get(self, summary_id: int) -> bytes | None:
+        """The announced envelope of `summary_id`, if held."""
         with self._lock:
-            return self._summaries.get(summary_id)
+            held = self._summaries.get(summary_id)
+            return held[0] if held is not None else None
 
     def newest(self) -> tuple[int, int] | None:
         """(summary_id, size in bytes) of the summary added last, or None: what to announce."""
@@ -56,7 +62,7 @@ class SummaryOutbox:
             if not self._summaries:
                 return None
             summary_id = next(reversed(self._summaries))
-            return summary_id, len(self._summaries[summary_id])
+            return summary_id, len(self._summaries[summary_id][0])
 
     def ids(self) -> list[int]:
         with self._lock:
@@ -80,7 +86,8 @@ class SummaryOutbox:
                 parsed = None
             if parsed is not None:
                 with self._lock:
-                    envelope = self._summaries.get(parsed.summary_id)
+                    held = self._summaries.get(parsed.summary_id)
+                    envelope = None if held is None else held[0] if parsed.gap_coded else held[1]
                     if envelope is not None:
                         self.summaries_served += 1
                         self.bytes_served += len(envelope)
@@ -94,9 +101,10 @@ class SummaryOutbox:
             return {"held": len(self._summaries), "served": self.summaries_served, "bytes_served": self.bytes_served}
 
 
-def summary_fetch_request(summary_id: int) -> bytes:
-    """The request bytes asking a peer for its summary `summary_id`."""
-    return gradient_summary_pb2.SummaryFetchRequest(summary_id=summary_id).SerializeToString()
+def summary_fetch_request(summary_id: int, gap_coded: bool = True) -> bytes:
+    """The request bytes asking a peer for its summary `summary_id` (saying whether this node
+    reads COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS, as this release does)."""
+    return gradient_summary_pb2.SummaryFetchRequest(summary_id=summary_id, gap_coded=gap_coded).SerializeToString()
 
 
 def parse_summary_fetch_response(data: object) -> bytes | None:

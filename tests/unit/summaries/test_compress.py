@@ -4,7 +4,7 @@ import torch
 
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 from swarmnode.protocol.limits import check_gradient_summary_structure
-from swarmnode.summaries import CompressionConfig, compress, decode_tensor, dense_bytes
+from swarmnode.summaries import CompressionConfig, compress, decode_tensor, dense_bytes, gap_coded
 from swarmnode.summaries.compress import dequantize, pack_codes, quantize, unpack_codes
 
 
@@ -28,7 +28,7 @@ def test_chunked_topk_keeps_the_largest_per_chunk():
     assert check_gradient_summary_structure(pb.GradientSummary(
         model_fingerprint="m", base_fingerprint="b", scheme=pb.COMPRESSION_SCHEME_CHUNKED_TOPK, tensors=[t],
         chunk_size=4, per_chunk=2)) is None
-    assert np.frombuffer(t.indices, "<u2").tolist() == [1, 3, 2, 1, 0, 1]  # per chunk, largest first
+    assert np.frombuffer(t.indices, "<u2").tolist() == [1, 3, 1, 2, 0, 1]  # per chunk, ascending
     kept = decoded.nonzero().flatten().tolist()
     assert kept == [1, 3, 5, 6, 8, 9]
     assert torch.allclose(decoded[[1, 3, 6, 8]], torch.tensor([-5.0, 4.0, -0.4, 9.0]), rtol=0.01)
@@ -63,3 +63,39 @@ def test_summary_is_over_50x_smaller_than_the_dense_fp32_delta():
     assert dense == 4 * sum(p.numel() for p in model.parameters())
     ratio = dense / len(summary.SerializeToString())
     assert ratio >= 50, ratio
+
+
+def test_gap_coded_offsets_decode_to_the_same_tensors_in_under_half_the_index_bytes():
+    from swarmnode.policy import load_policy
+
+    model = load_policy("bundled:tiny-policy").model
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    torch.manual_seed(1)
+    delta = {n: 1e-4 * torch.randn(s) for n, s in shapes.items()}
+    cfg = CompressionConfig(density=0.02, bits=2, chunk_size=4096)
+    tensors, sent, _ = compress(delta, {}, cfg)
+    coded = gap_coded(tensors, 4096, cfg.per_chunk)
+
+    def summary(scheme, ts):
+        return pb.GradientSummary(model_fingerprint="m", base_fingerprint="b", scheme=scheme, tensors=ts,
+                                  chunk_size=4096, per_chunk=cfg.per_chunk, summary_id=1, created_at=1.0)
+
+    plain, gaps = summary(pb.COMPRESSION_SCHEME_CHUNKED_TOPK, tensors), summary(pb.COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS, coded)
+    assert check_gradient_summary_structure(gaps) is None
+    for t, c in zip(tensors, coded):
+        assert torch.equal(decode_tensor(c, 4096, cfg.per_chunk, gaps=True), sent[t.name])
+        assert c.values == t.values and c.scales == t.scales
+    index_bytes = [sum(len(t.indices) for t in ts) for ts in (tensors, coded)]
+    assert index_bytes[1] < 0.5 * index_bytes[0], index_bytes  # ~7.5 bits an entry against 16
+    assert len(gaps.SerializeToString()) < 0.65 * len(plain.SerializeToString())
+
+
+def test_a_gap_coded_tensor_whose_offsets_do_not_decode_is_refused_whole():
+    value = torch.tensor([0.1, -5.0, 0.2, 4.0, 0.0, 0.3, -0.4, 0.05])
+    cfg = CompressionConfig(density=0.5, bits=8, chunk_size=4)
+    [t] = gap_coded(compress({"w": value}, {}, cfg)[0], 4, 2)
+    t.indices = t.indices + b"\x01"  # one more closing bit than entries
+    problem = check_gradient_summary_structure(pb.GradientSummary(
+        model_fingerprint="m", base_fingerprint="b", scheme=pb.COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS, tensors=[t],
+        chunk_size=4, per_chunk=2))
+    assert problem is not None and problem.startswith("tensor w:"), problem

@@ -142,6 +142,33 @@ def test_fetched_summaries_enter_the_inbox_only_when_every_check_passes(make_ide
     assert all(bool(torch.isfinite(t).all()) for t in item.tensors.values())
 
 
+def test_a_summary_with_gap_coded_offsets_is_asked_for_and_merged_as_its_uint16_coding_would_be(make_identity):
+    from swarmnode.summaries import gap_coded
+
+    peer = make_identity()
+    plain = summary()
+    gaps = pb.GradientSummary()
+    gaps.CopyFrom(plain)
+    gaps.scheme = pb.COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS
+    del gaps.tensors[:]
+    gaps.tensors.extend(gap_coded(plain.tensors, CFG.chunk_size, CFG.per_chunk))
+    merged = []
+    for summary_id, s in enumerate((plain, gaps), start=1):
+        loop = loop_with_own_summary()
+        gossip, transport, standings = gossip_with(loop)
+        s.summary_id, s.created_at = summary_id, time.time()
+        transport.response = pb.SummaryFetchResponse(envelope=seal_summary(peer, s)).SerializeToString()
+        a = pb.SummaryAnnouncement(peer_id=peer.peer_id, window=0, summary_id=summary_id, base_fingerprint=BASE,
+                                   size_bytes=len(transport.response))
+        asyncio.run(gossip._fetch_from(CheckedSummaryAnnouncement(a, peer.public_key, PROTOCOL_VERSION)))
+        assert standings.blamed == [] and len(loop.inbox) == 1
+        [(_, _, request)] = transport.requests
+        assert pb.SummaryFetchRequest.FromString(request).gap_coded  # this release reads the gap coding
+        merged.append(loop.inbox.take(5, loop.clock(), 4, __import__("random").Random(0))[0].tensors)
+    assert merged[0].keys() == merged[1].keys()
+    assert all(torch.equal(merged[0][n], merged[1][n]) for n in merged[0])
+
+
 def test_a_stalling_peer_does_not_hold_up_summaries_from_others(make_identity):
     """A peer that never answers a summary fetch slows only itself: another peer's newer
     summaries are fetched meanwhile (each peer's fetch is a task of its own), and stopping the

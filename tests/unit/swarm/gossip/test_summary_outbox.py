@@ -67,6 +67,18 @@ def test_outbox_answers_by_id_and_counts():
         SummaryOutbox(capacity=0)
 
 
+def test_a_peer_that_reads_gap_coded_offsets_gets_them_and_an_older_node_the_uint16_coding():
+    outbox = SummaryOutbox(capacity=2)
+    outbox.add(7, b"gaps" * 3, older=b"uint16" * 4)
+    assert outbox.newest() == (7, 12)  # what is announced: the gap-coded size
+    assert parse_summary_fetch_response(outbox.answer(summary_fetch_request(7))) == b"gaps" * 3
+    # An older release's request: summary_id alone (the field it does not know is absent).
+    older_request = gs.SummaryFetchRequest(summary_id=7).SerializeToString()
+    assert older_request == summary_fetch_request(7, gap_coded=False)
+    assert parse_summary_fetch_response(outbox.answer(older_request)) == b"uint16" * 4
+    assert len(summary_fetch_request(2**64 - 1)) <= MAX_SUMMARY_FETCH_REQUEST_BYTES
+
+
 def test_parse_fetch_response_refuses_what_is_not_a_response():
     assert parse_summary_fetch_response(b"\xff") is None
     assert parse_summary_fetch_response(None) is None
