@@ -4,7 +4,8 @@ For each commit given, checks it out into a temporary git worktree and runs that
 (`swarmnode swarm local --nodes 3 --config configs/local-train.yaml --duration S`, the same as
 ./scripts/demo.sh) with that worktree first on PYTHONPATH, then reads each node's last status
 (<root>/summary.json): the gossip share (`rollouts.gossip_time_share`: the CPU of the event
-loop, gossip worker threads and the transport, over uptime) and its parts, per node. Commits run
+loop, gossip worker threads and the transport, over uptime) and its parts, and the size of the
+node's sealed gradient summaries (`summaries.bytes_per_summary`), per node. Commits run
 one after another on this machine; give the same commit twice to see the run-to-run spread.
 
     .venv/bin/python scripts/bench/gossip_share_at.py 765ca1e eeca73c HEAD --seconds 100
@@ -38,12 +39,14 @@ def node_shares(summary: list[dict[str, Any]]) -> list[dict[str, float]]:
         parts.setdefault("transport", parts.get("p2pd", 0.0))  # its name before the libp2p transport came
         row = {"gossip": float(rollouts.get("gossip_time_share") or 0.0)}
         row.update({p: (round(parts.get(p, 0.0) / uptime, 6) if uptime else 0.0) for p in PARTS})
+        row["bytes_per_summary"] = float((node.get("summaries") or {}).get("bytes_per_summary") or 0.0)
         shares.append(row)
     return shares
 
 
 def medians(shares: list[dict[str, float]]) -> dict[str, float]:
-    return {k: round(statistics.median(s[k] for s in shares), 5) for k in ("gossip", *PARTS)} if shares else {}
+    keys = ("gossip", *PARTS, "bytes_per_summary")
+    return {k: round(statistics.median(s.get(k, 0.0) for s in shares), 5) for k in keys} if shares else {}
 
 
 def run_commit(commit: str, seconds: float, tmp: Path) -> dict[str, Any]:
@@ -65,10 +68,11 @@ def run_commit(commit: str, seconds: float, tmp: Path) -> dict[str, Any]:
 
 def render(results: list[dict[str, Any]]) -> Table:
     t = Table(title="demo gossip column and its parts (median of 3 nodes, % of uptime)")
-    for head in ("commit", "gossip", *PARTS):
+    for head in ("commit", "gossip", *PARTS, "KB/summary"):
         t.add_column(head, justify="right")
     for r in results:
-        t.add_row(r["commit"], *(f"{100 * r['median'].get(k, 0.0):.2f}" for k in ("gossip", *PARTS)))
+        t.add_row(r["commit"], *(f"{100 * r['median'].get(k, 0.0):.2f}" for k in ("gossip", *PARTS)),
+                  f"{r['median'].get('bytes_per_summary', 0.0) / 1000:.1f}")
     return t
 
 
