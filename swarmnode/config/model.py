@@ -133,6 +133,14 @@ class TrainingConfig(_Section):
     eval_size: int = Field(64, ge=1, description="held-out items per task")
     checkpoint_every: int = Field(10, ge=1, description="checkpoint every this many versions")
     threads: int = Field(0, ge=0, description="torch threads (0: all cores)")
+    # Training takes every core it gets; the node's network work is small but waits on it. At a
+    # lower priority the trainer yields a core to the event loop, p2pd or the libp2p host as
+    # soon as they have work, and to the owner's other programs (docs/transports.md).
+    nice: int = Field(
+        10, ge=0, le=19,
+        description="nice value of the training and generation threads and of what they start (Linux); "
+                    "0: the node's own priority",
+    )
     generator: Literal["thread", "process"] = Field(
         "thread", description="run the hf generator as a thread, or as a child process with a core of its own "
                               "(no shared GIL; on a GPU its own CUDA context, weights handed over on the device; hf backend only)"

@@ -57,6 +57,7 @@ from swarmnode.node.training.status import TrainingStatus
 from swarmnode.scheduler import DeliveryMeter, Plan, SpeedMeter
 from swarmnode.store.checkpoint_model import CheckpointOfAnotherModel
 from swarmnode.store.checkpoints import BackgroundCheckpointer, TrainingState
+from swarmnode.utils.priority import lower_thread_priority
 from swarmnode.store.metrics import MetricsStore
 from swarmnode.summaries import OuterLoop
 from swarmnode.trainer.buffer import ExperienceBuffer
@@ -163,6 +164,9 @@ class TrainingService:
     # -- the trainer thread --------------------------------------------------------------------
 
     def _main(self) -> None:
+        problem = lower_thread_priority(self.config.training.nice)
+        if problem is not None:
+            log.info("training runs at the node's priority (%s)", problem)
         try:
             self._train()
         except Exception as e:  # noqa: BLE001 - any error ends training: the daemon decides what follows
