@@ -143,6 +143,9 @@ def node_figures(before: Sample, after: Sample) -> dict[str, Any]:
         "entries_per_min": round(deltas.get("network/dht_entries_judged", 0) * per_min, 1),
         "counters": deltas,
         "peers": len(after.status.get("peers") or []),
+        # Peers listed through the whole window: one whose record lapsed meanwhile was dropped
+        # and, seen again, listed anew (its age restarts).
+        "peers_kept_through": sum(1 for p in after.status.get("peers") or [] if (p.get("age_s") or 0.0) >= wall),
         "routing_table_size": after.status.get("routing_table_size"),
     }
 
@@ -262,13 +265,16 @@ def config_path(name: str) -> Path:
 
 
 def daemon_processes(runtime: dict[str, Any]) -> dict[str, psutil.Process]:
-    """{"daemon": the node's process, "p2pd": its p2pd child} from its runtime file."""
+    """{"daemon": the node's process, "p2pd": its transport's child} from its runtime file: p2pd
+    on hivemind, the host process on libp2p (`network.libp2p_host: process`; its figures go
+    under the same key). A transport without a child (libp2p on a thread) is an error."""
     procs = {"daemon": psutil.Process(runtime["pid"])}
-    for child in runtime.get("children", []):
-        if "p2pd" in str(child.get("name", "")):
-            procs["p2pd"] = psutil.Process(child["pid"])
+    children = runtime.get("children", [])
+    named = [c for c in children if "p2pd" in str(c.get("name", ""))]
+    for child in named or children[:1]:
+        procs["p2pd"] = psutil.Process(child["pid"])
     if "p2pd" not in procs:
-        raise RuntimeError(f"no p2pd child in the runtime file of pid {runtime['pid']}")
+        raise RuntimeError(f"no transport child in the runtime file of pid {runtime['pid']}")
     return procs
 
 
@@ -316,7 +322,9 @@ def measure(n: int, layout: str, cfg: Path, root: Path, args: argparse.Namespace
         after = [take_sample(u, p) for u, p in zip(urls, procs)]
         machine_after = psutil.cpu_times()._asdict()
     nodes = [{"name": f"node{i}", **node_figures(b, a)} for i, (b, a) in enumerate(zip(before, after))]
-    return {"nodes": n, "layout": layout, "start_s": round(start_s, 1),
+    lapsed = sum(n - 1 - node["peers_kept_through"] for node in nodes)
+    say(f"{lapsed} of {n * (n - 1)} peer listings lapsed or missing during the window")
+    return {"nodes": n, "layout": layout, "start_s": round(start_s, 1), "listings_lapsed": lapsed,
             "join_s": None if join_s is None else round(join_s, 1),
             "machine_cpu_share": machine_share(machine_before, machine_after),
             "nodes_cores": nodes_cores(nodes), "per_node": spread_of(nodes), "node_figures": nodes}

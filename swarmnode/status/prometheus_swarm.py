@@ -113,6 +113,9 @@ TRANSPORT_COUNTERS: dict[str, Row] = {
                        "(libp2p transport)"),
     "pushed_entries_refused": ("swarmnode_network_pushed_entries_refused", "counter", "Entries received on "
                                "GossipSub and refused by this node's checks"),
+    "pubsub_streams_ended_on_bad_rpcs": ("swarmnode_network_pubsub_streams_ended_on_bad_rpcs", "counter",
+                                         "Peers' pubsub streams ended on an RPC that did not parse or could "
+                                         "not be handled"),
     "streams_refused": ("swarmnode_network_streams_refused", "counter", "Request streams answered busy"),
     "requests_too_large": ("swarmnode_network_requests_too_large", "counter", "Request streams reset unread: "
                            "over 256 KiB"),

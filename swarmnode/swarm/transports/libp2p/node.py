@@ -33,7 +33,6 @@ from libp2p.peer.id import ID
 from libp2p.protocol_muxer.exceptions import MultiselectClientError
 from libp2p.peer.peerinfo import PeerInfo
 from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
-from libp2p.pubsub.pubsub import Pubsub
 from libp2p.pubsub.score import ScoreParams
 from libp2p.records.validator import NamespacedValidator, Validator
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
@@ -42,6 +41,7 @@ from libp2p.tools.anyio_service import background_trio_service
 from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_bytes_limited
 
 from swarmnode.protocol import libp2p_messages
+from swarmnode.swarm.transports.libp2p.guarded_pubsub import GuardedPubsub
 from swarmnode.swarm.transports.libp2p.entry_book import HeardEntries, due_pushes, due_writes, forget_older
 from swarmnode.swarm.transports.libp2p.hole_punch import HolePunching
 from swarmnode.swarm.transports.libp2p.topic_subscriptions import TopicSubscriptions
@@ -161,7 +161,7 @@ class Libp2pNode:
         self.on_pushed = on_pushed  # (key, subkey) of a peer's entry that came by push, first heard
         self.host: Any = None
         self.dht: KadDHT | None = None
-        self.pubsub: Pubsub | None = None
+        self.pubsub: GuardedPubsub | None = None
         self.heard = HeardEntries(MAX_HEARD_KEYS, MAX_HEARD_PER_KEY, PROVIDER_LOOKUP_EVERY_S)
         self._lookups: dict[str, trio.Event] = {}  # key -> its DHT lookup in flight (one per key)
         self._provided: dict[str, float] = {}  # key -> when this node last named itself a provider
@@ -196,7 +196,7 @@ class Libp2pNode:
             router = GossipSub(protocols=[PROTOCOL_ID_V11], degree=6, degree_low=4, degree_high=12,
                                heartbeat_interval=1, score_params=self._score_params(),
                                max_messages_per_topic_per_second=MAX_MESSAGES_PER_S_FROM_A_PEER)
-            self.pubsub = Pubsub(self.host, router)
+            self.pubsub = GuardedPubsub(self.host, router)
             self.hole_punching = HolePunching(self.host, self.relay_slots)
             async with background_trio_service(self.dht), background_trio_service(self.pubsub), \
                     background_trio_service(router), self.hole_punching.running():

@@ -214,7 +214,8 @@ class LibP2PTransport(Transport):
 
     def counters(self) -> dict[str, int]:
         """Entries received on the swarm's GossipSub topic (kept, and refused by the record policy),
-        request streams closed unanswered (over this node's per-peer or total bound), hole
+        peers' pubsub streams ended on an RPC that did not parse or could not be handled, request
+        streams closed unanswered (over this node's per-peer or total bound), hole
         punches (DCUtR sessions this node started or answered, and those that ended direct), and
         on a relay the shard topics it bridges for the nodes it holds circuit reservations for."""
         node = self._node
@@ -222,6 +223,7 @@ class LibP2PTransport(Transport):
             return {}
         punching = node.hole_punching
         return {"pushed_entries": node.pushed_entries, "pushed_entries_refused": node.refused_pushes,
+                "pubsub_streams_ended_on_bad_rpcs": node.pubsub.bad_rpc_streams if node.pubsub else 0,
                 "streams_refused": node.streams_refused, "requests_too_large": node.requests_too_large,
                 "hole_punches_tried": punching.tried if punching else 0,
                 "hole_punches_succeeded": punching.succeeded if punching else 0,
