@@ -179,6 +179,49 @@ def decode_tensor(t: pb.CompressedTensor, chunk_size: int, per_chunk: int, *, ga
     return flat.view(*t.shape)
 
 
+# Bytes of a GradientSummary's own fields and of each tensor's besides its three byte strings
+# (field tags and lengths, shape, dtype): generous, for a bound.
+SUMMARY_FIELDS_BYTES = 512
+TENSOR_FIELDS_BYTES = 64
+
+
+def gap_coded_bytes_at_most(shapes: dict[str, tuple[int, ...]], config: CompressionConfig) -> int:
+    """The largest a summary of tensors of `shapes` can be with gap-coded offsets: per tensor of
+    n entries in chunks of lengths l_c keeping k_c, L = gap_low_bits: ceil(n L / 8) +
+    ceil((n + sum((l_c - k_c) >> L)) / 8) index bytes, ceil(n b / 8) value bytes, 2 per chunk,
+    its name and TENSOR_FIELDS_BYTES; plus SUMMARY_FIELDS_BYTES."""
+    cs, per_chunk, bits = config.chunk_size, config.per_chunk, config.bits
+    low_bits = gap_low_bits(cs, per_chunk)
+    total = SUMMARY_FIELDS_BYTES
+    for name, shape in shapes.items():
+        numel = math.prod(shape)
+        counts = chunk_entry_counts(numel, cs, per_chunk)
+        lengths = np.minimum(cs, numel - cs * np.arange(len(counts)))
+        n = int(counts.sum())
+        unary = n + int(((lengths - counts) >> low_bits).sum())
+        total += (n * low_bits + 7) // 8 + (unary + 7) // 8 + (n * bits + 7) // 8 + 2 * len(counts)
+        total += len(name.encode("utf-8")) + TENSOR_FIELDS_BYTES
+    return total
+
+
+def largest_density_within(shapes: dict[str, tuple[int, ...]], config: CompressionConfig, cap: int) -> float | None:
+    """A density whose gap-coded summaries of `shapes` stay within `cap` bytes
+    (gap_coded_bytes_at_most), other settings as `config`: k / chunk_size to 3 significant
+    digits for the largest entries a chunk k <= config.per_chunk that fits (the bound grows
+    with k); None when not even k = 1 fits."""
+    def density(k: int) -> float:
+        return float(f"{k / config.chunk_size:.3g}")
+
+    def fits(k: int) -> bool:
+        return gap_coded_bytes_at_most(shapes, CompressionConfig(density(k), config.bits, config.chunk_size)) <= cap
+
+    low, high = 0, config.per_chunk  # fits(low) (or low = 0: none yet); the answer is in low..high
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return density(low) if low else None
+
+
 def dense_bytes(shapes: dict[str, tuple[int, ...]]) -> int:
     """Bytes of the dense fp32 delta: 4 per parameter."""
     return 4 * sum(math.prod(s) for s in shapes.values())

@@ -166,7 +166,7 @@ class SummaryGossip:
 
     def _seal_summary(self, outgoing: OutgoingSummary, summary_id: int) -> tuple[bytes, bytes]:
         """The summary sealed with gap-coded offsets (announced) and with uint16 ones (for nodes
-        of an earlier release, which do not read the first)."""
+        of an earlier release, which do not read the first; b"" when that one is over the cap)."""
         now = self.transport.dht_time()
         compression = self.outer.compression()  # the settings the tensors were made with
         chunk, per_chunk = compression.chunk_size, compression.per_chunk
@@ -177,7 +177,10 @@ class SummaryGossip:
             window=window_index(now, self.config.swarm.window_s), num_samples=min(outgoing.num_samples, 2**32 - 1),
             created_at=now, summary_id=summary_id,
         )
-        older = seal_summary(self.identity, summary)
+        try:
+            older = seal_summary(self.identity, summary)
+        except ValueError:  # over the body cap with uint16 offsets (the gap-coded one fits: checked at start)
+            older = b""  # peers of an earlier release are answered "not held"
         summary.scheme = pb.COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS
         del summary.tensors[:]
         summary.tensors.extend(gap_coded(outgoing.tensors, chunk, per_chunk))

@@ -38,6 +38,7 @@ from swarmnode.node.training.step_recorder import (
 from swarmnode.node.training.setup import (
     CheckpointUnloadable,
     PolicyIdentity,
+    SummariesTooLarge,
     build_intake,
     build_outer_loop,
     build_runner,
@@ -77,7 +78,7 @@ log = logging.getLogger("swarmnode.training")
 def failure_reason(error: BaseException) -> str:
     """One line for an error that ended training: a checkpoint failure's (or refusal's) own
     words, else the error's type and the first line of its message."""
-    if isinstance(error, (CheckpointFailures, CheckpointOfAnotherModel, CheckpointUnloadable)):
+    if isinstance(error, (CheckpointFailures, CheckpointOfAnotherModel, CheckpointUnloadable, SummariesTooLarge)):
         return str(error)
     return f"{type(error).__name__}: {first_line(error)[:300]}" if str(error).strip() else type(error).__name__
 

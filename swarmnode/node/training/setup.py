@@ -38,7 +38,9 @@ from swarmnode.store.checkpoint_model import (
     saved_parameter_shapes,
 )
 from swarmnode.store.checkpoints import TrainingState, latest_checkpoint, load_checkpoint, load_outer_state
+from swarmnode.protocol.codec import MAX_BODY_BYTES, MessageKind
 from swarmnode.summaries import CompressionConfig, OuterConfig, OuterLoop
+from swarmnode.summaries.compress import gap_coded_bytes_at_most, largest_density_within
 from swarmnode.trainer.buffer import ExperienceBuffer
 from swarmnode.trainer.loop import AsyncRunner, RolloutConfig, prompt_stream
 from swarmnode.trainer.process_loop import ProcessAsyncRunner
@@ -182,6 +184,28 @@ def resume_trainer(config: NodeConfig, policy, checkpoints_root: Path,
     return trainer, state, resumed
 
 
+class SummariesTooLarge(ValueError):
+    """This model's gradient summaries, at the configured density, can be larger than one summary
+    may be on the wire: a node finds out at its start, not at its first summary."""
+
+
+def check_summary_size(shapes: dict[str, tuple[int, ...]], compression: CompressionConfig) -> None:
+    """Raise SummariesTooLarge, naming the density that fits, when a gap-coded summary of
+    `shapes` can exceed the GRADIENT_SUMMARY body cap."""
+    cap = MAX_BODY_BYTES[MessageKind.GRADIENT_SUMMARY]
+    most = gap_coded_bytes_at_most(shapes, compression)
+    if most <= cap:
+        return
+    fits = largest_density_within(shapes, compression, cap)
+    fix = (f"set summaries.density to {fits:g} or lower" if fits is not None
+           else f"raise summaries.chunk_size (now {compression.chunk_size})")
+    params = sum(math.prod(s) for s in shapes.values())
+    raise SummariesTooLarge(
+        f"gradient summaries of this model ({params:,} parameters) at summaries.density {compression.density:g} "
+        f"can reach {most / 2**20:.1f} MiB, over the {cap / 2**20:.2f} MiB a summary may be: {fix}, "
+        "or summaries.enabled: false")
+
+
 def build_outer_loop(config: NodeConfig, trainer: Trainer, resumed: Path | None, state: TrainingState,
                      saved_trust: list[tuple[str, float, int]]) -> OuterLoop | None:
     """The gradient summaries' outer loop (None when summaries are off), resumed from the
@@ -190,6 +214,7 @@ def build_outer_loop(config: NodeConfig, trainer: Trainer, resumed: Path | None,
         return None
     outer = OuterLoop(trainer.model, outer_config(config), max_peers=config.limits.max_tracked_senders,
                       seed=config.training.data_seed)
+    check_summary_size(outer.shapes, outer.config.compression)
     saved = load_outer_state(resumed) if resumed is not None else None
     if saved is not None:
         outer.load(saved, state.extra.get("outer", {}))

@@ -40,13 +40,15 @@ class SummaryOutbox:
 
     def add(self, summary_id: int, envelope: bytes, older: bytes | None = None) -> None:
         """Hold a sealed summary (the oldest goes past `capacity`): `envelope` as announced and,
-        when given, `older`, the same summary for peers that do not read gap-coded offsets."""
+        when given, `older`, the same summary for peers that do not read gap-coded offsets (b"":
+        none for them, as when the uint16 coding is over the size cap; they are answered "not
+        held")."""
         for sealed in (envelope, older or b""):
             if len(sealed) > max_envelope_bytes(MessageKind.GRADIENT_SUMMARY):
                 raise ValueError(f"a sealed summary of {len(sealed)} bytes cannot be served in one response")
         with self._lock:
             self._summaries.pop(summary_id, None)
-            self._summaries[summary_id] = (envelope, older or envelope)
+            self._summaries[summary_id] = (envelope, envelope if older is None else older)
             while len(self._summaries) > self._capacity:
                 self._summaries.popitem(last=False)
 
@@ -88,10 +90,10 @@ class SummaryOutbox:
                 with self._lock:
                     held = self._summaries.get(parsed.summary_id)
                     envelope = None if held is None else held[0] if parsed.gap_coded else held[1]
-                    if envelope is not None:
+                    if envelope:
                         self.summaries_served += 1
                         self.bytes_served += len(envelope)
-                if envelope is not None:
+                if envelope:
                     response.envelope = envelope
         return response.SerializeToString()
 

@@ -99,3 +99,28 @@ def test_a_gap_coded_tensor_whose_offsets_do_not_decode_is_refused_whole():
         model_fingerprint="m", base_fingerprint="b", scheme=pb.COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS, tensors=[t],
         chunk_size=4, per_chunk=2))
     assert problem is not None and problem.startswith("tensor w:"), problem
+
+
+def test_the_size_bound_holds_a_real_summary_and_names_the_density_that_fits():
+    from swarmnode.policy import load_policy
+    from swarmnode.summaries.compress import gap_coded_bytes_at_most, largest_density_within
+
+    model = load_policy("bundled:tiny-policy").model
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    cfg = CompressionConfig(density=0.02, bits=2, chunk_size=4096)
+    torch.manual_seed(2)
+    tensors, _, _ = compress({n: torch.randn(s) for n, s in shapes.items()}, {}, cfg)
+    coded = pb.GradientSummary(model_fingerprint="m" * 64, base_fingerprint="b" * 64, summary_id=2**62,
+                               scheme=pb.COMPRESSION_SCHEME_CHUNKED_TOPK_GAPS, chunk_size=4096, per_chunk=cfg.per_chunk,
+                               tensors=gap_coded(tensors, 4096, cfg.per_chunk), created_at=1.0)
+    actual, bound = len(coded.SerializeToString()), gap_coded_bytes_at_most(shapes, cfg)
+    assert actual <= bound <= 1.3 * actual, (actual, bound)
+    # A 494M-parameter model at 2% (~12 MB) does not fit 4 MiB; 22 entries of each 4,096 do, 23 do not.
+    big = {"w": (494_000_000,)}
+    cap = 4 * 2**20 - 65536
+    assert gap_coded_bytes_at_most(big, cfg) > cap
+    fits = largest_density_within(big, cfg, cap)
+    assert fits == 0.00537 and CompressionConfig(fits, 2, 4096).per_chunk == 22  # 22 / 4096 = 0.005371
+    assert gap_coded_bytes_at_most(big, CompressionConfig(fits, 2, 4096)) <= cap
+    assert gap_coded_bytes_at_most(big, CompressionConfig(23 / 4096, 2, 4096)) > cap
+    assert largest_density_within({"w": (7_000_000_000,)}, cfg, cap) is None  # not one entry a chunk fits

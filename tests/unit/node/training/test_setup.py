@@ -100,3 +100,19 @@ def test_a_checkpoint_that_fails_to_load_anyway_fails_in_one_line(policies, tmp_
     assert "\n" not in line and "size mismatch" in line and "reset-training" in line
 
 
+
+
+def test_a_model_whose_summaries_cannot_fit_one_message_is_refused_at_start_with_the_density_that_fits():
+    from swarmnode.node.training.service import failure_reason
+    from swarmnode.node.training.setup import SummariesTooLarge, check_summary_size
+    from swarmnode.summaries import CompressionConfig
+
+    check_summary_size({"w": (1_000_000,)}, CompressionConfig())  # the bundled policy's size: fits
+    with pytest.raises(SummariesTooLarge) as refused:  # a 494M-parameter model's 2% summaries: ~12 MB
+        check_summary_size({"w": (494_000_000,)}, CompressionConfig())
+    line = failure_reason(refused.value)
+    assert line.startswith("gradient summaries of this model (494,000,000 parameters) at summaries.density 0.02 "
+                           "can reach 11.5 MiB, over the 3.94 MiB a summary may be: set summaries.density to "
+                           "0.00537 or lower, or summaries.enabled: false"), line
+    with pytest.raises(SummariesTooLarge, match=r"raise summaries.chunk_size \(now 4096\)"):
+        check_summary_size({"w": (7_000_000_000,)}, CompressionConfig())

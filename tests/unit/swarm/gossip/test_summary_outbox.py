@@ -77,6 +77,13 @@ def test_a_peer_that_reads_gap_coded_offsets_gets_them_and_an_older_node_the_uin
     assert older_request == summary_fetch_request(7, gap_coded=False)
     assert parse_summary_fetch_response(outbox.answer(older_request)) == b"uint16" * 4
     assert len(summary_fetch_request(2**64 - 1)) <= MAX_SUMMARY_FETCH_REQUEST_BYTES
+    # A summary whose uint16 coding is over the size cap is held in the gap coding only: an older
+    # node is answered "not held", never with a coding it would refuse (and strike the sender for).
+    outbox.add(8, b"only gaps", older=b"")
+    served = outbox.counters()["served"]
+    assert parse_summary_fetch_response(outbox.answer(older_request.replace(b"\x07", b"\x08"))) == b""
+    assert outbox.counters()["served"] == served
+    assert parse_summary_fetch_response(outbox.answer(summary_fetch_request(8))) == b"only gaps"
 
 
 def test_parse_fetch_response_refuses_what_is_not_a_response():
