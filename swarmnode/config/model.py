@@ -135,9 +135,10 @@ class TrainingConfig(_Section):
     threads: int = Field(0, ge=0, description="torch threads (0: all cores)")
     # Training takes every core it gets; the node's network work is small but waits on it. At a
     # lower priority the trainer yields a core to the event loop, p2pd or the libp2p host as
-    # soon as they have work, and to the owner's other programs (docs/transports.md).
+    # soon as they have work, and to the owner's other programs (docs/transports.md). Off by
+    # default until the one CI failure seen with it at 10 is understood (transports.md).
     nice: int = Field(
-        10, ge=0, le=19,
+        0, ge=0, le=19,
         description="nice value of the training and generation threads and of what they start (Linux); "
                     "0: the node's own priority",
     )
