@@ -7,7 +7,8 @@
 - limits.py: each message's structural and range limits, run by open_envelope
   (check_structure / check_ranges -> check_<message>_structure / check_<message>_ranges)
 - chunk_offsets.py: a chunked top-k tensor's offsets on the wire, uint16 or gap-coded:
-  gap_low_bits, chunk_entry_counts, encode_gaps, gap_offsets (checked decoding)
+  gap_low_bits, chunk_lengths, chunk_entry_counts, encode_gaps, gap_offsets (checked decoding),
+  tensor_gap_offsets
 - signed_values.py: the checks every peer-signed value shares in context: check_lifetime,
   age_problem, open_announcement (a DHT announcement), open_served (a payload over a stream)
 - peer_record.py: PeerRecordFields, build_peer_record, check_peer_record (a record of any

@@ -28,12 +28,17 @@ def gap_low_bits(chunk_size: int, per_chunk: int) -> int:
     return max(0, int(math.log2(max(1, chunk_size // max(1, per_chunk)))))
 
 
-def chunk_entry_counts(numel: int, chunk_size: int, per_chunk: int) -> np.ndarray:
-    """Offsets sent by each chunk of a numel-element tensor: min(per_chunk, chunk length)."""
+def chunk_lengths(numel: int, chunk_size: int) -> np.ndarray:
+    """Elements in each chunk of a numel-element tensor: chunk_size, the last one what is left."""
     n_chunks = math.ceil(numel / chunk_size)
     lengths = np.full(n_chunks, chunk_size, dtype=np.int64)
     lengths[-1] = numel - chunk_size * (n_chunks - 1)
-    return np.minimum(lengths, per_chunk)
+    return lengths
+
+
+def chunk_entry_counts(numel: int, chunk_size: int, per_chunk: int) -> np.ndarray:
+    """Offsets sent by each chunk of a numel-element tensor: min(per_chunk, chunk length)."""
+    return np.minimum(chunk_lengths(numel, chunk_size), per_chunk)
 
 
 def _pack_bits(bits: np.ndarray) -> bytes:
@@ -102,3 +107,10 @@ def gap_offsets(data: bytes, counts: np.ndarray, chunk_lengths: np.ndarray, low_
     if n and (offsets > np.repeat(chunk_lengths - 1, counts)).any():
         return "an offset is beyond its chunk"
     return offsets
+
+
+def tensor_gap_offsets(data: bytes, numel: int, chunk_size: int, per_chunk: int) -> np.ndarray | str:
+    """gap_offsets for the `indices` of a numel-element tensor sent in chunks of chunk_size
+    keeping per_chunk each."""
+    return gap_offsets(data, chunk_entry_counts(numel, chunk_size, per_chunk), chunk_lengths(numel, chunk_size),
+                       gap_low_bits(chunk_size, per_chunk))

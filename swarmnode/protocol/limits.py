@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 from google.protobuf.message import Message
 
-from swarmnode.protocol.chunk_offsets import chunk_entry_counts, gap_low_bits, gap_offsets
+from swarmnode.protocol.chunk_offsets import tensor_gap_offsets
 from swarmnode.protocol.generated import gradient_summary_pb2, peer_record_pb2, rollout_batch_pb2
 
 MAX_PEER_ID_CHARS = 128
@@ -180,9 +180,7 @@ def _chunked_topk_problem(t: gradient_summary_pb2.CompressedTensor, numel: int, 
         return f"tensor {t.name}: {len(t.scales)} scale bytes for {n_chunks} chunks"
     if gaps:
         # Ascending within each chunk and inside it by construction, or not decoded at all.
-        counts = chunk_entry_counts(numel, chunk_size, per_chunk)
-        lengths = np.minimum(chunk_size, numel - chunk_size * np.arange(n_chunks))
-        decoded = gap_offsets(t.indices, counts, lengths, gap_low_bits(chunk_size, per_chunk))
+        decoded = tensor_gap_offsets(t.indices, numel, chunk_size, per_chunk)
         return f"tensor {t.name}: {decoded}" if isinstance(decoded, str) else None
     offsets = np.frombuffer(t.indices, dtype="<u2")
     head = offsets[: full * k].reshape(full, k)

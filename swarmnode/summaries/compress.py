@@ -3,7 +3,8 @@
 SparseLoCo's scheme: each tensor is flattened and cut into chunks of
 `chunk_size` elements; each chunk keeps its `per_chunk` largest-magnitude entries, ascending by
 offset, sent as an offset within the chunk (uint16, or gap-coded: protocol/chunk_offsets.py) and
-a `bits`-bit code against one float16 scale per chunk (the chunk's largest kept magnitude). Code q of b bits stands for
+a `bits`-bit code against one float16 scale per chunk (the chunk's largest kept magnitude).
+Code q of b bits stands for
 
     value(q) = scale * (2q + 1 - 2^b) / (2^b - 1),      q in 0 .. 2^b - 1
 
@@ -23,7 +24,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from swarmnode.protocol.chunk_offsets import chunk_entry_counts, encode_gaps, gap_low_bits, gap_offsets
+from swarmnode.protocol.chunk_offsets import (
+    chunk_entry_counts,
+    chunk_lengths,
+    encode_gaps,
+    gap_low_bits,
+    tensor_gap_offsets,
+)
 from swarmnode.protocol.generated import gradient_summary_pb2 as pb
 
 VALUE_DTYPE_OF_BITS = {2: pb.VALUE_DTYPE_INT2, 4: pb.VALUE_DTYPE_INT4, 8: pb.VALUE_DTYPE_INT8}
@@ -154,10 +161,7 @@ def chunk_offsets(t: pb.CompressedTensor, chunk_size: int, per_chunk: int, *, ga
     of its values: uint16, or gap-coded (`gaps`)."""
     if not gaps:
         return np.frombuffer(t.indices, dtype="<u2").astype(np.int64)
-    numel = math.prod(t.shape)
-    counts = chunk_entry_counts(numel, chunk_size, per_chunk)
-    lengths = np.minimum(chunk_size, numel - chunk_size * np.arange(len(counts)))
-    offsets = gap_offsets(t.indices, counts, lengths, gap_low_bits(chunk_size, per_chunk))
+    offsets = tensor_gap_offsets(t.indices, math.prod(t.shape), chunk_size, per_chunk)
     if isinstance(offsets, str):
         raise ValueError(f"tensor {t.name}: {offsets} (not checked by protocol.limits)")
     return offsets
@@ -195,8 +199,7 @@ def gap_coded_bytes_at_most(shapes: dict[str, tuple[int, ...]], config: Compress
     total = SUMMARY_FIELDS_BYTES
     for name, shape in shapes.items():
         numel = math.prod(shape)
-        counts = chunk_entry_counts(numel, cs, per_chunk)
-        lengths = np.minimum(cs, numel - cs * np.arange(len(counts)))
+        counts, lengths = chunk_entry_counts(numel, cs, per_chunk), chunk_lengths(numel, cs)
         n = int(counts.sum())
         unary = n + int(((lengths - counts) >> low_bits).sum())
         total += (n * low_bits + 7) // 8 + (unary + 7) // 8 + (n * bits + 7) // 8 + 2 * len(counts)
