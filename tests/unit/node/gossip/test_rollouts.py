@@ -97,21 +97,27 @@ def test_batches_of_a_protocol_version_this_node_does_not_speak_are_dropped_but_
 
 
 def test_a_stalling_peer_slows_only_itself_and_failing_peers_are_backed_off(tmp_path, make_identity):
+    """Driven round by round (no wall time): a round starts once the fast and the dead peer's
+    fetches have ended, and a round asks one of the due peers (2 a round, the staller's slot
+    held). Which due peer is drawn is random, so the back-off is checked as its law: the k-th
+    ask of a peer whose k fetches failed comes in a round that is a multiple of 2^k."""
+    from swarmnode.swarm.gossip.rollout_bookkeeping import MAX_FAILURE_EXPONENT
     from swarmnode.swarm.transports.base import RequestFailed
 
     gossip, fast, fast_announced = make_gossip(tmp_path, make_identity)
-    gossip.config.rollouts.fetch_interval_s = 0.05
     gossip.config.rollouts.long_poll_s = 0  # plain polling: a peer answering nothing is not backed off
     gossip.config.training.external_rollouts = 4
     gossip.training.ready = True
     _, slow, slow_announced = make_gossip(tmp_path / "slow", make_identity)
     _, dead, dead_announced = make_gossip(tmp_path / "dead", make_identity)
-    asked = {fast.peer_id: 0, slow.peer_id: 0, dead.peer_id: 0}
+    asked_in = {fast.peer_id: [], slow.peer_id: [], dead.peer_id: []}  # the rounds each peer was asked in
+    current = [0]
+    rounds = 40
 
     async def request(peer, protocol, payload, timeout):
-        asked[peer] += 1
+        asked_in[peer].append(current[0])
         if peer == slow.peer_id:
-            await asyncio.sleep(30)  # answers nothing, holds the stream open
+            await asyncio.sleep(3600)  # answers nothing, holds the stream open until cancelled
         if peer == dead.peer_id:
             raise RequestFailed("unreachable")
         return response()
@@ -124,16 +130,31 @@ def test_a_stalling_peer_slows_only_itself_and_failing_peers_are_backed_off(tmp_
     for announced in (fast_announced, slow_announced, dead_announced):
         announced.announcement.expires_at = NOW + 60
 
-    async def run_for(seconds):
-        loop = asyncio.create_task(gossip.fetch_loop())
-        await asyncio.sleep(seconds)
-        loop.cancel()
-        await asyncio.gather(loop, return_exceptions=True)
+    class Done(Exception):
+        pass
 
-    asyncio.run(run_for(1.5))
-    assert asked[slow.peer_id] == 1 and asked[fast.peer_id] >= 15
-    # Failing fetches back off exponentially: asked after 1, 2, 4, 8, 16 rounds (about 5 of ~25).
-    assert 3 <= asked[dead.peer_id] <= 7, asked
+    async def fetch_round(round_no):
+        while gossip.fetcher.busy(fast.peer_id) or gossip.fetcher.busy(dead.peer_id):
+            await asyncio.sleep(0.001)
+        if round_no > rounds:
+            raise Done
+        current[0] = round_no
+        await gossip._fetch_round(round_no)
+
+    async def drive():
+        try:
+            await gossip.fetcher.run(lambda: 0.0, fetch_round)  # cancels the staller's fetch when it stops
+        except Done:
+            pass
+
+    asyncio.run(drive())
+    assert len(asked_in[slow.peer_id]) == 1  # asked once; its held stream never blocked a round
+    dead_rounds = asked_in[dead.peer_id]
+    for failures, round_no in enumerate(dead_rounds):
+        assert round_no % 2 ** min(failures, MAX_FAILURE_EXPONENT) == 0, dead_rounds
+    # At most 6 asks in 40 rounds (then rounds 2, 4, 8, 16, 32); every other round's pick, but
+    # the one that went to the staller, is the fast peer.
+    assert 1 <= len(dead_rounds) <= 6 and len(asked_in[fast.peer_id]) >= rounds - len(dead_rounds) - 1, asked_in
     gossip.close()
 
 
