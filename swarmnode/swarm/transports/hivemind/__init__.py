@@ -2,6 +2,5 @@
 
 - transport.py: `HivemindTransport`, the Transport on hivemind's DHT and p2pd
 - validator.py: `PolicyValidator`, the DHT-side check of every stored value
-- control_writes.py: `write_in_one_send`, p2pd control messages in one send each (not a send per length byte)
 - imports.py: importing hivemind lazily and quietly (`hivemind_modules`), never beside libp2p
 """

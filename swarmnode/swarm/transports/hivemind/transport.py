@@ -160,9 +160,6 @@ class HivemindTransport(Transport):
         from hivemind.p2p import P2P
         from hivemind.p2p.p2p_daemon_bindings.utils import P2PDaemonError
 
-        from swarmnode.swarm.transports.hivemind.control_writes import write_in_one_send
-
-        write_in_one_send()  # before the control client exists: every message it sends
         try:
             with _children_die_with_parent():
                 self._p2p = await P2P.create(
