@@ -98,9 +98,10 @@ def test_batches_of_a_protocol_version_this_node_does_not_speak_are_dropped_but_
 
 def test_a_stalling_peer_slows_only_itself_and_failing_peers_are_backed_off(tmp_path, make_identity):
     """Driven round by round (no wall time): a round starts once the fast and the dead peer's
-    fetches have ended, and a round asks one of the due peers (2 a round, the staller's slot
-    held). Which due peer is drawn is random, so the back-off is checked as its law: the k-th
-    ask of a peer whose k fetches failed comes in a round that is a multiple of 2^k."""
+    fetches have ended, and asks as many due peers as it has free places (2, one of them held
+    by the staller from its first ask on). Which due peer is drawn is random, so the back-off
+    is checked as its law: the k-th ask of a peer whose k fetches failed comes in a round that
+    is a multiple of 2^k."""
     from swarmnode.swarm.gossip.rollout_bookkeeping import MAX_FAILURE_EXPONENT
     from swarmnode.swarm.transports.base import RequestFailed
 
