@@ -40,6 +40,8 @@ def parse_args(argv):
     p.add_argument("--prompts", type=int, default=4)
     p.add_argument("--samples", type=int, default=4)
     p.add_argument("--flip", type=float, default=8.0, help="the flipper sends -flip x the honest summary (0: none)")
+    p.add_argument("--outer-momentum", type=float, default=OuterConfig.outer_momentum,
+                   help="the outer optimizer's momentum (the node's default; 0: plain outer SGD)")
     p.add_argument("--out", type=Path, default=None, help="append each seed's result as a JSON line here")
     return p.parse_args(argv)
 
@@ -57,7 +59,8 @@ def run_seed(policy, args, seed: int) -> dict:
     tasks = ("sum2", "sum3")
     rollout = RolloutConfig(prompts_per_step=args.prompts, samples_per_prompt=args.samples, tasks=tasks,
                             sampling=SamplingParams(temperature=1.0, max_new_tokens=8))
-    cfg = OuterConfig(every_steps=args.every, compression=CompressionConfig(0.02, 2, 4096))
+    cfg = OuterConfig(every_steps=args.every, compression=CompressionConfig(0.02, 2, 4096),
+                      outer_momentum=args.outer_momentum)
     nodes = [node(policy, cfg, i, seed, tasks) for i in range(2)]
     verdicts, persistence = [], []
     for step in range(1, args.steps + 1):
@@ -95,7 +98,8 @@ def run_seed(policy, args, seed: int) -> dict:
 def main(argv) -> int:
     args = parse_args(argv)
     policy = load_policy("bundled:tiny-policy")
-    print(f"H={args.every} {args.prompts}x{args.samples} {args.steps} steps, flip {args.flip:g}x")
+    print(f"H={args.every} {args.prompts}x{args.samples} {args.steps} steps, flip {args.flip:g}x, "
+          f"outer momentum {args.outer_momentum:g}")
     print(" seed  p     honest: r  struck merged trust   flipper: r  struck merged max trust")
     for seed in args.seeds:
         r = run_seed(policy, args, seed)
