@@ -64,12 +64,25 @@ scripts/experiments/trust_rule_sim.py), each as little evidence either way as an
 Under `skip_below` a summary is judged but not merged. Blame waits for steady evidence: a peer
 is struck (`harmful_summary`) for a summary when the r of its last STRIKE_WINDOW judged
 summaries, at least STRIKE_MIN of them, have a mean under HARMFUL_MEAN that is also STEADY_Z
-standard errors under zero:
+standard errors under zero, the error counted over as many independent summaries as the r
+are worth:
 
-    mean(r) < HARMFUL_MEAN  and  mean(r) < -STEADY_Z x stdev(r) / sqrt(n)
+    mean(r) < HARMFUL_MEAN  and  mean(r) < -STEADY_Z x stdev(r) / sqrt(n_eff),
+    n_eff = n (1 - rho) / (1 + rho),  rho = clamp(lag-1 autocorrelation of the r, RHO_FLOOR, RHO_MAX)
 
 (a sign flip's r sits near -1 every time; an honest peer whose r is close to a coin toss has
-runs of negative ones, but not steady ones). An
+runs of negative ones, but not steady ones). Why n_eff and not n: a peer's successive r are
+not independent draws. This node's direction remembers ~DIRECTION_MEMORY_STEPS local steps and
+an honest peer's Adam momentum ~10, so two honest nodes' agreement keeps its sign for many
+summaries in a row (lag-1 autocorrelation +0.60 for the honest peer and +0.63 for ALIE's
+honest part in one run of the 11-daemon dishonest-peers test at 4 x 4, H = 4). Counted as n
+independent summaries, such a run of negative r read as steady evidence and struck an honest
+peer four times in a row. A window's own estimate of rho is too short to trust (over n values
+it reads low by about (1 + 4 rho) / n, so 0.6 over 8 to 16 values is a rho of 0.8 or more),
+hence the floor RHO_FLOOR: on AR(1) agreements at rho 0.6 the floor cuts the honest strikes
+from 25% to 2% of runs of 30 summaries (mean a tenth of the spread), and a steady flip, whose
+r hardly vary, is still struck from its 6th summary
+(`scripts/experiments/strike_rule_sim.py --rho 0.6`). An
 exact repeat of one of a peer's recent summaries (no honest node's error feedback sends the
 same values twice) counts as r = -1, is skipped and struck at once (`repeated_summary`), and
 ends its credit like a veto.
@@ -99,12 +112,17 @@ SURPRISE_MIN, SURPRISE_Z, SPREAD_FLOOR = 6, 3.0, 0.4
 # 3 standard errors under zero. Where honest summaries carry little shared direction (tiny
 # batches, short H) an honest peer's r is nearly a coin toss: a mean of -0.25 over 4 came up about
 # one window in three, and -0.5 over 6 of the last 8 struck a peer in 16% of simulated runs of 30
-# summaries when its mean agreement was a tenth of its spread, 26% for a coin toss; this rule
-# 1.3% and 3.7%, and a steady sign flip still from its 6th summary
-# (`scripts/experiments/strike_rule_sim.py --runs 300 --summaries 30`).
+# summaries when its mean agreement was a tenth of its spread, 26% for a coin toss; 3 standard
+# errors over n independent r 1.7% and 3.0% (over n_eff, below, none), and a steady sign
+# flip still from its 6th summary (`scripts/experiments/strike_rule_sim.py --runs 300
+# --summaries 30 --rho 0`).
 HARMFUL_MEAN = -0.5
 STRIKE_WINDOW, STRIKE_MIN = 16, 6
 STEADY_Z = 3.0
+# How much a peer's successive r are taken to repeat each other: at least RHO_FLOOR (a window
+# of 16 is then worth 1.8 independent summaries), at most RHO_MAX (0.84 of 16): only r that
+# hardly vary (a steady flip) strike on a short record.
+RHO_FLOOR, RHO_MAX = 0.8, 0.9
 VETO_AT = -0.5  # an out-of-character summary with evidence at or under this counts as vetoed
 SCALE_QUANTILE = 0.75  # the votes' quantile that sets the scale (see the module docstring)
 VOTE_WINDOW = 8  # a peer's recent |a| that make its vote in the scale
@@ -143,13 +161,34 @@ def out_of_character(evidence: float, record: list[float]) -> bool:
     return evidence < statistics.mean(record) - SURPRISE_Z * spread
 
 
+def lag1_autocorrelation(values: list[float]) -> float:
+    """rho = sum_i (x_i - m)(x_{i+1} - m) / sum_i (x_i - m)^2, m the mean; 0 for fewer than 3
+    values or none that differ."""
+    if len(values) < 3:
+        return 0.0
+    m = statistics.mean(values)
+    spread = sum((x - m) ** 2 for x in values)
+    if spread == 0:
+        return 0.0
+    return sum((a - m) * (b - m) for a, b in zip(values, values[1:])) / spread
+
+
+def effective_count(n: int, rho: float) -> float:
+    """n_eff = n (1 - rho) / (1 + rho): how many independent values n values of an AR(1) series
+    with lag-1 autocorrelation rho are worth for a mean (rho clamped to [0, RHO_MAX])."""
+    rho = max(0.0, min(RHO_MAX, rho))
+    return n * (1 - rho) / (1 + rho)
+
+
 def harmful(recent_evidence: list[float]) -> bool:
-    """n >= STRIKE_MIN, mean(r) < HARMFUL_MEAN and mean(r) < -STEADY_Z x stdev(r) / sqrt(n)."""
+    """n >= STRIKE_MIN, mean(r) < HARMFUL_MEAN and mean(r) < -STEADY_Z x stdev(r) / sqrt(n_eff),
+    n_eff = effective_count(n, max(RHO_FLOOR, lag1_autocorrelation(r)))."""
     n = len(recent_evidence)
     if n < STRIKE_MIN:
         return False
     mean = statistics.mean(recent_evidence)
-    return mean < HARMFUL_MEAN and mean < -STEADY_Z * statistics.stdev(recent_evidence) / math.sqrt(n)
+    n_eff = effective_count(n, max(RHO_FLOOR, lag1_autocorrelation(recent_evidence)))
+    return mean < HARMFUL_MEAN and mean < -STEADY_Z * statistics.stdev(recent_evidence) / math.sqrt(n_eff)
 
 
 def trust_of(score: float) -> float:

@@ -8,7 +8,9 @@ from swarmnode.summaries.trust import (
     TrustBook,
     agreement_scale,
     credit_score,
+    effective_count,
     harmful,
+    lag1_autocorrelation,
     out_of_character,
     relative_agreement,
     score_of,
@@ -79,13 +81,41 @@ def test_an_honest_newcomer_earns_trust():
 def test_harmful_needs_steady_evidence():
     assert not harmful([-1.0] * 5)  # fewer than STRIKE_MIN (6)
     assert harmful([-1.0] * 6)  # mean -1, stdev 0
-    # mean -0.667, stdev sqrt(3.333 / 5) = 0.816, 3 standard errors 3 x 0.816 / sqrt(6) = 1.0: not steady
+    # Standard errors over n_eff = n (1 - 0.8) / 1.8 (rho at its floor RHO_FLOOR, 0.8):
+    # mean -0.667, stdev sqrt(3.333 / 5) = 0.816, 3 standard errors 3 x 0.816 / sqrt(0.667) = 3.0: not steady
     assert not harmful([-1.0] * 5 + [1.0])
-    # mean -0.833, stdev sqrt(3.667 / 11) = 0.577, 3 standard errors 0.5: steady
-    assert harmful([-1.0] * 11 + [1.0])
+    # mean -0.833, stdev sqrt(3.667 / 11) = 0.577, n_eff 1.333, 3 standard errors 1.5: one +1 in 12
+    # is no longer steady (counted over 12 independent r, 0.5, it was)
+    assert not harmful([-1.0] * 11 + [1.0])
+    # mean -0.967, stdev 0.115, 3 standard errors 0.3: steady
+    assert harmful([-1.0] * 11 + [-0.6])
     assert not harmful([1.0, -1.0] * 4)  # an honest peer's noisy signs: mean 0
     assert not harmful([-1.0, -1.0, -1.0, 1.0, -1.0, 1.0])  # mean -0.33: not under -0.5
     assert not harmful([-0.5] * 6)  # not under -0.5
+
+
+def test_lag1_autocorrelation_and_effective_count_by_hand():
+    # mean -0.7; deviations .5 .5 .1 .1 -.3 -.3 -.3 -.3: lag products .25 + .05 + .01 - .03 + 3 x .09
+    # = .55 over squares .88
+    assert lag1_autocorrelation([-0.2, -0.2, -0.6, -0.6, -1.0, -1.0, -1.0, -1.0]) == pytest.approx(0.625)
+    assert lag1_autocorrelation([1.0, -1.0, 1.0, -1.0]) == pytest.approx(-0.75)  # -3 / 4
+    assert lag1_autocorrelation([-1.0] * 6) == 0.0  # nothing varies
+    assert lag1_autocorrelation([1.0, 2.0]) == 0.0  # too few
+    assert effective_count(8, 0.625) == pytest.approx(8 * 0.375 / 1.625)  # 1.846
+    assert effective_count(8, -0.75) == 8  # alternating r are no fewer than independent ones
+    assert effective_count(16, 0.99) == pytest.approx(16 * 0.1 / 1.9)  # rho at most RHO_MAX (0.9)
+    assert effective_count(16, -0.3) == 16  # at least 0
+
+
+def test_a_run_of_negative_evidence_is_not_steady_but_a_slowly_drifting_flip_is():
+    # An honest peer's r in a run, as in the 11-daemon test's failed CI run: mean -0.7, stdev
+    # sqrt(.88 / 7) = 0.355. Counted as 8 independent r, 3 standard errors are 0.376 and it
+    # was struck; worth n_eff = 8 x 0.2 / 1.8 = 0.889 (its own rho, 0.625, is under the floor
+    # 0.8), they are 3 x 0.355 / sqrt(0.889) = 1.13.
+    assert not harmful([-0.2, -0.2, -0.6, -0.6, -1.0, -1.0, -1.0, -1.0])
+    # A flip whose r drift with this node's direction still varies too little to hide: mean
+    # -0.957, stdev 0.041, n_eff 6 x 0.2 / 1.8 = 0.667: 3 standard errors 0.152.
+    assert harmful([-0.9, -0.92, -0.95, -0.97, -1.0, -1.0])
 
 
 def test_a_sign_flipper_is_skipped_at_once_and_struck_from_its_sixth_summary():
