@@ -151,7 +151,11 @@ def test_dishonest_peers_are_judged_skipped_and_struck_and_the_victim_still_lear
             # can be over node0's bound on every summary (18 of 18 in one CI run), which is
             # the bound doing its job, not a peer that went unjudged.
             continue
-        if not t or t["judged"] < 2:
+        # Judged twice, or once and skipped: a peer distrusted at its first summary is fetched after
+        # the trusted ones (docs/security.md), and where node0 takes its steps fast it may not be
+        # fetched again before it is done (one run judged the 1x flipper once, evidence -0.16,
+        # trust 0, skipped; node0 judged for 51 s in all). The replayer's strike needs a second.
+        if not t or t["judged"] < 1 or (t["judged"] < 2 and not t["skipped"]):
             problems.append(f"{name}: judged {t}, refused {struck}")
             continue
         kind = attack.split(":")[0]
