@@ -74,8 +74,8 @@ are worth:
 runs of negative ones, but not steady ones). Why n_eff and not n: a peer's successive r are
 not independent draws. This node's direction remembers ~DIRECTION_MEMORY_STEPS local steps and
 an honest peer's Adam momentum ~10, so two honest nodes' agreement keeps its sign for many
-summaries in a row (lag-1 autocorrelation +0.60 for the honest peer and +0.63 for ALIE's
-honest part in one run of the 11-daemon dishonest-peers test at 4 x 4, H = 4). Counted as n
+summaries in a row (lag-1 autocorrelation +0.60, +0.11 and +0.77 for the honest peer in three
+logged runs of the 11-daemon dishonest-peers test at 4 x 4, H = 4). Counted as n
 independent summaries, such a run of negative r read as steady evidence and struck an honest
 peer four times in a row. A window's own estimate of rho is too short to trust (over n values
 it reads low by about (1 + 4 rho) / n, so 0.6 over 8 to 16 values is a rho of 0.8 or more),
