@@ -11,11 +11,13 @@ node's process or of a host process of its own (network.libp2p_host).
   pair) and HostNews
 - trio_thread.py: TrioThread, a trio loop in a thread of its own, with calls across it both
   ways (asyncio -> trio and trio -> asyncio) and cancellation that follows them
-- entry_book.py: HeardEntries (entries heard by push or read; when a read asks the DHT) and
-  due_writes (when a stored entry goes to the DHT): the caching rules, no I/O
+- entry_book.py: HeardEntries (entries heard by push or read; when a read asks the DHT, and
+  which shards it found empty) and due_writes (when a stored entry goes to the DHT): the caching
+  rules, no I/O
 - node.py: Libp2pNode, the trio side (host with Noise and yamux, Kademlia DHT, GossipSub topics,
-  request streams), and EntryValidator, the DHT's check of every value against the node's
-  RecordPolicy
+  request streams)
+- entry_validator.py: EntryValidator, the DHT's (and the push check's) check of every value
+  against the node's RecordPolicy
 - guarded_pubsub.py: GuardedPubsub, py-libp2p's Pubsub where a peer's RPC that does not parse
   or fails ends that peer's stream (counted), never the node
 - shard_topics.py: which GossipSub topic an entry is pushed on (its shard's, or the swarm-wide

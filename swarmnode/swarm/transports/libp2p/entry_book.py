@@ -23,18 +23,29 @@ class HeardEntries:
     """The newest entry heard per (key, subkey): at most `max_keys` keys (the oldest key goes
     first) of `max_per_key` subkeys. A read looks the key's providers up when it has heard no
     entry of it, or `lookup_every_s` after its last lookup, and then fetches the providers it
-    has not heard from in `lookup_every_s` (an entry not renewed since may be outdated)."""
+    has not heard from in `lookup_every_s` (an entry not renewed since may be outdated).
 
-    def __init__(self, max_keys: int, max_per_key: int, lookup_every_s: float):
+    A key is one window's of a `family` (its shard's topic: the same shard window after
+    window). Once a lookup of a family's key found no provider, a read of a key of that family
+    of which nothing is heard looks up again only `empty_recheck_s` after: a shard nobody
+    writes under (the probed levels above a small swarm's, its empty shards) costs one lookup
+    then, not one every window. Anything heard of the family ends that at once."""
+
+    def __init__(self, max_keys: int, max_per_key: int, lookup_every_s: float, *,
+                 family: Callable[[str], str] = lambda key: key, empty_recheck_s: float = 0.0):
         self.max_keys = max_keys
         self.max_per_key = max_per_key
         self.lookup_every_s = lookup_every_s
+        self.family = family
+        self.empty_recheck_s = empty_recheck_s
         self._entries: OrderedDict[str, dict[str, tuple[DhtEntry, float]]] = OrderedDict()  # -> (entry, heard at)
         self._looked_up: dict[str, float] = {}  # key -> monotonic time of its last provider lookup
+        self._found_empty: dict[str, float] = {}  # family -> when a lookup that found no provider began
 
     def hear(self, entry: DhtEntry, clock: float) -> bool:
         """Keep `entry` (heard at monotonic `clock`) unless a later one of its key and subkey is
         held or the key is full; True if it is new."""
+        self._found_empty.pop(self.family(entry.key), None)
         held = self._entries.get(entry.key)
         if held is None:
             held = self._entries[entry.key] = {}
@@ -54,11 +65,25 @@ class HeardEntries:
 
     def lookup_due(self, key: str, now: float, clock: float) -> bool:
         """Whether a read of `key` now looks its providers up (and, if so, notes that it did)."""
-        if self.unexpired(key, now) and clock - self._looked_up.get(key, -self.lookup_every_s) < self.lookup_every_s:
+        if self.unexpired(key, now):
+            if clock - self._looked_up.get(key, -self.lookup_every_s) < self.lookup_every_s:
+                return False
+        elif clock - self._found_empty.get(self.family(key), -self.empty_recheck_s) < self.empty_recheck_s:
             return False
         self._looked_up[key] = clock
         forget_older(self._looked_up, clock - 10 * self.lookup_every_s)
         return True
+
+    def looked_up(self, key: str, providers: int, began: float) -> None:
+        """What the lookup of `key` that began at monotonic `began` found: `providers` of it."""
+        family = self.family(key)
+        heard_since = any(at >= began for k, held in self._entries.items() if self.family(k) == family
+                          for _, at in held.values())
+        if providers == 0 and not heard_since:  # (an entry heard while it ran: not empty)
+            self._found_empty[family] = began
+        else:
+            self._found_empty.pop(family, None)
+        forget_older(self._found_empty, began - self.empty_recheck_s)
 
     def to_fetch(self, key: str, providers: Iterable[str], now: float, clock: float) -> list[str]:
         """The providers of `key` whose entry a lookup should read: not heard, expired, or not

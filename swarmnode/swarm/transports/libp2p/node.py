@@ -34,7 +34,7 @@ from libp2p.protocol_muxer.exceptions import MultiselectClientError
 from libp2p.peer.peerinfo import PeerInfo
 from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
 from libp2p.pubsub.score import ScoreParams
-from libp2p.records.validator import NamespacedValidator, Validator
+from libp2p.records.validator import NamespacedValidator
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
 from libp2p.security.noise.transport import Transport as NoiseTransport
 from libp2p.tools.anyio_service import background_trio_service
@@ -42,6 +42,7 @@ from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_byt
 
 from swarmnode.protocol import libp2p_messages
 from swarmnode.swarm.transports.libp2p.guarded_pubsub import GuardedPubsub
+from swarmnode.swarm.transports.libp2p.entry_validator import EntryValidator, expired
 from swarmnode.swarm.transports.libp2p.entry_book import HeardEntries, due_pushes, due_writes, forget_older
 from swarmnode.swarm.transports.libp2p.hole_punch import HolePunching
 from swarmnode.swarm.transports.libp2p.topic_subscriptions import TopicSubscriptions
@@ -57,6 +58,12 @@ MAX_HEARD_PER_KEY = 1024  # subkeys (peers) per key
 # bring what is new, the lookup what a lost push missed.
 PROVIDER_LOOKUP_EVERY_S = 10.0
 FIRST_LOOKUP_WAIT_S = 3.0  # a read of a key nothing is heard of waits this long for its lookup
+# A shard whose last lookup found no provider is looked up again only this long after (reads of
+# it answer at once meanwhile). A node reads a dozen such shards every window (the levels it
+# probes for writers of a larger swarm: swarm/key_layout.py), and each lookup is a Kademlia walk
+# that asks every peer it meets; so a swarm that outgrew this node, or a first writer in another
+# shard, is noticed within this, not within a window.
+EMPTY_SHARD_RECHECK_S = 60.0
 MAX_CONCURRENT_READS = 8  # DHT value lookups one get() runs at once
 PROVIDE_EVERY_S = 60.0  # provider records are renewed this often while a key is written
 STAMPS_KEPT_S = 10 * PROVIDE_EVERY_S  # when a key was last pushed, written, provided: forgotten after this
@@ -104,44 +111,6 @@ def key_pair_from_seed(seed: bytes) -> KeyPair:
     return KeyPair(private, private.get_public_key())
 
 
-class EntryValidator(Validator):
-    """Kademlia's check of a value under "/swarmnode/...": a well-formed entry for exactly this
-    key and subkey that the node's RecordPolicy admits. Of two, the one expiring later wins."""
-
-    def __init__(self, policy: RecordPolicy | None):
-        self._policy = policy
-
-    def validate(self, key: str, value: bytes) -> None:
-        if self.check(key, value) is None:
-            raise ValueError("refused by this node's record policy")
-
-    def check(self, dht_key: str, value: bytes) -> libp2p_messages.DhtEntry | None:
-        """The entry in `value` if it is one for exactly `dht_key` that check_entry passes."""
-        entry = libp2p_messages.decode_entry(value)
-        if entry is None or libp2p_messages.split_dht_key(dht_key) != (entry.key, entry.subkey):
-            return None
-        return self.check_entry(entry)
-
-    def check_entry(self, entry: libp2p_messages.DhtEntry) -> libp2p_messages.DhtEntry | None:
-        """`entry` if it has not expired and the RecordPolicy admits it (counting what it refuses)."""
-        now = time.time()
-        if entry.expiration <= now:
-            return None
-        if self._policy is None:
-            return entry
-        if not self._policy.knows_key(entry.key, now):
-            self._policy.refuse_unknown_key(entry.key.encode(), entry.value)
-            return None
-        return entry if self._policy.admit(entry.key, entry.subkey, entry.value, entry.expiration, now) else None
-
-    def select(self, key: str, values: list[bytes]) -> int:
-        def expiration(value: bytes) -> float:
-            entry = libp2p_messages.decode_entry(value)
-            return entry.expiration if entry is not None else float("-inf")
-
-        return max(range(len(values)), key=lambda i: expiration(values[i]))
-
-
 class Libp2pNode:
     """A py-libp2p host, its DHT and its GossipSub topics; all methods run on `thread`."""
 
@@ -162,7 +131,8 @@ class Libp2pNode:
         self.host: Any = None
         self.dht: KadDHT | None = None
         self.pubsub: GuardedPubsub | None = None
-        self.heard = HeardEntries(MAX_HEARD_KEYS, MAX_HEARD_PER_KEY, PROVIDER_LOOKUP_EVERY_S)
+        self.heard = HeardEntries(MAX_HEARD_KEYS, MAX_HEARD_PER_KEY, PROVIDER_LOOKUP_EVERY_S,
+                                  family=self._shard_of, empty_recheck_s=EMPTY_SHARD_RECHECK_S)
         self._lookups: dict[str, trio.Event] = {}  # key -> its DHT lookup in flight (one per key)
         self._provided: dict[str, float] = {}  # key -> when this node last named itself a provider
         self._unwritten: dict[tuple[str, str], bytes] = {}  # (key, subkey) -> newest entry not in the DHT yet
@@ -176,6 +146,11 @@ class Libp2pNode:
         self.requests_too_large = 0
         self.relay_slots = relay_slots  # circuit reservations this node grants (0: it relays no circuits)
         self.hole_punching: HolePunching | None = None
+
+    def _shard_of(self, key: str) -> str:
+        """The shard a key is one window's of (its topic); a key of no shard stands alone."""
+        topic = self.topics.topic_of(key)
+        return key if topic == self.topics.swarm_topic else topic
 
     @property
     def peer_id(self) -> str:
@@ -266,7 +241,7 @@ class Libp2pNode:
         while True:
             await trio.sleep(DROP_EXPIRED_EVERY_S)
             now = time.time()
-            for key in [k for k, (record, _) in values.store.items() if _expired(record.value, now)]:
+            for key in [k for k, (record, _) in values.store.items() if expired(record.value, now)]:
                 del values.store[key]
                 values.local_keys.discard(key)
 
@@ -332,7 +307,8 @@ class Libp2pNode:
     async def get(self, key: str) -> list[StoredValue]:
         """The entries heard under `key`. Now and then (HeardEntries.lookup_due) a DHT lookup of
         its providers' entries starts in the background; a read waits for it (at most
-        FIRST_LOOKUP_WAIT_S) only while nothing at all is heard of the key. A read never waits on
+        FIRST_LOOKUP_WAIT_S) only while nothing at all is heard of the key (and its shard was
+        not found empty lately: EMPTY_SHARD_RECHECK_S). A read never waits on
         a slow Kademlia round: the node's loops that read (peer records every few seconds) must
         keep their pace, or every peer's record would lapse behind one slow lookup."""
         now = time.time()
@@ -348,8 +324,10 @@ class Libp2pNode:
     async def _look_up(self, key: str, done: trio.Event) -> None:
         """Read the entries of `key`'s providers not heard from lately from the DHT."""
         assert self.dht is not None
+        began = time.monotonic()
         try:
             providers = await self.dht.find_providers(libp2p_messages.provider_key(key), count=MAX_HEARD_PER_KEY)
+            self.heard.looked_up(key, len(providers), began)
             self.topics.meet_peers(key, providers)
             missing = self.heard.to_fetch(key, [p.peer_id.to_base58() for p in providers], time.time(), time.monotonic())
             limiter = trio.CapacityLimiter(MAX_CONCURRENT_READS)
@@ -493,8 +471,3 @@ async def resolve_dns(maddr: str) -> list[str]:
         name = protocol or ("ip6" if info_family == socket.AF_INET6 else "ip4")
         found.append(f"/{name}/{address[0]}/{rest}")
     return list(dict.fromkeys(found))
-
-
-def _expired(value: bytes, now: float) -> bool:
-    entry = libp2p_messages.decode_entry(value)
-    return entry is None or entry.expiration <= now
