@@ -20,6 +20,8 @@ node's process or of a host process of its own (network.libp2p_host).
   against the node's RecordPolicy
 - guarded_pubsub.py: GuardedPubsub, py-libp2p's Pubsub where a peer's RPC that does not parse
   or fails ends that peer's stream (counted), never the node
+- bounded_gossipsub.py: BoundedGossipSub, py-libp2p's GossipSub router with its memory of
+  messages (for equivocation) bounded
 - shard_topics.py: which GossipSub topic an entry is pushed on (its shard's, or the swarm-wide
   one for keys of one per window), which shard topics a node joins and leaves when, and which
   providers it meets to find a topic's peers: the rules, no I/O

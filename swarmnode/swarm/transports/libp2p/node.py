@@ -32,7 +32,7 @@ from libp2p.io.exceptions import MessageTooLarge
 from libp2p.peer.id import ID
 from libp2p.protocol_muxer.exceptions import MultiselectClientError
 from libp2p.peer.peerinfo import PeerInfo
-from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11, GossipSub
+from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11
 from libp2p.pubsub.score import ScoreParams
 from libp2p.records.validator import NamespacedValidator
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
@@ -41,6 +41,7 @@ from libp2p.tools.anyio_service import background_trio_service
 from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_bytes_limited
 
 from swarmnode.protocol import libp2p_messages
+from swarmnode.swarm.transports.libp2p.bounded_gossipsub import BoundedGossipSub
 from swarmnode.swarm.transports.libp2p.guarded_pubsub import GuardedPubsub
 from swarmnode.swarm.transports.libp2p.entry_validator import EntryValidator, expired
 from swarmnode.swarm.transports.libp2p.entry_book import HeardEntries, due_pushes, due_writes, forget_older
@@ -168,9 +169,9 @@ class Libp2pNode:
                                                 "address already in use, or not an address of this machine")
             self.dht = KadDHT(self.host, DHTMode.CLIENT if self.client_mode else DHTMode.SERVER, validator=validator,
                               validator_changed=True, strict_validation=True, max_peers_per_subnet=0)
-            router = GossipSub(protocols=[PROTOCOL_ID_V11], degree=6, degree_low=4, degree_high=12,
-                               heartbeat_interval=1, score_params=self._score_params(),
-                               max_messages_per_topic_per_second=MAX_MESSAGES_PER_S_FROM_A_PEER)
+            router = BoundedGossipSub(protocols=[PROTOCOL_ID_V11], degree=6, degree_low=4, degree_high=12,
+                                      heartbeat_interval=1, score_params=self._score_params(),
+                                      max_messages_per_topic_per_second=MAX_MESSAGES_PER_S_FROM_A_PEER)
             self.pubsub = GuardedPubsub(self.host, router)
             self.hole_punching = HolePunching(self.host, self.relay_slots)
             async with background_trio_service(self.dht), background_trio_service(self.pubsub), \
