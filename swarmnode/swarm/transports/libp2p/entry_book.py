@@ -26,8 +26,9 @@ class HeardEntries:
     has not heard from in `lookup_every_s` (an entry not renewed since may be outdated).
 
     A key is one window's of a `family` (its shard's topic: the same shard window after
-    window). Once a lookup of a family's key found no provider, a read of a key of that family
-    of which nothing is heard looks up again only `empty_recheck_s` after: a shard nobody
+    window). Once a lookup of a family's key found no provider while nothing of the family was
+    held, a read of a key of that family of which nothing is heard looks up again only
+    `empty_recheck_s` after: a shard nobody
     writes under (the probed levels above a small swarm's, its empty shards) costs one lookup
     then, not one every window. Anything heard of the family ends that at once."""
 
@@ -74,12 +75,14 @@ class HeardEntries:
         forget_older(self._looked_up, clock - 10 * self.lookup_every_s)
         return True
 
-    def looked_up(self, key: str, providers: int, began: float) -> None:
-        """What the lookup of `key` that began at monotonic `began` found: `providers` of it."""
+    def looked_up(self, key: str, providers: int, began: float, now: float) -> None:
+        """What the lookup of `key` that began at monotonic `began` found: `providers` of it. The
+        family counts as empty only if nothing unexpired of it is held either: a shard written
+        under whose next window's key was looked up before its writers stored there is live."""
         family = self.family(key)
-        heard_since = any(at >= began for k, held in self._entries.items() if self.family(k) == family
-                          for _, at in held.values())
-        if providers == 0 and not heard_since:  # (an entry heard while it ran: not empty)
+        held = any(e.expiration > now for k, entries in self._entries.items() if self.family(k) == family
+                   for e, _ in entries.values())
+        if providers == 0 and not held:
             self._found_empty[family] = began
         else:
             self._found_empty.pop(family, None)

@@ -328,7 +328,7 @@ class Libp2pNode:
         began = time.monotonic()
         try:
             providers = await self.dht.find_providers(libp2p_messages.provider_key(key), count=MAX_HEARD_PER_KEY)
-            self.heard.looked_up(key, len(providers), began)
+            self.heard.looked_up(key, len(providers), began, time.time())
             self.topics.meet_peers(key, providers)
             missing = self.heard.to_fetch(key, [p.peer_id.to_base58() for p in providers], time.time(), time.monotonic())
             limiter = trio.CapacityLimiter(MAX_CONCURRENT_READS)

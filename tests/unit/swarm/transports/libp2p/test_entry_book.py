@@ -39,29 +39,31 @@ def test_a_shard_found_empty_is_looked_up_again_only_after_the_recheck_interval(
     book = HeardEntries(max_keys=4, max_per_key=8, lookup_every_s=10, family=shard_of, empty_recheck_s=60)
     window_1, window_2, other_shard = "swarmnode/s/peers/1/100", "swarmnode/s/peers/1/101", "swarmnode/s/peers/2/101"
     assert book.lookup_due(window_1, now=50, clock=0)
-    book.looked_up(window_1, providers=0, began=0)  # nobody writes there
+    book.looked_up(window_1, providers=0, began=0, now=50)  # nobody writes there
     assert not book.lookup_due(window_1, now=50, clock=20)  # nothing heard, but found empty 20 s ago
     assert not book.lookup_due(window_2, now=50, clock=59)  # the next window's key: the same shard
     assert book.lookup_due(other_shard, now=50, clock=20)  # another shard: its own lookup
     assert book.lookup_due(window_2, now=50, clock=60)  # 60 s on: asked again
-    book.looked_up(window_2, providers=0, began=60)
+    book.looked_up(window_2, providers=0, began=60, now=110)
     book.hear(entry("a", 200, key=window_1), clock=61)  # a push of the shard ends it at once
-    assert book.lookup_due(window_2, now=50, clock=62)
+    assert book.lookup_due(window_2, now=110, clock=62)
 
 
-def test_a_lookup_that_found_providers_or_overlapped_an_arrival_does_not_mark_the_shard_empty():
+def test_a_shard_with_providers_or_with_entries_held_is_not_marked_empty():
     book = HeardEntries(max_keys=4, max_per_key=8, lookup_every_s=10, family=shard_of, empty_recheck_s=60)
-    key, later_key = "swarmnode/s/peers/1/100", "swarmnode/s/peers/1/101"
-    book.looked_up(key, providers=3, began=0)
-    assert book.lookup_due(later_key, now=50, clock=1)  # providers found: nothing held back
-    book.hear(entry("a", 200, key=key), clock=5)  # heard while the next lookup (began at 4) ran
-    book.looked_up(later_key, providers=0, began=4)
-    assert book.lookup_due(later_key, now=50, clock=6)  # nothing of later_key heard, shard not empty
+    key, next_key = "swarmnode/s/peers/1/100", "swarmnode/s/peers/1/101"
+    book.looked_up(key, providers=3, began=0, now=50)
+    assert book.lookup_due(next_key, now=50, clock=1)  # providers found: nothing held back
+    book.hear(entry("a", 70, key=key), clock=5)  # the last window's entry, alive until 70
+    book.looked_up(next_key, providers=0, began=6, now=56)  # asked before its writers stored there
+    assert book.lookup_due(next_key, now=57, clock=7)  # a live shard: asked again at the next read
+    book.looked_up(next_key, providers=0, began=20, now=71)  # its entries expired: now it is quiet
+    assert not book.lookup_due(next_key, now=72, clock=21)
 
 
 def test_without_a_recheck_interval_an_unheard_key_is_looked_up_at_every_read():
     book = HeardEntries(max_keys=4, max_per_key=8, lookup_every_s=10)
-    book.looked_up(K, providers=0, began=0)
+    book.looked_up(K, providers=0, began=0, now=50)
     assert book.lookup_due(K, now=50, clock=0) and book.lookup_due(K, now=50, clock=1)
 
 
