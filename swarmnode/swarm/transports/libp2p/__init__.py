@@ -20,6 +20,8 @@ node's process or of a host process of its own (network.libp2p_host).
   against the node's RecordPolicy
 - guarded_pubsub.py: GuardedPubsub, py-libp2p's Pubsub where a peer's RPC that does not parse
   or fails ends that peer's stream (counted), never the node
+- buffered_reads.py: BufferedReads, a peer's pubsub stream read in chunks (py-libp2p reads an
+  RPC's length a byte at a time)
 - bounded_gossipsub.py: BoundedGossipSub, py-libp2p's GossipSub router with its memory of
   messages (for equivocation) bounded
 - shard_topics.py: which GossipSub topic an entry is pushed on (its shard's, or the swarm-wide
