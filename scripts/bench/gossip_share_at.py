@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from swarmnode.testing.experiments.worktrees import environment_of, worktree_at
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("event_loop", "gossip_workers", "transport")
@@ -51,18 +52,12 @@ def medians(shares: list[dict[str, float]]) -> dict[str, float]:
 
 def run_commit(commit: str, seconds: float, tmp: Path) -> dict[str, Any]:
     """Run the demo of `commit` (a worktree of it) for `seconds`; its per-node shares."""
-    tree = tmp / f"tree-{commit}"
-    subprocess.run(["git", "worktree", "add", "--detach", str(tree), commit], cwd=ROOT, check=True,
-                   capture_output=True)
-    try:
+    with worktree_at(ROOT, commit, tmp / f"tree-{commit}") as tree:
         root = tmp / f"run-{commit}"
-        env = {**os.environ, "PYTHONPATH": str(tree)}
         subprocess.run([sys.executable, "-m", "swarmnode", "swarm", "local", "--nodes", "3", "--root", str(root),
                         "--config", str(tree / "configs" / "local-train.yaml"), "--duration", str(seconds)],
-                       cwd=tree, env=env, check=True, capture_output=True, timeout=seconds + 300)
+                       cwd=tree, env=environment_of(tree), check=True, capture_output=True, timeout=seconds + 300)
         shares = node_shares(json.loads((root / "summary.json").read_text()))
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
     return {"commit": commit, "nodes": shares, "median": medians(shares)}
 
 

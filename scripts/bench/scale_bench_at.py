@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from swarmnode.testing.experiments.worktrees import environment_of, worktree_at
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,18 +52,12 @@ def helper_ratios(results: list[dict[str, Any]]) -> list[float]:
 
 
 def run_commit(commit: str, bench_args: list[str], tmp: Path, index: int) -> list[dict[str, Any]]:
-    tree = tmp / f"tree-{index}"
-    subprocess.run(["git", "worktree", "add", "--detach", str(tree), commit], cwd=ROOT, check=True,
-                   capture_output=True)
-    try:
+    with worktree_at(ROOT, commit, tmp / f"tree-{index}") as tree:
         out = tmp / f"run-{index}.json"
-        env = {**os.environ, "PYTHONPATH": str(tree)}
         subprocess.run([sys.executable, str(tree / "scripts" / "bench" / "scale_bench.py"), *bench_args,
-                        "--layouts", "sharded", "--json", str(out)], cwd=tree, env=env, check=True,
+                        "--layouts", "sharded", "--json", str(out)], cwd=tree, env=environment_of(tree), check=True,
                        capture_output=True)
         runs = json.loads(out.read_text())["runs"]
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
     return [{"commit": commit, "nodes": r["nodes"], "figures": run_figures(r)} for r in runs]
 
 

@@ -13,6 +13,8 @@ a module instead of from each other's files.
 - heterogeneity_results.py: scripts/experiments/heterogeneity_experiment.py's results, pure
 - cpu_quota.py: a CPU budget per node process (`CpuQuotas`: a cgroup with a CFS quota, joined
   before exec; `QuotaUnavailable` says in one line why not), for honest heterogeneity on one machine
+- worktrees.py: a commit checked out into a temporary git worktree (`worktree_at`) and the
+  environment that imports its code, for benches run at several commits
 - sapo_results.py: scripts/experiments/sapo_experiment.py's results and its table, pure (the
   script draws the plot: matplotlib is an extra)
 """
