@@ -28,9 +28,9 @@ class HeardEntries:
     A key is one window's of a `family` (its shard's topic: the same shard window after
     window). Once a lookup of a family's key found no provider while nothing of the family was
     held, a read of a key of that family of which nothing is heard looks up again only
-    `empty_recheck_s` after: a shard nobody
-    writes under (the probed levels above a small swarm's, its empty shards) costs one lookup
-    then, not one every window. Anything heard of the family ends that at once."""
+    `empty_recheck_s` after: a shard nobody writes under (the probed levels above a small
+    swarm's, its empty shards) costs one lookup then, not one every window. Anything heard of
+    the family ends that at once."""
 
     def __init__(self, max_keys: int, max_per_key: int, lookup_every_s: float, *,
                  family: Callable[[str], str] = lambda key: key, empty_recheck_s: float = 0.0):
