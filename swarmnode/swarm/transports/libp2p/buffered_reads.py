@@ -1,31 +1,33 @@
-"""BufferedReads: a peer's stream read in chunks, for py-libp2p's frame readers.
+"""BufferedReads: a connection or stream read in chunks, for py-libp2p's frame readers.
 
-py-libp2p reads an RPC's varint length a byte at a time, and each read of a yamux stream takes
-its locks and formats its debug lines whether or not they are logged. Reading what has arrived,
-up to READ_CHUNK bytes at once, turns the two to three stream reads of every pubsub RPC into one
-per batch of RPCs. No libp2p import: the stream comes in.
+py-libp2p reads a pubsub RPC's varint length a byte at a time, and each read of a yamux stream
+takes its locks and formats its debug lines whether or not they are logged. Under Noise it reads
+each frame's 2-byte length and then its body from the socket: two receive calls, each a trip
+through trio's scheduler, for every yamux frame. Reading what has arrived, up to READ_CHUNK bytes
+at once, turns those into one read per arrival, however many frames it holds. No libp2p import:
+the stream comes in.
 """
 from __future__ import annotations
 
-READ_CHUNK = 64 * 1024  # the most read from a peer's stream at once (what is held beyond one RPC)
+READ_CHUNK = 64 * 1024  # the most read from a peer's stream at once (what is held beyond one frame)
 
 
 class BufferedReads:
     """`stream` read READ_CHUNK bytes at a time (what has arrived, up to that), handed out as
     asked; every other attribute is the stream's own."""
 
-    def __init__(self, stream):  # noqa: ANN001 - py-libp2p's INetStream
+    def __init__(self, stream):  # noqa: ANN001 - py-libp2p's INetStream or IRawConnection
         self._stream = stream
         self._held = b""
+        self._start = 0  # the first byte of _held not handed out: a chunk of many frames is cut without copying its rest each time
 
     async def read(self, n: int | None = None) -> bytes:
         """Up to `n` bytes (all held, if None): those held, else those that arrive next."""
-        if not self._held:
-            self._held = await self._stream.read(max(n or 0, READ_CHUNK))
-        if n is None or n < 0 or n >= len(self._held):
-            taken, self._held = self._held, b""
-        else:
-            taken, self._held = self._held[:n], self._held[n:]
+        if self._start >= len(self._held):
+            self._held, self._start = await self._stream.read(max(n or 0, READ_CHUNK)), 0
+        end = len(self._held) if n is None or n < 0 else min(self._start + n, len(self._held))
+        taken = self._held[self._start:end] if self._start or end < len(self._held) else self._held
+        self._start = end
         return taken
 
     def __getattr__(self, name: str):

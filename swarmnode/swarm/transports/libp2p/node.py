@@ -36,12 +36,12 @@ from libp2p.pubsub.gossipsub import PROTOCOL_ID_V11
 from libp2p.pubsub.score import ScoreParams
 from libp2p.records.validator import NamespacedValidator
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
-from libp2p.security.noise.transport import Transport as NoiseTransport
 from libp2p.tools.anyio_service import background_trio_service
 from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_bytes_limited
 
 from swarmnode.protocol import libp2p_messages
 from swarmnode.swarm.transports.libp2p.bounded_gossipsub import BoundedGossipSub
+from swarmnode.swarm.transports.libp2p.buffered_noise import BufferedNoiseTransport
 from swarmnode.swarm.transports.libp2p.guarded_pubsub import GuardedPubsub
 from swarmnode.swarm.transports.libp2p.entry_validator import EntryValidator, expired
 from swarmnode.swarm.transports.libp2p.entry_book import HeardEntries, due_pushes, due_writes, forget_older
@@ -159,7 +159,7 @@ class Libp2pNode:
 
     async def run(self, started: Callable[[], None]) -> None:
         """The trio thread's main: start everything, call `started()`, serve until cancelled."""
-        noise = NoiseTransport(self.key_pair, noise_privkey=new_x25519_key_pair().private_key)
+        noise = BufferedNoiseTransport(self.key_pair, noise_privkey=new_x25519_key_pair().private_key)
         self.host = new_host(key_pair=self.key_pair, sec_opt={NOISE_PROTOCOL_ID: noise}, muxer_preference="YAMUX",
                              listen_addrs=self.listen_maddrs, announce_addrs=self.announce_maddrs or None)
         validator = NamespacedValidator({libp2p_messages.DHT_NAMESPACE: self.validator}, strict_validation=True)
