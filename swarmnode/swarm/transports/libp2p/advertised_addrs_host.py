@@ -23,7 +23,9 @@ ADDRS_FRESH_FOR_S = 1.0  # how long one computation of the advertised addresses 
 
 
 class AdvertisedAddrsHost(BasicHost):
-    """BasicHost whose get_addrs() is computed at most once per ADDRS_FRESH_FOR_S."""
+    """BasicHost whose get_addrs() is computed at most once per ADDRS_FRESH_FOR_S of `clock`."""
+
+    clock = staticmethod(time.monotonic)
 
     def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - BasicHost's own
         self._addrs: list[multiaddr.Multiaddr] = []  # set first: BasicHost's constructor asks for them
@@ -31,7 +33,7 @@ class AdvertisedAddrsHost(BasicHost):
         super().__init__(*args, **kwargs)
 
     def get_addrs(self) -> list[multiaddr.Multiaddr]:
-        now = time.monotonic()
+        now = self.clock()
         if now >= self._addrs_until or not self._addrs:
             self._addrs = super().get_addrs()
             self._addrs_until = now + ADDRS_FRESH_FOR_S
