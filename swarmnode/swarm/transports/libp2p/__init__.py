@@ -24,9 +24,9 @@ node's process or of a host process of its own (network.libp2p_host).
   (py-libp2p reads an RPC's length a byte at a time, and a Noise frame's length before its body)
 - buffered_noise.py: BufferedNoiseTransport, py-libp2p's Noise reading each connection through
   BufferedReads
-- advertised_addrs_host.py: AdvertisedAddrsHost, py-libp2p's BasicHost with its advertised
-  addresses (asked for on every message that carries this node's signed peer record) computed
-  once a second
+- lean_host.py: LeanHost, py-libp2p's BasicHost with its advertised addresses (asked for on
+  every message that carries this node's signed peer record) computed once a second and the
+  streams it accepts read through BufferedReads
 - bounded_gossipsub.py: BoundedGossipSub, py-libp2p's GossipSub router with its memory of
   messages (for equivocation) bounded
 - shard_topics.py: which GossipSub topic an entry is pushed on (its shard's, or the swarm-wide

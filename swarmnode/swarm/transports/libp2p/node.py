@@ -39,13 +39,13 @@ from libp2p.tools.anyio_service import background_trio_service
 from libp2p.utils.varint import encode_varint_prefixed, read_varint_prefixed_bytes_limited
 
 from swarmnode.protocol import libp2p_messages
-from swarmnode.swarm.transports.libp2p.advertised_addrs_host import new_advertised_addrs_host
 from swarmnode.swarm.transports.libp2p.bounded_gossipsub import BoundedGossipSub
 from swarmnode.swarm.transports.libp2p.buffered_noise import BufferedNoiseTransport
 from swarmnode.swarm.transports.libp2p.guarded_pubsub import GuardedPubsub
 from swarmnode.swarm.transports.libp2p.entry_validator import EntryValidator, expired
 from swarmnode.swarm.transports.libp2p.entry_book import HeardEntries, due_pushes, due_writes, forget_older
 from swarmnode.swarm.transports.libp2p.hole_punch import HolePunching
+from swarmnode.swarm.transports.libp2p.lean_host import new_lean_host
 from swarmnode.swarm.transports.libp2p.topic_subscriptions import TopicSubscriptions
 from swarmnode.swarm.transports.libp2p.trio_thread import TrioThread
 from swarmnode.utils.ratelimit import ConcurrencySlots
@@ -160,8 +160,7 @@ class Libp2pNode:
     async def run(self, started: Callable[[], None]) -> None:
         """The trio thread's main: start everything, call `started()`, serve until cancelled."""
         noise = BufferedNoiseTransport(self.key_pair, noise_privkey=new_x25519_key_pair().private_key)
-        self.host = new_advertised_addrs_host(self.key_pair, {NOISE_PROTOCOL_ID: noise}, self.listen_maddrs,
-                                              self.announce_maddrs or None)
+        self.host = new_lean_host(self.key_pair, {NOISE_PROTOCOL_ID: noise}, self.listen_maddrs, self.announce_maddrs or None)
         validator = NamespacedValidator({libp2p_messages.DHT_NAMESPACE: self.validator}, strict_validation=True)
         async with self.host.run(self.listen_maddrs):
             if not self.host.get_addrs():  # py-libp2p logs a failed listen and goes on; a node must not
