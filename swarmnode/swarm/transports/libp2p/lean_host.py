@@ -13,9 +13,10 @@
   sends the peer a WINDOW_UPDATE frame where go-yamux waits until half the window is used:
   window updates were ~8% of an idle host's time at 8 nodes. A stream this host accepts is read
   through BufferedReads from its first byte, so multistream's negotiation and then the
-  protocol's handler read from one buffer, one stream read per arrival. (py-libp2p negotiates
-  the streams it opens inside new_stream and builds yamux itself, whatever muxer is configured:
-  outbound streams stay as they are.)
+  protocol's handler read from one buffer, one stream read per arrival. A stream it opens is
+  read so once BasicHost.new_stream has negotiated it (that negotiation's reads stay as they
+  are: py-libp2p does it inside new_stream, and it builds yamux itself whatever muxer is
+  configured).
 """
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ import multiaddr
 from libp2p import new_swarm
 from libp2p.abc import INetStream
 from libp2p.crypto.keys import KeyPair
-from libp2p.custom_types import TSecurityOptions
+from libp2p.custom_types import TProtocol, TSecurityOptions
 from libp2p.host.basic_host import BasicHost
+from libp2p.peer.id import ID
 from libp2p.rcmgr import new_resource_manager
 
 from swarmnode.swarm.transports.libp2p.buffered_reads import BufferedReads
@@ -37,7 +39,7 @@ ADDRS_FRESH_FOR_S = 1.0  # how long one computation of the advertised addresses 
 
 class LeanHost(BasicHost):
     """BasicHost whose get_addrs() is computed at most once per ADDRS_FRESH_FOR_S of `clock`, and
-    whose inbound streams are read through BufferedReads."""
+    whose streams are read through BufferedReads."""
 
     clock = staticmethod(time.monotonic)
 
@@ -52,6 +54,10 @@ class LeanHost(BasicHost):
             self._addrs = super().get_addrs()
             self._addrs_until = now + ADDRS_FRESH_FOR_S
         return list(self._addrs)
+
+    async def new_stream(self, peer_id: ID, protocol_ids: Sequence[TProtocol]) -> INetStream:
+        # Negotiated inside BasicHost.new_stream; what the caller reads after (answers) is buffered.
+        return BufferedReads(await super().new_stream(peer_id, protocol_ids))
 
     async def _swarm_stream_handler(self, net_stream: INetStream) -> None:
         # BasicHost registers this method with its network for every stream a peer opens; it

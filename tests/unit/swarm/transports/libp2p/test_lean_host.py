@@ -1,7 +1,7 @@
 """swarm/transports/libp2p/lean_host.py: the host's advertised addresses are those BasicHost
 computes, recomputed once ADDRS_FRESH_FOR_S have passed (on a clock the check sets), and an empty
-answer (nothing listening yet) is never kept; the streams it accepts are answered as a plain
-host answers them, with fewer yamux stream reads. In fresh interpreters: py-libp2p cannot be
+answer (nothing listening yet) is never kept; its streams carry what a plain host's carry, with
+fewer yamux stream reads on the side that asks and on the side that answers. In fresh interpreters: py-libp2p cannot be
 imported in this process beside hivemind."""
 import json
 import os
@@ -53,7 +53,7 @@ async def main():
 print(json.dumps(trio.run(main)))
 """
 
-INBOUND = """
+STREAMS = """
 import json
 import multiaddr, trio
 from libp2p import new_host
@@ -87,11 +87,11 @@ async def answer(stream):
 
 async def main():
     listen = [multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]
-    lean = new_lean_host(*noise(), listen, None)
-    plain, lean_asker, plain_asker = (new_host(key_pair=k, sec_opt=s, muxer_preference="YAMUX") for k, s in (noise(), noise(), noise()))
-    answered = {}
-    async with lean.run(listen), plain.run(listen), lean_asker.run(listen), plain_asker.run(listen):
-        for name, server, asker in (("lean", lean, lean_asker), ("plain", plain, plain_asker)):
+    lean_server, lean_asker = (new_lean_host(*noise(), listen, None) for _ in range(2))
+    plain_server, plain_asker = (new_host(key_pair=k, sec_opt=s, muxer_preference="YAMUX") for k, s in (noise(), noise()))
+    answered, reads = {}, {}
+    async with lean_server.run(listen), plain_server.run(listen), lean_asker.run(listen), plain_asker.run(listen):
+        for name, server, asker in (("lean", lean_server, lean_asker), ("plain", plain_server, plain_asker)):
             server.set_stream_handler(ASK, answer)
             await asker.connect(info_from_p2p_addr(server.get_addrs()[0]))
             right = 0
@@ -100,9 +100,11 @@ async def main():
                 await stream.write(encode_varint_prefixed(b"question %d" % i))
                 right += await read_varint_prefixed_bytes(stream) == (b"question %d" % i)[::-1] * 50
             answered[name] = right
-    server_reads = {name: reads_by_remote.get(asker.get_id().to_base58(), 0)
-                    for name, asker in (("lean", lean_asker), ("plain", plain_asker))}
-    return {"answered": answered, "lean_reads_fewer": 0 < server_reads["lean"] < server_reads["plain"]}
+            reads[name] = {"server": reads_by_remote.get(asker.get_id().to_base58(), 0),
+                           "asker": reads_by_remote.get(server.get_id().to_base58(), 0)}
+    return {"answered": answered,
+            "lean_server_reads_fewer": 0 < reads["lean"]["server"] < reads["plain"]["server"],
+            "lean_asker_reads_fewer": 0 < reads["lean"]["asker"] < reads["plain"]["asker"]}
 
 print(json.dumps(trio.run(main)))
 """
@@ -128,5 +130,6 @@ def test_advertised_addresses_are_basic_hosts_recomputed_once_they_are_stale():
     }
 
 
-def test_accepted_streams_are_answered_as_a_plain_host_answers_with_fewer_stream_reads():
-    assert run_check(INBOUND) == {"answered": {"lean": 20, "plain": 20}, "lean_reads_fewer": True}
+def test_streams_carry_what_a_plain_hosts_do_with_fewer_stream_reads_on_both_ends():
+    assert run_check(STREAMS) == {"answered": {"lean": 20, "plain": 20}, "lean_server_reads_fewer": True,
+                                  "lean_asker_reads_fewer": True}
