@@ -79,6 +79,7 @@ def test_survivors_keep_training_and_everyone_shares_again(internet, tmp_path):
     from_bob = accepted_from(status("alice"), ids["bob"])
     shares_again("bob", "alice", from_alice)
     shares_again("alice", "bob", from_bob)
-    for node in nodes.values():
-        assert node.stop() == 0
+    for name, node in nodes.items():
+        code = node.stop()
+        assert code == 0, f"{name} did not stop cleanly on SIGTERM within 30 s (code {code}); its log ends: {node.log_tail()}"
         assert "Traceback" not in node.home.node_log.read_text()

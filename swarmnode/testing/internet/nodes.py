@@ -69,6 +69,12 @@ class InternetNode:
         if self.process is not None and self.process.poll() is not None:
             raise NodeFailed(f"{self.name} exited with code {self.process.returncode}: {self.tail()}")
 
+    def log_tail(self, lines: int = 12) -> str:
+        """The last lines of the node's own log (node.log), for a failure's message."""
+        if not self.home.node_log.exists():
+            return "no node.log"
+        return " | ".join(self.home.node_log.read_text(errors="replace").strip().splitlines()[-lines:])
+
     def tail(self, lines: int = 3) -> str:
         if not self.console_log.exists():
             return "no output"
