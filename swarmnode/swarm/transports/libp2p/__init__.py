@@ -20,13 +20,13 @@ node's process or of a host process of its own (network.libp2p_host).
   against the node's RecordPolicy
 - guarded_pubsub.py: GuardedPubsub, py-libp2p's Pubsub where a peer's RPC that does not parse
   or fails ends that peer's stream (counted), never the node
-- buffered_reads.py: BufferedReads, a peer's pubsub stream or a raw connection read in chunks
+- buffered_reads.py: BufferedReads, a stream or a raw connection read in chunks
   (py-libp2p reads an RPC's length a byte at a time, and a Noise frame's length before its body)
 - buffered_noise.py: BufferedNoiseTransport, py-libp2p's Noise reading each connection through
   BufferedReads
 - lean_host.py: LeanHost, py-libp2p's BasicHost with its advertised addresses (asked for on
-  every message that carries this node's signed peer record) computed once a second and the
-  streams it accepts read through BufferedReads
+  every message that carries this node's signed peer record) computed once a second and its
+  streams read through BufferedReads
 - bounded_gossipsub.py: BoundedGossipSub, py-libp2p's GossipSub router with its memory of
   messages (for equivocation) bounded
 - shard_topics.py: which GossipSub topic an entry is pushed on (its shard's, or the swarm-wide

@@ -4,9 +4,9 @@ py-libp2p reads varint lengths (a pubsub RPC's, a Kademlia message's, each multi
 byte at a time, and each read of a yamux stream takes its locks, formats its debug lines whether
 or not they are logged, and sends the peer a window update. Under Noise it reads each frame's
 2-byte length and then its body from the socket: two receive calls, each a trip through trio's
-scheduler, for every yamux frame. Reading what has arrived, up to READ_CHUNK bytes
-at once, turns those into one read per arrival, however many frames it holds. No libp2p import:
-the stream comes in.
+scheduler, for every yamux frame. Reading what has arrived, up to READ_CHUNK bytes at once,
+turns those into one read per arrival, however many frames it holds. No libp2p import: the
+stream comes in.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ class BufferedReads:
     def __init__(self, stream):  # noqa: ANN001 - py-libp2p's INetStream or IRawConnection
         self._stream = stream
         self._held = b""
-        self._start = 0  # the first byte of _held not handed out: a chunk of many frames is cut without copying its rest each time
+        self._start = 0  # the first byte of _held not handed out (a chunk is cut without copying its rest)
 
     async def read(self, n: int | None = None) -> bytes:
         """Up to `n` bytes: those held, else those that arrive next. With `n` None or negative,

@@ -8,7 +8,8 @@ of them died of one "Error parsing message with type 'pubsub.pb.RPC'", and any p
 such a frame on purpose. Here the error ends that peer's stream the way py-libp2p ends a stream it
 cannot read (reset, the peer's subscriptions forgotten; it may open a new one), and is counted.
 
-Each peer's stream is also read through BufferedReads (buffered_reads.py).
+Each peer's stream arrives read through BufferedReads already (LeanHost, lean_host.py: every
+stream a peer opens to this host).
 """
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ import logging
 
 from libp2p.exceptions import ParseError
 from libp2p.pubsub.pubsub import Pubsub
-
-from swarmnode.swarm.transports.libp2p.buffered_reads import BufferedReads
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +29,7 @@ class GuardedPubsub(Pubsub):
 
     async def continuously_read_stream(self, stream) -> None:  # noqa: ANN001 - py-libp2p's INetStream
         try:
-            await super().continuously_read_stream(BufferedReads(stream))
+            await super().continuously_read_stream(stream)
         except Exception as e:  # noqa: BLE001 - a peer's bytes must not stop the node
             self.bad_rpc_streams += 1
             log.debug("pubsub stream of %s ended on a bad RPC (%s: %s)", stream.muxed_conn.peer_id,

@@ -7,16 +7,16 @@
   host's time (py-spy). Addresses change when a listener starts or an observed address is
   confirmed; a record at most ADDRS_FRESH_FOR_S behind them is still one the peers can dial. An
   empty answer (nothing listening yet) is never kept.
-- **Inbound streams read in chunks** (BufferedReads). py-libp2p's protocols read small pieces:
+- **Streams read in chunks** (BufferedReads). py-libp2p's protocols read small pieces:
   multistream-select's lines and Kademlia's messages a varint byte at a time, then the body.
   Each read of a yamux stream takes its locks, formats its debug lines, and (py-libp2p 0.8.1)
   sends the peer a WINDOW_UPDATE frame where go-yamux waits until half the window is used:
-  window updates were ~8% of an idle host's time at 8 nodes. A stream this host accepts is read
-  through BufferedReads from its first byte, so multistream's negotiation and then the
-  protocol's handler read from one buffer, one stream read per arrival. A stream it opens is
-  read so once BasicHost.new_stream has negotiated it (that negotiation's reads stay as they
-  are: py-libp2p does it inside new_stream, and it builds yamux itself whatever muxer is
-  configured).
+  sending window updates was ~5% of an idle host's time at 8 nodes. A stream a peer opens is
+  read through BufferedReads from its first byte, so multistream's negotiation and then the
+  protocol's handler read from one buffer, one stream read per arrival. A stream this host
+  opens is read so once BasicHost.new_stream has negotiated it (that negotiation's reads stay
+  as they are: py-libp2p does it inside new_stream, and it builds yamux itself whatever muxer
+  is configured).
 """
 from __future__ import annotations
 
