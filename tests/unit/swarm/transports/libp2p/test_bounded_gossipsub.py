@@ -1,13 +1,7 @@
 """swarm/transports/libp2p/bounded_gossipsub.py: py-libp2p's GossipSub router keeps at most its bound
 of messages for equivocation, the newest, and still refuses a second version of one it holds. In a
 fresh interpreter: py-libp2p cannot be imported in this process beside hivemind."""
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[5]
+from tests.unit.swarm.transports.libp2p.fresh_interpreter import run_check
 
 CHECK = """
 import json
@@ -31,11 +25,7 @@ print(json.dumps({
 
 
 def test_the_equivocation_memory_keeps_the_newest_messages_up_to_its_bound():
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", CHECK], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+    assert run_check(CHECK) == {
         "first_ten_valid": True,
         "held": 3,  # py-libp2p's own router would hold all ten
         "second_version_of_a_held_one": False,  # equivocation: refused

@@ -3,13 +3,7 @@ speaks the same Noise as py-libp2p's own: each side, one buffered and one plain,
 (many Noise frames) whole in both directions, and the buffered side reads its socket fewer than the
 two times a frame plain Noise does (its length, then its body). In a fresh interpreter: py-libp2p cannot be imported in this process
 beside hivemind."""
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[5]
+from tests.unit.swarm.transports.libp2p.fresh_interpreter import run_check
 
 CHECK = """
 import json
@@ -81,9 +75,5 @@ print(json.dumps(trio.run(main)))
 
 
 def test_buffered_noise_talks_to_plain_noise_and_reads_its_socket_less():
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", CHECK], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+    assert run_check(CHECK) == {
         "buffered_dials_plain": True, "plain_dials_buffered": True, "fewer_socket_reads_than_two_a_frame": True}

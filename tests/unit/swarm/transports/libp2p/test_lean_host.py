@@ -3,13 +3,7 @@ computes, recomputed once ADDRS_FRESH_FOR_S have passed (on a clock the check se
 answer (nothing listening yet) is never kept; its streams carry what a plain host's carry, with
 fewer yamux stream reads on the side that asks and on the side that answers. In fresh interpreters: py-libp2p cannot be
 imported in this process beside hivemind."""
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[5]
+from tests.unit.swarm.transports.libp2p.fresh_interpreter import run_check
 
 ADDRESSES = """
 import json
@@ -109,13 +103,6 @@ async def main():
 print(json.dumps(trio.run(main)))
 """
 
-
-def run_check(check: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", check], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_advertised_addresses_are_basic_hosts_recomputed_once_they_are_stale():
