@@ -71,14 +71,10 @@ class InternetNode:
 
     def log_tail(self, lines: int = 12) -> str:
         """The last lines of the node's own log (node.log), for a failure's message."""
-        if not self.home.node_log.exists():
-            return "no node.log"
-        return " | ".join(self.home.node_log.read_text(errors="replace").strip().splitlines()[-lines:])
+        return last_lines(self.home.node_log, lines, "no node.log")
 
     def tail(self, lines: int = 3) -> str:
-        if not self.console_log.exists():
-            return "no output"
-        return " | ".join(self.console_log.read_text(errors="replace").strip().splitlines()[-lines:])
+        return last_lines(self.console_log, lines, "no output")
 
     def status(self) -> dict[str, Any] | None:
         """`swarmnode status --json` inside the host, or None if the daemon does not answer."""
@@ -122,3 +118,10 @@ class InternetNode:
                 self.process.kill()
                 self.process.wait(timeout=10)
         return self.process.returncode
+
+
+def last_lines(path: Path, lines: int, missing: str) -> str:
+    """The last `lines` lines of `path` joined on one line, or `missing` if there is no such file."""
+    if not path.exists():
+        return missing
+    return " | ".join(path.read_text(errors="replace").strip().splitlines()[-lines:])

@@ -31,7 +31,7 @@ class BufferedReads:
         if self._start >= len(self._held):
             self._held, self._start = await self._stream.read(max(n, READ_CHUNK)), 0
         end = min(self._start + n, len(self._held))
-        taken = self._held[self._start:end] if self._start or end < len(self._held) else self._held
+        taken = self._held[self._start:end]  # a whole bytes chunk sliced whole is the same object, not a copy
         self._start = end
         return taken
 
